@@ -1,0 +1,159 @@
+//! Chare-array indices, shapes and placement maps.
+
+use crate::ids::{IndexKey, Pe};
+use crate::message::Message;
+use serde::{Deserialize, Serialize};
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// A type that indexes the elements of a chare array.
+pub trait ArrayIndex: Message + Eq + Hash + Debug {
+    /// Position of the element in contributor order: Gather and Concat reductions list
+    /// elements by it, and maps place dense arrays by it. Must be unique per index.
+    fn order_key(&self) -> u64;
+}
+
+impl ArrayIndex for usize {
+    fn order_key(&self) -> u64 {
+        *self as u64
+    }
+}
+
+impl ArrayIndex for u64 {
+    fn order_key(&self) -> u64 {
+        *self
+    }
+}
+
+impl ArrayIndex for u32 {
+    fn order_key(&self) -> u64 {
+        u64::from(*self)
+    }
+}
+
+impl ArrayIndex for (usize, usize) {
+    fn order_key(&self) -> u64 {
+        ((self.0 as u64) << 32) | (self.1 as u64 & 0xffff_ffff)
+    }
+}
+
+impl ArrayIndex for (u32, u32) {
+    fn order_key(&self) -> u64 {
+        (u64::from(self.0) << 32) | u64::from(self.1)
+    }
+}
+
+/// Where an array element's messages go: its encoded index and its order key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ElemAddr {
+    /// Encoded index (the element's identity).
+    pub key: IndexKey,
+    /// `ArrayIndex::order_key` of the index.
+    pub order: u64,
+}
+
+impl ElemAddr {
+    /// Address of a typed index.
+    pub fn of<I: ArrayIndex>(index: &I) -> Self {
+        ElemAddr {
+            key: IndexKey(bincode::serialize(index).unwrap_or_default()),
+            order: index.order_key(),
+        }
+    }
+}
+
+/// Which indices an array starts with.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) enum Shape {
+    /// Indices 0..n (index type usize).
+    Dense1(u64),
+    /// Indices (0..x, 0..y) (index type (usize, usize)).
+    Dense2(u64, u64),
+    /// An explicit list of indices of any type.
+    List(Vec<ElemAddr>),
+}
+
+impl Shape {
+    /// Row-major position of an order key in a dense shape, with the shape's size.
+    fn dense_position(&self, order: u64) -> Option<(u64, u64)> {
+        match self {
+            Shape::Dense1(n) => Some((order, *n)),
+            Shape::Dense2(_, y) => Some(((order >> 32) * y + (order & 0xffff_ffff), self.len())),
+            Shape::List(_) => None,
+        }
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Shape::Dense1(n) => *n,
+            Shape::Dense2(x, y) => x * y,
+            Shape::List(l) => l.len() as u64,
+        }
+    }
+
+    /// Every address in the shape.
+    pub(crate) fn addresses(&self) -> Box<dyn Iterator<Item = ElemAddr> + '_> {
+        match self {
+            Shape::Dense1(n) => Box::new((0..*n as usize).map(|i| ElemAddr::of(&i))),
+            Shape::Dense2(x, y) => Box::new(
+                (0..*x as usize).flat_map(move |i| (0..*y as usize).map(move |j| ElemAddr::of(&(i, j)))),
+            ),
+            Shape::List(l) => Box::new(l.iter().cloned()),
+        }
+    }
+}
+
+/// How array elements are placed on PEs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ArrayMap {
+    /// Contiguous blocks of a dense array per PE (dense arrays only).
+    Block,
+    /// Element with order key k goes to PE k mod P.
+    RoundRobin,
+    /// A map registered with `Registry::map`.
+    Custom(u32),
+}
+
+/// Home PE of an element under a built-in map, or None for a custom map.
+pub(crate) fn builtin_home(map: ArrayMap, shape: &Shape, order: u64, npes: usize) -> Option<Pe> {
+    let p = npes as u64;
+    match map {
+        ArrayMap::RoundRobin => Some(
+            (shape.dense_position(order).map(|(pos, _)| pos).unwrap_or(order) % p) as Pe,
+        ),
+        ArrayMap::Block => shape.dense_position(order).map(|(pos, n)| {
+            let n = n.max(1);
+            ((pos as u128 * p as u128 / n as u128).min(p as u128 - 1)) as Pe
+        }),
+        ArrayMap::Custom(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_map_is_contiguous_and_balanced() {
+        let shape = Shape::Dense1(10);
+        let homes: Vec<Pe> = (0..10)
+            .map(|i| builtin_home(ArrayMap::Block, &shape, i, 4).unwrap())
+            .collect();
+        assert_eq!(homes, vec![0, 0, 0, 1, 1, 2, 2, 2, 3, 3]);
+    }
+
+    #[test]
+    fn round_robin_2d_uses_row_major_position() {
+        let shape = Shape::Dense2(2, 3);
+        let home = |i: usize, j: usize| builtin_home(ArrayMap::RoundRobin, &shape, (i, j).order_key(), 4);
+        assert_eq!(home(0, 0), Some(0));
+        assert_eq!(home(1, 0), Some(3));
+        assert_eq!(home(1, 2), Some(1));
+    }
+
+    #[test]
+    fn block_map_needs_a_dense_shape() {
+        let shape = Shape::List(vec![ElemAddr::of(&7u64)]);
+        assert_eq!(builtin_home(ArrayMap::Block, &shape, 7, 4), None);
+    }
+}

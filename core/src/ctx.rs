@@ -1,0 +1,204 @@
+//! What a running handler can do: create chares, send, contribute, detect quiescence,
+//! exit, and ask where and when it is.
+
+use crate::array::{ArrayIndex, ArrayMap, ElemAddr, Shape};
+use crate::callback::Callback;
+use crate::chare::Chare;
+use crate::error::RuntimeError;
+use crate::ids::{ChareId, CollectionId, Pe};
+use crate::message::Payload;
+use crate::proxy::{ArrayProxy, ChareProxy, GroupProxy};
+use crate::reduction::{Reducer, Reducible};
+use crate::runtime::{Current, Kind, PeCore};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A handler's view of the runtime on its PE.
+pub struct Ctx<'a> {
+    pub(crate) core: &'a mut PeCore,
+}
+
+impl Ctx<'_> {
+    /// This PE's index.
+    pub fn my_pe(&self) -> Pe {
+        self.core.me
+    }
+
+    /// Number of PEs in the job.
+    pub fn num_pes(&self) -> usize {
+        self.core.npes
+    }
+
+    /// The job's `--seed`, for programs that draw random numbers.
+    pub fn seed(&self) -> u64 {
+        self.core.seed
+    }
+
+    /// Seconds since the job started on this layer's clock.
+    pub fn now(&self) -> f64 {
+        self.core.net.now()
+    }
+
+    /// Declare that the current handler computes for `d` (sleeps or spins on real
+    /// layers; advances virtual time on the simulator).
+    pub fn work(&mut self, d: Duration) {
+        self.core.work(d);
+    }
+
+    fn type_index<C: Chare>(&mut self) -> Option<u32> {
+        match self.core.reg.type_index::<C>() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.core.fail(e);
+                None
+            }
+        }
+    }
+
+    /// Create a singleton chare on `pe`; messages sent to the proxy right away are
+    /// delivered after it is built.
+    pub fn create_chare<C: Chare>(&mut self, init: C::Init, pe: Pe) -> ChareProxy<C> {
+        let id = self.core.new_chare_id(pe);
+        if let Some(ty) = self.type_index::<C>() {
+            let kind = Kind::CreateChare {
+                id,
+                ty,
+                init: Payload::new(init),
+            };
+            self.core.create(pe, kind);
+        }
+        ChareProxy::new(id)
+    }
+
+    /// Create a group: one member on every PE, each built from a copy of `init`.
+    pub fn create_group<C: Chare>(&mut self, init: C::Init) -> GroupProxy<C> {
+        let coll = self.core.new_collection_id();
+        if let Some(ty) = self.type_index::<C>() {
+            let kind = Kind::CreateGroup {
+                coll,
+                ty,
+                root: self.core.me,
+                init: Payload::new(init),
+            };
+            self.core.create(self.core.me, kind);
+        }
+        GroupProxy::new(coll)
+    }
+
+    fn create_array_shaped<C: Chare, I: ArrayIndex>(&mut self, shape: Shape, init: C::Init, map: ArrayMap) -> ArrayProxy<C, I> {
+        let coll = self.core.new_collection_id();
+        if matches!((&shape, map), (Shape::List(_), ArrayMap::Block)) {
+            self.core.fail(RuntimeError::Invalid(format!(
+                "{coll}: the block map needs a dense (1-D or 2-D) array; use RoundRobin or a custom map"
+            )));
+            return ArrayProxy::new(coll);
+        }
+        if let Some(ty) = self.type_index::<C>() {
+            let shape = Arc::new(shape);
+            self.core.register_array(coll, shape.clone(), map);
+            let kind = Kind::CreateArray {
+                coll,
+                ty,
+                root: self.core.me,
+                init: Payload::new(init),
+                shape,
+                map,
+            };
+            self.core.create(self.core.me, kind);
+        }
+        ArrayProxy::new(coll)
+    }
+
+    /// Create a 1-D array with elements 0..n, each built from a copy of `init`.
+    pub fn create_array_1d<C: Chare>(&mut self, n: usize, init: C::Init, map: ArrayMap) -> ArrayProxy<C, usize> {
+        self.create_array_shaped(Shape::Dense1(n as u64), init, map)
+    }
+
+    /// Create a 2-D array with elements (0..x, 0..y).
+    pub fn create_array_2d<C: Chare>(&mut self, dims: (usize, usize), init: C::Init, map: ArrayMap) -> ArrayProxy<C, (usize, usize)> {
+        self.create_array_shaped(Shape::Dense2(dims.0 as u64, dims.1 as u64), init, map)
+    }
+
+    /// Create an array of user-typed indices (empty for an array filled by `insert`).
+    pub fn create_array<C: Chare, I: ArrayIndex>(&mut self, indices: Vec<I>, init: C::Init, map: ArrayMap) -> ArrayProxy<C, I> {
+        let list = indices.iter().map(ElemAddr::of).collect();
+        self.create_array_shaped(Shape::List(list), init, map)
+    }
+
+    /// Contribute to the next reduction of the group or array this chare belongs to;
+    /// when every member has contributed, the combined value goes to `callback`.
+    pub fn contribute<T: Reducible>(&mut self, value: T, reducer: Reducer, callback: Callback) {
+        self.core.contribute(value.into_data(), reducer, callback);
+    }
+
+    /// Deliver a value to a callback directly.
+    pub fn send_to_callback<T: Reducible>(&mut self, callback: &Callback, value: T) {
+        self.core.fire(callback, value.into_data());
+    }
+
+    /// Deliver to `callback` once no message is in flight or being processed anywhere.
+    pub fn start_quiescence(&mut self, callback: Callback) {
+        self.core.request_quiescence(callback);
+    }
+
+    /// End the job once the system is quiescent.
+    pub fn exit_on_quiescence(&mut self) {
+        self.start_quiescence(Callback::Exit);
+    }
+
+    /// End the job now: every PE stops after its current handler.
+    pub fn exit(&mut self) {
+        self.core.exit(None);
+    }
+
+    /// Record a named value in the run's report (readable with `RunReport::output`).
+    pub fn publish<T: Serialize>(&mut self, key: &str, value: &T) {
+        match bincode::serialize(value) {
+            Ok(bytes) => self.core.report.outputs.push((key.to_string(), bytes)),
+            Err(e) => self.core.fail(RuntimeError::Invalid(format!("publish({key}): {e}"))),
+        }
+    }
+
+    /// Index of the running array element, if the running chare is one with index type `I`.
+    pub fn this_index<I: ArrayIndex>(&self) -> Option<I> {
+        match &self.core.current {
+            Current::Element(_, addr) => bincode::deserialize(&addr.key.0).ok(),
+            _ => None,
+        }
+    }
+
+    /// Proxy of the running singleton chare.
+    pub fn this_chare<C: Chare>(&self) -> Option<ChareProxy<C>> {
+        match self.core.current {
+            Current::Chare(id) => Some(ChareProxy::new(id)),
+            _ => None,
+        }
+    }
+
+    /// Proxy of the group the running chare is a member of.
+    pub fn this_group<C: Chare>(&self) -> Option<GroupProxy<C>> {
+        match self.core.current {
+            Current::Group(coll) => Some(GroupProxy::new(coll)),
+            _ => None,
+        }
+    }
+
+    /// Proxy of the array the running chare is an element of.
+    pub fn this_array<C: Chare, I: ArrayIndex>(&self) -> Option<ArrayProxy<C, I>> {
+        match &self.core.current {
+            Current::Element(coll, _) => Some(ArrayProxy::new(*coll)),
+            _ => None,
+        }
+    }
+
+    /// Identity of the running chare, group or array.
+    pub fn this_id(&self) -> Option<Result<ChareId, CollectionId>> {
+        match &self.core.current {
+            Current::Chare(id) => Some(Ok(*id)),
+            Current::Group(c) | Current::Element(c, _) => Some(Err(*c)),
+            Current::Main => None,
+        }
+    }
+
+}

@@ -1,0 +1,77 @@
+//! Typed errors of the runtime.
+
+use crate::ids::{CollectionId, Pe};
+use thiserror::Error;
+
+/// Everything that can go wrong while a chorus program runs.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum RuntimeError {
+    /// A message named a singleton chare that was never created on its PE.
+    #[error("PE {pe}: message for chare {chare} which does not exist (was it created, and on this PE?)")]
+    UnknownChare { pe: Pe, chare: String },
+    /// A message named a group or array that does not exist.
+    #[error("PE {pe}: message for collection {coll} which does not exist (create the group/array before sending to it)")]
+    UnknownCollection { pe: Pe, coll: CollectionId },
+    /// A message named an array index that has no element.
+    #[error("PE {pe}: message for index {index} of array {coll}, which has no such element (insert it first)")]
+    UnknownArrayIndex {
+        pe: Pe,
+        coll: CollectionId,
+        index: String,
+    },
+    /// A chare type was used without being registered.
+    #[error("chare type {name} is not registered: call Registry::chare::<{name}>() before starting the runtime")]
+    UnregisteredChare { name: &'static str },
+    /// A destination PE outside 0..num_pes.
+    #[error("PE {from}: destination PE {to} is out of range (the job has {num_pes} PEs)")]
+    PeOutOfRange { from: Pe, to: Pe, num_pes: usize },
+    /// Contributions to one reduction disagree, or a reducer does not apply to the value.
+    #[error("reduction {seq} of {coll}: {what}")]
+    ReducerMismatch {
+        coll: CollectionId,
+        seq: u64,
+        what: String,
+    },
+    /// A reduction result could not be converted to the callback entry's argument type.
+    #[error("callback entry {entry}: {what}")]
+    CallbackType { entry: String, what: String },
+    /// A message payload of the wrong type reached a chare.
+    #[error("PE {pe}: chare type {chare} got a message that is not its {expected}")]
+    WrongMessageType {
+        pe: Pe,
+        chare: &'static str,
+        expected: &'static str,
+    },
+    /// Bytes from another process could not be decoded.
+    #[error("PE {pe}: could not decode {what}: {reason}")]
+    Decode {
+        pe: Pe,
+        what: String,
+        reason: String,
+    },
+    /// Two processes registered different types.
+    #[error(transparent)]
+    Registry(#[from] RegistryMismatch),
+    /// A chare handler panicked.
+    #[error("PE {pe}: handler of {chare} panicked: {message}")]
+    HandlerPanic {
+        pe: Pe,
+        chare: String,
+        message: String,
+    },
+    /// Invalid arguments given to a runtime call.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Two registries that should be identical (one per process) differ.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("type registration differs at entry {index}: this process registered {local}, the other registered {remote}; every process must register the same types in the same order")]
+pub struct RegistryMismatch {
+    /// Position of the first differing registration.
+    pub index: usize,
+    /// What this process registered there ("<none>" if it has fewer entries).
+    pub local: String,
+    /// What the other process registered there.
+    pub remote: String,
+}

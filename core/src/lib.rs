@@ -1,0 +1,76 @@
+//! chorus-core: a Charm++-style message-driven runtime.
+//!
+//! Programs are chares — objects on one PE that react to typed messages — organised
+//! as singletons, groups (one member per PE) and chare arrays, with reductions to
+//! callbacks and quiescence detection. The same program runs on every machine layer.
+#![forbid(unsafe_code)]
+
+pub mod array;
+pub mod callback;
+pub mod chare;
+pub mod config;
+pub mod ctx;
+pub mod error;
+pub mod ids;
+pub mod machine;
+pub mod message;
+pub mod proxy;
+mod quiescence;
+pub mod reduction;
+pub mod registry;
+pub mod report;
+mod runtime;
+mod scheduler;
+pub mod tree;
+
+pub use array::{ArrayIndex, ArrayMap};
+pub use callback::Callback;
+pub use chare::Chare;
+pub use config::{Config, ErrorPolicy, Layer, WorkMode};
+pub use ctx::Ctx;
+pub use error::{RegistryMismatch, RuntimeError};
+pub use ids::{ChareId, CollectionId, Pe};
+pub use message::Message;
+pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
+pub use reduction::{Encoded, RedData, Reducer, Reducible};
+pub use registry::{Entry, Registry};
+pub use report::{PeReport, RunReport};
+pub use runtime::Envelope;
+
+use machine::{Job, MachineLayer};
+use std::sync::Arc;
+
+/// A configured job: registry plus configuration, ready to run a main function.
+pub struct Runtime {
+    registry: Registry,
+    config: Config,
+}
+
+impl Runtime {
+    /// A job with these registrations and settings.
+    pub fn new(registry: Registry, config: Config) -> Self {
+        Runtime { registry, config }
+    }
+
+    /// Run `main` on PE 0, then every PE until the job exits.
+    pub fn run(self, main: impl FnOnce(&mut Ctx) + Send + 'static) -> Result<RunReport, RuntimeError> {
+        self.config.validate().map_err(RuntimeError::Invalid)?;
+        let layer: Box<dyn MachineLayer> = match self.config.layer {
+            Layer::Threads => Box::new(machine::threads::Threads),
+        };
+        layer.run(Job {
+            registry: Arc::new(self.registry),
+            config: self.config,
+            main: Box::new(main),
+        })
+    }
+}
+
+/// Turn a finished run into the caller's result: the first error if the job aborted.
+pub(crate) fn finish_run(report: RunReport) -> Result<RunReport, RuntimeError> {
+    if report.per_pe.iter().any(|p| p.aborted) {
+        let first = report.per_pe.iter().flat_map(|p| p.errors.iter()).next().cloned();
+        return Err(first.unwrap_or_else(|| RuntimeError::Invalid("job aborted".into())));
+    }
+    Ok(report)
+}

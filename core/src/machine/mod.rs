@@ -1,0 +1,51 @@
+//! Machine layers: what moves envelopes between PEs and keeps time.
+
+pub mod threads;
+
+use crate::config::{Config, WorkMode};
+use crate::ctx::Ctx;
+use crate::error::RuntimeError;
+use crate::ids::Pe;
+use crate::registry::Registry;
+use crate::report::RunReport;
+use crate::runtime::Envelope;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A PE's connection to the other PEs of its machine layer.
+pub trait Transport: Send {
+    /// Deliver an envelope to another PE.
+    fn send(&mut self, to: Pe, env: Envelope);
+    /// Seconds since the job started, on this layer's clock.
+    fn now(&self) -> f64;
+    /// Spend `d` of compute as the layer models it.
+    fn work(&mut self, d: Duration, mode: WorkMode);
+}
+
+/// A program ready to run: its registry, configuration and main function.
+pub struct Job {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) config: Config,
+    pub(crate) main: Box<dyn FnOnce(&mut Ctx) + Send>,
+}
+
+/// A way of running PEs: threads, simulation or MPI ranks.
+pub trait MachineLayer {
+    /// Lower-case name of the layer.
+    fn name(&self) -> &'static str;
+    /// Run the job to its exit.
+    fn run(&self, job: Job) -> Result<RunReport, RuntimeError>;
+}
+
+/// Spend `d` by sleeping or spinning on a real clock.
+pub(crate) fn real_work(d: Duration, mode: WorkMode) {
+    match mode {
+        WorkMode::Sleep => std::thread::sleep(d),
+        WorkMode::Spin => {
+            let end = std::time::Instant::now() + d;
+            while std::time::Instant::now() < end {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}

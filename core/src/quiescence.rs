@@ -1,0 +1,170 @@
+//! Quiescence detection by Mattern's four-counter method over the PE tree.
+//!
+//! Every counted message increments `sent` at its sender and `processed` at its
+//! receiver. A wave collects the sums of both over all PEs, each PE reporting when it
+//! is idle; the job is quiescent when two consecutive waves see equal sums and
+//! sent == processed. Counters only grow, so equal sums mean no PE sent or processed
+//! anything between the waves. Waves themselves are not counted.
+
+use crate::callback::Callback;
+
+/// What the PE must do after a quiescence event.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Outcome {
+    Nothing,
+    /// Send this subtree's sums to the parent.
+    Reply { wave: u64, sent: u64, processed: u64 },
+    /// The root found quiescence: fire these callbacks.
+    Quiescent(Vec<Callback>),
+    /// The root must start another wave.
+    AnotherWave,
+}
+
+#[derive(Debug)]
+struct Wave {
+    id: u64,
+    snapshot: Option<(u64, u64)>,
+    children_left: usize,
+    sum: (u64, u64),
+}
+
+/// This PE's part in quiescence detection.
+#[derive(Debug, Default)]
+pub(crate) struct Quiescence {
+    /// Callbacks waiting for quiescence (root only).
+    requests: Vec<Callback>,
+    wave: Option<Wave>,
+    next_wave: u64,
+    /// Sums of the previous completed wave (root only).
+    previous: Option<(u64, u64)>,
+    waves_run: u64,
+}
+
+impl Quiescence {
+    /// A request reached the root; true if a wave must be started.
+    pub(crate) fn request(&mut self, cb: Callback) -> bool {
+        self.requests.push(cb);
+        self.wave.is_none() && self.requests.len() == 1
+    }
+
+    /// The root starts a new wave; returns its id.
+    pub(crate) fn begin_wave(&mut self) -> u64 {
+        self.next_wave += 1;
+        self.waves_run += 1;
+        self.next_wave
+    }
+
+    /// This PE takes part in wave `id`, expecting replies from `children` PEs.
+    pub(crate) fn join_wave(&mut self, id: u64, children: usize) {
+        self.wave = Some(Wave {
+            id,
+            snapshot: None,
+            children_left: children,
+            sum: (0, 0),
+        });
+    }
+
+    /// The PE is idle with these counters.
+    pub(crate) fn on_idle(&mut self, counters: (u64, u64), root: bool) -> Outcome {
+        match &mut self.wave {
+            Some(w) if w.snapshot.is_none() => {
+                w.snapshot = Some(counters);
+                self.finish_if_complete(root)
+            }
+            _ => Outcome::Nothing,
+        }
+    }
+
+    /// A child reported its subtree's sums.
+    pub(crate) fn child_reply(&mut self, id: u64, sent: u64, processed: u64, root: bool) -> Outcome {
+        match &mut self.wave {
+            Some(w) if w.id == id => {
+                w.children_left -= 1;
+                w.sum.0 += sent;
+                w.sum.1 += processed;
+                self.finish_if_complete(root)
+            }
+            _ => Outcome::Nothing,
+        }
+    }
+
+    fn finish_if_complete(&mut self, root: bool) -> Outcome {
+        let Some(w) = &self.wave else {
+            return Outcome::Nothing;
+        };
+        let Some(snap) = w.snapshot else {
+            return Outcome::Nothing;
+        };
+        if w.children_left > 0 {
+            return Outcome::Nothing;
+        }
+        let total = (snap.0 + w.sum.0, snap.1 + w.sum.1);
+        let id = w.id;
+        self.wave = None;
+        if !root {
+            return Outcome::Reply {
+                wave: id,
+                sent: total.0,
+                processed: total.1,
+            };
+        }
+        if total.0 == total.1 && self.previous == Some(total) {
+            self.previous = None;
+            Outcome::Quiescent(std::mem::take(&mut self.requests))
+        } else {
+            self.previous = Some(total);
+            Outcome::AnotherWave
+        }
+    }
+
+    /// Waves this PE started (root only), for statistics.
+    pub(crate) fn waves_run(&self) -> u64 {
+        self.waves_run
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needs_two_equal_waves() {
+        let mut q = Quiescence::default();
+        assert!(q.request(Callback::Exit));
+        let w = q.begin_wave();
+        q.join_wave(w, 0);
+        assert_eq!(q.on_idle((5, 5), true), Outcome::AnotherWave);
+        let w = q.begin_wave();
+        q.join_wave(w, 0);
+        assert_eq!(q.on_idle((5, 5), true), Outcome::Quiescent(vec![Callback::Exit]));
+    }
+
+    #[test]
+    fn activity_between_waves_defers_detection() {
+        let mut q = Quiescence::default();
+        q.request(Callback::Exit);
+        let w = q.begin_wave();
+        q.join_wave(w, 1);
+        assert_eq!(q.on_idle((3, 3), true), Outcome::Nothing);
+        assert_eq!(q.child_reply(w, 2, 2, true), Outcome::AnotherWave);
+        let w = q.begin_wave();
+        q.join_wave(w, 1);
+        q.on_idle((4, 4), true);
+        assert_eq!(q.child_reply(w, 2, 2, true), Outcome::AnotherWave);
+        let w = q.begin_wave();
+        q.join_wave(w, 1);
+        q.on_idle((4, 4), true);
+        assert_eq!(q.child_reply(w, 2, 2, true), Outcome::Quiescent(vec![Callback::Exit]));
+    }
+
+    #[test]
+    fn unequal_counts_are_never_quiescent() {
+        let mut q = Quiescence::default();
+        q.request(Callback::Exit);
+        for _ in 0..3 {
+            let w = q.begin_wave();
+            q.join_wave(w, 0);
+            assert_eq!(q.on_idle((6, 5), true), Outcome::AnotherWave);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Explicit registration of chare types, callback entries, reducers and array maps.
+//!
+//! Every process of a job must register the same things in the same order: ids are
+//! positions in these tables, and `manifest`/`verify_peer` catch a mismatch at startup.
+
+use crate::array::{ArrayIndex, ArrayMap};
+use crate::chare::{construct, AnyChare, Chare};
+use crate::ctx::Ctx;
+use crate::error::{RegistryMismatch, RuntimeError};
+use crate::ids::{IndexKey, Pe};
+use crate::message::Payload;
+use crate::reduction::{CustomReducer, RedData, Reducer, Reducible};
+use serde::{Deserialize, Serialize};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+
+type Constructor = fn(Payload, &mut Ctx) -> Result<Box<dyn AnyChare>, RuntimeError>;
+type EntryBuilder = Box<dyn Fn(RedData) -> Result<Payload, String> + Send + Sync>;
+type MapFn = Box<dyn Fn(&IndexKey, usize) -> Result<Pe, String> + Send + Sync>;
+
+pub(crate) struct ChareType {
+    pub(crate) name: String,
+    pub(crate) construct: Constructor,
+}
+
+pub(crate) struct EntryInfo {
+    pub(crate) name: String,
+    pub(crate) build: EntryBuilder,
+}
+
+/// A registered entry of chare `C` that takes a `T`: the target of callbacks.
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct Entry<C, T> {
+    pub(crate) id: u32,
+    #[serde(skip)]
+    _p: PhantomData<fn(T) -> C>,
+}
+
+impl<C, T> Clone for Entry<C, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C, T> Copy for Entry<C, T> {}
+impl<C, T> std::fmt::Debug for Entry<C, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Entry#{}", self.id)
+    }
+}
+
+/// The types, entries, reducers and maps a job uses.
+#[derive(Default)]
+pub struct Registry {
+    pub(crate) chares: Vec<ChareType>,
+    by_type: HashMap<TypeId, u32>,
+    pub(crate) entries: Vec<EntryInfo>,
+    reducers: Vec<CustomReducer>,
+    maps: Vec<MapFn>,
+    manifest: Vec<String>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Register chare type `C` under a name; registering a type twice is a no-op.
+    pub fn chare<C: Chare>(&mut self, name: &str) -> &mut Self {
+        if self.by_type.contains_key(&TypeId::of::<C>()) {
+            return self;
+        }
+        self.by_type
+            .insert(TypeId::of::<C>(), self.chares.len() as u32);
+        self.chares.push(ChareType {
+            name: name.to_string(),
+            construct: construct::<C>,
+        });
+        self.manifest.push(format!(
+            "chare {name} ({}, msg {}, init {})",
+            std::any::type_name::<C>(),
+            std::any::type_name::<C::Msg>(),
+            std::any::type_name::<C::Init>()
+        ));
+        self
+    }
+
+    /// Register an entry of `C` taking a `T`, built by `wrap` (usually an enum variant).
+    pub fn entry<C: Chare, T: Reducible>(&mut self, name: &str, wrap: fn(T) -> C::Msg) -> Entry<C, T> {
+        let id = self.entries.len() as u32;
+        self.entries.push(EntryInfo {
+            name: name.to_string(),
+            build: Box::new(move |d| T::from_data(d).map(|v| Payload::new(wrap(v)))),
+        });
+        self.manifest.push(format!(
+            "entry {name} ({} takes {})",
+            std::any::type_name::<C>(),
+            std::any::type_name::<T>()
+        ));
+        Entry { id, _p: PhantomData }
+    }
+
+    /// Register a custom reducer; it must be associative.
+    pub fn reducer(&mut self, name: &str, f: CustomReducer) -> Reducer {
+        let id = self.reducers.len() as u32;
+        self.reducers.push(f);
+        self.manifest.push(format!("reducer {name}"));
+        Reducer::Custom(id)
+    }
+
+    /// Register a custom array map from index to PE.
+    pub fn map<I: ArrayIndex>(&mut self, name: &str, f: fn(&I, usize) -> Pe) -> ArrayMap {
+        let id = self.maps.len() as u32;
+        self.maps.push(Box::new(move |key, npes| {
+            let index: I = bincode::deserialize(&key.0).map_err(|e| {
+                format!("index bytes are not a {}: {e}", std::any::type_name::<I>())
+            })?;
+            Ok(f(&index, npes))
+        }));
+        self.manifest.push(format!("map {name} ({})", std::any::type_name::<I>()));
+        ArrayMap::Custom(id)
+    }
+
+    /// Registry position of chare type `C`.
+    pub(crate) fn type_index<C: Chare>(&self) -> Result<u32, RuntimeError> {
+        self.by_type
+            .get(&TypeId::of::<C>())
+            .copied()
+            .ok_or(RuntimeError::UnregisteredChare {
+                name: std::any::type_name::<C>(),
+            })
+    }
+
+    pub(crate) fn custom_reducer(&self, id: u32) -> Option<CustomReducer> {
+        self.reducers.get(id as usize).copied()
+    }
+
+    pub(crate) fn custom_map(&self, id: u32, key: &IndexKey, npes: usize) -> Result<Pe, String> {
+        let f = self
+            .maps
+            .get(id as usize)
+            .ok_or_else(|| format!("array map {id} is not registered"))?;
+        f(key, npes)
+    }
+
+    /// One line per registration, in order; equal manifests mean compatible processes.
+    pub fn manifest(&self) -> &[String] {
+        &self.manifest
+    }
+
+    /// A fixed 64-bit digest of the manifest (FNV-1a), cheap to compare across ranks.
+    pub fn digest(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for line in &self.manifest {
+            for b in line.bytes().chain(std::iter::once(b'\n')) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    /// Compare with another process's manifest; the error names the first difference.
+    pub fn verify_peer(&self, remote: &[String]) -> Result<(), RegistryMismatch> {
+        let n = self.manifest.len().max(remote.len());
+        for i in 0..n {
+            let (l, r) = (self.manifest.get(i), remote.get(i));
+            if l != r {
+                let show = |s: Option<&String>| s.cloned().unwrap_or_else(|| "<none>".into());
+                return Err(RegistryMismatch {
+                    index: i,
+                    local: show(l),
+                    remote: show(r),
+                });
+            }
+        }
+        Ok(())
+    }
+}

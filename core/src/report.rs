@@ -1,0 +1,78 @@
+//! What a finished run reports: per-PE counts, errors and published outputs.
+
+use crate::error::RuntimeError;
+use crate::ids::Pe;
+use serde::de::DeserializeOwned;
+
+/// One PE's statistics and outputs.
+#[derive(Debug, Clone, Default)]
+pub struct PeReport {
+    /// The PE.
+    pub pe: Pe,
+    /// Counted messages it sent.
+    pub sent: u64,
+    /// Counted messages it processed.
+    pub processed: u64,
+    /// Messages still queued when the job ended.
+    pub unprocessed: u64,
+    /// Errors it saw.
+    pub errors: Vec<RuntimeError>,
+    /// Values published with `Ctx::publish`, in order.
+    pub outputs: Vec<(String, Vec<u8>)>,
+    /// Quiescence-detection waves this PE started (PE 0 only).
+    pub qd_waves: u64,
+    /// True if the job ended because of an error.
+    pub aborted: bool,
+}
+
+impl PeReport {
+    pub(crate) fn new(pe: Pe) -> Self {
+        PeReport {
+            pe,
+            ..Default::default()
+        }
+    }
+}
+
+/// The outcome of `Runtime::run`.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Machine layer that ran the job.
+    pub layer: &'static str,
+    /// Number of PEs.
+    pub pes: usize,
+    /// Wall-clock seconds from start to the last PE's exit.
+    pub wall_s: f64,
+    /// Per-PE statistics, by PE.
+    pub per_pe: Vec<PeReport>,
+}
+
+impl RunReport {
+    /// Every error any PE saw (under `--on-error drop`, the dropped messages).
+    pub fn errors(&self) -> Vec<&RuntimeError> {
+        self.per_pe.iter().flat_map(|p| p.errors.iter()).collect()
+    }
+
+    /// Total counted messages processed.
+    pub fn messages_processed(&self) -> u64 {
+        self.per_pe.iter().map(|p| p.processed).sum()
+    }
+
+    /// Every value published under `key`, with the PE that published it, PE by PE.
+    pub fn outputs<T: DeserializeOwned>(&self, key: &str) -> Vec<(Pe, T)> {
+        self.per_pe
+            .iter()
+            .flat_map(|p| {
+                p.outputs
+                    .iter()
+                    .filter(|(k, _)| k == key)
+                    .filter_map(move |(_, v)| bincode::deserialize(v).ok().map(|t| (p.pe, t)))
+            })
+            .collect()
+    }
+
+    /// The first value published under `key`.
+    pub fn output<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        self.outputs(key).into_iter().next().map(|(_, v)| v)
+    }
+}

@@ -1,0 +1,1151 @@
+//! One PE's runtime: its chares and collections, the dispatch of envelopes, and the
+//! state every machine layer shares. A layer only moves envelopes between PEs and
+//! tells this code when its PE is idle.
+
+use crate::array::{builtin_home, ArrayMap, ElemAddr, Shape};
+use crate::callback::Callback;
+use crate::chare::AnyChare;
+use crate::config::{ErrorPolicy, WorkMode};
+use crate::ctx::Ctx;
+use crate::error::RuntimeError;
+use crate::ids::{ChareId, CollectionId, IndexKey, Pe};
+use crate::machine::Transport;
+use crate::message::Payload;
+use crate::proxy::SendOpts;
+use crate::quiescence::Quiescence;
+use crate::reduction::{self, Partial, RedData, Reducer};
+use crate::registry::Registry;
+use crate::report::PeReport;
+use crate::scheduler::ReadyQueue;
+use crate::tree;
+use std::collections::{BTreeMap, HashMap};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a user message is addressed to.
+#[derive(Debug, Clone)]
+pub(crate) enum Dest {
+    Chare(ChareId),
+    Group(CollectionId),
+    Array(CollectionId),
+    Element(CollectionId, ElemAddr),
+}
+
+impl Dest {
+    fn coll(&self) -> Option<CollectionId> {
+        match self {
+            Dest::Chare(_) => None,
+            Dest::Group(c) | Dest::Array(c) | Dest::Element(c, _) => Some(*c),
+        }
+    }
+}
+
+/// The body of an envelope.
+#[derive(Debug)]
+pub(crate) enum Kind {
+    /// A message for one chare, group member or array element on the receiving PE.
+    User { dest: Dest, payload: Payload, hops: u8 },
+    /// A broadcast to a group or array, forwarded down the tree rooted at `root`.
+    Bcast { dest: Dest, root: Pe, payload: Payload },
+    CreateChare { id: ChareId, ty: u32, init: Payload },
+    CreateGroup { coll: CollectionId, ty: u32, root: Pe, init: Payload },
+    CreateArray { coll: CollectionId, ty: u32, root: Pe, init: Payload, shape: Arc<Shape>, map: ArrayMap },
+    Insert { coll: CollectionId, addr: ElemAddr, init: Payload },
+    DoneInserting { coll: CollectionId, root: Pe },
+    /// A child's count of array elements in its subtree.
+    Census { coll: CollectionId, epoch: u32, count: u64 },
+    /// A child's combined contributions to reduction `seq`.
+    Contribute { coll: CollectionId, seq: u64, reducer: Reducer, callback: Callback, partial: Partial },
+    QdRequest { callback: Callback },
+    QdWave { wave: u64 },
+    QdReply { wave: u64, sent: u64, processed: u64 },
+    Exit { root: Pe, error: Option<RuntimeError> },
+}
+
+/// A message between PEs.
+#[derive(Debug)]
+pub struct Envelope {
+    pub(crate) src: Pe,
+    pub(crate) prio: i32,
+    pub(crate) expedited: bool,
+    /// Counted by quiescence detection (everything but the detector's own messages).
+    pub(crate) counted: bool,
+    pub(crate) kind: Kind,
+}
+
+/// Which chare is running, so `Ctx` calls know who is asking.
+#[derive(Debug, Clone)]
+pub(crate) enum Current {
+    Main,
+    Chare(ChareId),
+    Group(CollectionId),
+    Element(CollectionId, ElemAddr),
+}
+
+/// A contribution made during a handler, applied once the handler returns.
+struct LocalContribution {
+    coll: CollectionId,
+    member: Option<IndexKey>,
+    key: u64,
+    reducer: Reducer,
+    callback: Callback,
+    value: RedData,
+}
+
+/// Static facts about an array every PE needs to route to its elements.
+#[derive(Clone)]
+pub(crate) struct ArrayMeta {
+    shape: Arc<Shape>,
+    map: ArrayMap,
+}
+
+/// The part of a PE that handlers reach through `Ctx`.
+pub(crate) struct PeCore {
+    pub(crate) me: Pe,
+    pub(crate) npes: usize,
+    pub(crate) arity: usize,
+    pub(crate) seed: u64,
+    pub(crate) reg: Arc<Registry>,
+    pub(crate) net: Box<dyn Transport>,
+    pub(crate) policy: ErrorPolicy,
+    pub(crate) work_mode: WorkMode,
+    pub(crate) queue: ReadyQueue<Envelope>,
+    pub(crate) sent: u64,
+    pub(crate) processed: u64,
+    pub(crate) current: Current,
+    next_chare_seq: HashMap<Pe, u32>,
+    next_coll_seq: u32,
+    pub(crate) arrays: HashMap<CollectionId, ArrayMeta>,
+    deferred: Vec<LocalContribution>,
+    pub(crate) qd: Quiescence,
+    pub(crate) exiting: bool,
+    pub(crate) report: PeReport,
+}
+
+impl PeCore {
+    fn envelope(&self, kind: Kind, opts: SendOpts) -> Envelope {
+        Envelope {
+            src: self.me,
+            prio: opts.prio,
+            expedited: opts.expedited,
+            counted: true,
+            kind,
+        }
+    }
+
+    /// Hand an envelope to PE `to`: the local queue, or the machine layer.
+    pub(crate) fn post(&mut self, to: Pe, env: Envelope) {
+        if to as usize >= self.npes {
+            let err = RuntimeError::PeOutOfRange {
+                from: self.me,
+                to,
+                num_pes: self.npes,
+            };
+            self.fail(err);
+            return;
+        }
+        if env.counted {
+            self.sent += 1;
+        }
+        if to == self.me {
+            let (prio, exp) = (env.prio, env.expedited);
+            self.queue.push(env, prio, exp);
+        } else {
+            self.net.send(to, env);
+        }
+    }
+
+    /// Record an error and apply the job's policy.
+    pub(crate) fn fail(&mut self, err: RuntimeError) {
+        match self.policy {
+            ErrorPolicy::Drop => {
+                tracing::warn!(pe = self.me, "dropped: {err}");
+                self.report.errors.push(err);
+            }
+            ErrorPolicy::Abort => {
+                tracing::error!(pe = self.me, "aborting job: {err}");
+                self.report.errors.push(err.clone());
+                if !self.exiting {
+                    self.exit(Some(err));
+                }
+            }
+        }
+    }
+
+    pub(crate) fn send_user(&mut self, to: Pe, dest: Dest, payload: Payload, opts: SendOpts) {
+        let env = self.envelope(Kind::User { dest, payload, hops: 0 }, opts);
+        self.post(to, env);
+    }
+
+    pub(crate) fn broadcast(&mut self, dest: Dest, payload: Payload, opts: SendOpts) {
+        let env = self.envelope(Kind::Bcast { dest, root: self.me, payload }, opts);
+        self.post(self.me, env);
+    }
+
+    /// PE an array element's messages go to: its home by the map, or, if this PE has
+    /// not yet heard of the array, the array's creator, which forwards.
+    fn locate(&mut self, coll: CollectionId, addr: &ElemAddr) -> Result<Pe, RuntimeError> {
+        let Some(meta) = self.arrays.get(&coll) else {
+            return Ok(coll.creator);
+        };
+        match builtin_home(meta.map, &meta.shape, addr.order, self.npes) {
+            Some(pe) => Ok(pe),
+            None => match meta.map {
+                ArrayMap::Custom(id) => self
+                    .reg
+                    .custom_map(id, &addr.key, self.npes)
+                    .map_err(RuntimeError::Invalid)
+                    .and_then(|pe| {
+                        if (pe as usize) < self.npes {
+                            Ok(pe)
+                        } else {
+                            Err(RuntimeError::Invalid(format!(
+                                "array map {id} placed an element on PE {pe}, but the job has {} PEs",
+                                self.npes
+                            )))
+                        }
+                    }),
+                _ => Err(RuntimeError::Invalid(format!(
+                    "{coll}: the block map needs a dense (1-D or 2-D) array; use RoundRobin or a custom map"
+                ))),
+            },
+        }
+    }
+
+    pub(crate) fn send_to_element(&mut self, coll: CollectionId, addr: ElemAddr, payload: Payload, opts: SendOpts) {
+        match self.locate(coll, &addr) {
+            Ok(pe) => self.send_user(pe, Dest::Element(coll, addr), payload, opts),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    pub(crate) fn insert_element(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload) {
+        match self.locate(coll, &addr) {
+            Ok(pe) => {
+                let env = self.envelope(Kind::Insert { coll, addr, init }, SendOpts::expedited());
+                self.post(pe, env);
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    pub(crate) fn done_inserting(&mut self, coll: CollectionId) {
+        let env = self.envelope(Kind::DoneInserting { coll, root: self.me }, SendOpts::default());
+        self.post(self.me, env);
+    }
+
+    pub(crate) fn new_chare_id(&mut self, pe: Pe) -> ChareId {
+        let seq = self.next_chare_seq.entry(pe).or_insert(0);
+        let id = ChareId {
+            pe,
+            creator: self.me,
+            seq: *seq,
+        };
+        *seq += 1;
+        id
+    }
+
+    pub(crate) fn new_collection_id(&mut self) -> CollectionId {
+        let id = CollectionId {
+            creator: self.me,
+            seq: self.next_coll_seq,
+        };
+        self.next_coll_seq += 1;
+        id
+    }
+
+    pub(crate) fn create(&mut self, to: Pe, kind: Kind) {
+        let env = self.envelope(kind, SendOpts::expedited());
+        self.post(to, env);
+    }
+
+    pub(crate) fn register_array(&mut self, coll: CollectionId, shape: Arc<Shape>, map: ArrayMap) {
+        self.arrays.insert(coll, ArrayMeta { shape, map });
+    }
+
+    pub(crate) fn contribute(&mut self, value: RedData, reducer: Reducer, callback: Callback) {
+        let (coll, member, key) = match &self.current {
+            Current::Group(c) => (*c, None, u64::from(self.me)),
+            Current::Element(c, addr) => (*c, Some(addr.key.clone()), addr.order),
+            other => {
+                let err = RuntimeError::Invalid(format!(
+                    "contribute() called from {other:?}: only group members and array elements contribute"
+                ));
+                self.fail(err);
+                return;
+            }
+        };
+        self.deferred.push(LocalContribution {
+            coll,
+            member,
+            key,
+            reducer,
+            callback,
+            value,
+        });
+    }
+
+    /// Deliver `data` to a callback's target.
+    pub(crate) fn fire(&mut self, cb: &Callback, data: RedData) {
+        let (entry, dest, to) = match cb {
+            Callback::Ignore => return,
+            Callback::Exit => return self.exit(None),
+            Callback::Chare { id, entry } => (*entry, Dest::Chare(*id), Some(id.pe)),
+            Callback::GroupMember { coll, pe, entry } => (*entry, Dest::Group(*coll), Some(*pe)),
+            Callback::GroupAll { coll, entry } => (*entry, Dest::Group(*coll), None),
+            Callback::ArrayElement { coll, addr, entry } => (*entry, Dest::Element(*coll, addr.clone()), None),
+            Callback::ArrayAll { coll, entry } => (*entry, Dest::Array(*coll), None),
+        };
+        let Some(info) = self.reg.entries.get(entry as usize) else {
+            return self.fail(RuntimeError::Invalid(format!("callback entry {entry} is not registered")));
+        };
+        let payload = match (info.build)(data) {
+            Ok(p) => p,
+            Err(what) => {
+                let err = RuntimeError::CallbackType {
+                    entry: info.name.clone(),
+                    what,
+                };
+                return self.fail(err);
+            }
+        };
+        let opts = SendOpts::default();
+        match (dest, to) {
+            (Dest::Element(coll, addr), _) => self.send_to_element(coll, addr, payload, opts),
+            (dest @ (Dest::Array(_) | Dest::Group(_)), None) => self.broadcast(dest, payload, opts),
+            (dest, Some(pe)) => self.send_user(pe, dest, payload, opts),
+            (dest, None) => self.fail(RuntimeError::Invalid(format!("callback to {dest:?} has no PE"))),
+        }
+    }
+
+    /// End the job: broadcast an exit down the tree rooted here.
+    pub(crate) fn exit(&mut self, error: Option<RuntimeError>) {
+        let mut env = self.envelope(Kind::Exit { root: self.me, error }, SendOpts::expedited());
+        env.counted = false;
+        self.post(self.me, env);
+    }
+
+    pub(crate) fn request_quiescence(&mut self, callback: Callback) {
+        let mut env = self.envelope(Kind::QdRequest { callback }, SendOpts::expedited());
+        env.counted = false;
+        self.post(0, env);
+    }
+
+    pub(crate) fn work(&mut self, d: Duration) {
+        self.net.work(d, self.work_mode);
+    }
+
+    fn uncounted(&mut self, to: Pe, kind: Kind) {
+        let mut env = self.envelope(kind, SendOpts::expedited());
+        env.counted = false;
+        self.post(to, env);
+    }
+
+    fn tree_parent(&self) -> Option<Pe> {
+        tree::parent(self.me, 0, self.npes, self.arity)
+    }
+
+    fn tree_children(&self) -> impl Iterator<Item = Pe> {
+        tree::children(self.me, 0, self.npes, self.arity)
+    }
+}
+
+/// Per-collection reduction progress on this PE.
+struct PendingReduction {
+    reducer: Reducer,
+    callback: Callback,
+    partial: Option<Partial>,
+    local: u64,
+    children: usize,
+}
+
+/// Who takes part in a collection's reductions below this PE.
+#[derive(Default)]
+struct Census {
+    epoch: u32,
+    /// Local members counted for this epoch.
+    local: u64,
+    /// Children with members in their subtree; valid once `done`.
+    active_children: Vec<Pe>,
+    done: bool,
+    /// Children's subtree counts by epoch (a child may report before we advance).
+    reports: HashMap<u32, Vec<(Pe, u64)>>,
+}
+
+struct Element {
+    chare: Box<dyn AnyChare>,
+    order: u64,
+    contributed: u64,
+}
+
+enum Members {
+    Group {
+        member: Box<dyn AnyChare>,
+        contributed: u64,
+    },
+    Array {
+        elements: HashMap<IndexKey, Element>,
+        /// Reductions a newly inserted element joins at.
+        seq_floor: u64,
+    },
+}
+
+struct Collection {
+    ty: u32,
+    members: Members,
+    census: Census,
+    reductions: BTreeMap<u64, PendingReduction>,
+}
+
+/// One PE: the core handlers see, plus the chares and collections living here.
+pub(crate) struct PeRuntime {
+    pub(crate) core: PeCore,
+    chares: HashMap<ChareId, Box<dyn AnyChare>>,
+    chares_announced: HashMap<Pe, u32>,
+    waiting_for_chare: HashMap<ChareId, Vec<Envelope>>,
+    colls: HashMap<CollectionId, Collection>,
+    colls_announced: HashMap<Pe, u32>,
+    waiting_for_coll: HashMap<CollectionId, Vec<Envelope>>,
+}
+
+/// Settings a PE is built from.
+pub(crate) struct PeSetup {
+    pub(crate) me: Pe,
+    pub(crate) npes: usize,
+    pub(crate) arity: usize,
+    pub(crate) seed: u64,
+    pub(crate) policy: ErrorPolicy,
+    pub(crate) work_mode: WorkMode,
+}
+
+impl PeRuntime {
+    pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, net: Box<dyn Transport>) -> Self {
+        PeRuntime {
+            core: PeCore {
+                me: setup.me,
+                npes: setup.npes,
+                arity: setup.arity,
+                seed: setup.seed,
+                reg,
+                net,
+                policy: setup.policy,
+                work_mode: setup.work_mode,
+                queue: ReadyQueue::default(),
+                sent: 0,
+                processed: 0,
+                current: Current::Main,
+                next_chare_seq: HashMap::new(),
+                next_coll_seq: 0,
+                arrays: HashMap::new(),
+                deferred: Vec::new(),
+                qd: Quiescence::default(),
+                exiting: false,
+                report: PeReport::new(setup.me),
+            },
+            chares: HashMap::new(),
+            chares_announced: HashMap::new(),
+            waiting_for_chare: HashMap::new(),
+            colls: HashMap::new(),
+            colls_announced: HashMap::new(),
+            waiting_for_coll: HashMap::new(),
+        }
+    }
+
+    /// Run the program's main function on this PE (PE 0 of the job).
+    pub(crate) fn run_main(&mut self, main: Box<dyn FnOnce(&mut Ctx) + Send>) {
+        let core = &mut self.core;
+        core.current = Current::Main;
+        let outcome = catch_unwind(AssertUnwindSafe(|| main(&mut Ctx { core: &mut *core })));
+        if let Err(p) = outcome {
+            let message = panic_message(p);
+            core.fail(RuntimeError::HandlerPanic {
+                pe: core.me,
+                chare: "main".into(),
+                message,
+            });
+        }
+        self.apply_deferred();
+    }
+
+    /// Accept an envelope that arrived from another PE.
+    pub(crate) fn accept(&mut self, env: Envelope) {
+        let (prio, exp) = (env.prio, env.expedited);
+        self.core.queue.push(env, prio, exp);
+    }
+
+    /// Run the next ready message; false when none is queued.
+    pub(crate) fn step(&mut self) -> bool {
+        match self.core.queue.pop() {
+            Some(env) => {
+                self.process(env);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Called by the layer when this PE has nothing queued.
+    pub(crate) fn on_idle(&mut self) {
+        if self.core.queue.is_empty() {
+            let core = &mut self.core;
+            let snapshot = (core.sent, core.processed);
+            let parent = core.tree_parent();
+            let out = core.qd.on_idle(snapshot, parent.is_none());
+            self.qd_outcome(out, parent);
+        }
+    }
+
+    /// True once this PE has seen the job's exit.
+    pub(crate) fn exiting(&self) -> bool {
+        self.core.exiting
+    }
+
+    fn process(&mut self, env: Envelope) {
+        if env.counted {
+            self.core.processed += 1;
+        }
+        let src = env.src;
+        match env.kind {
+            Kind::User { dest, payload, hops } => self.deliver(dest, payload, hops, env.prio),
+            Kind::Bcast { dest, root, payload } => self.deliver_broadcast(dest, root, payload, env.prio),
+            Kind::CreateChare { id, ty, init } => self.create_chare(id, ty, init),
+            Kind::CreateGroup { coll, ty, root, init } => self.create_group(coll, ty, root, init),
+            Kind::CreateArray {
+                coll,
+                ty,
+                root,
+                init,
+                shape,
+                map,
+            } => self.create_array(coll, ty, root, init, shape, map),
+            Kind::Insert { coll, addr, init } => self.insert(coll, addr, init),
+            Kind::DoneInserting { coll, root } => self.recount(coll, root),
+            Kind::Census { coll, epoch, count } => {
+                if let Some(c) = self.collection_or_wait(coll, Kind::Census { coll, epoch, count }, src) {
+                    c.census.reports.entry(epoch).or_default().push((src, count));
+                    self.advance_census(coll);
+                }
+            }
+            Kind::Contribute {
+                coll,
+                seq,
+                reducer,
+                callback,
+                partial,
+            } => self.child_contribution(coll, seq, reducer, callback, partial, src),
+            Kind::QdRequest { callback } => {
+                let start = self.core.qd.request(callback);
+                if start {
+                    self.start_wave();
+                }
+            }
+            Kind::QdWave { wave } => {
+                let children: Vec<Pe> = self.core.tree_children().collect();
+                for &c in &children {
+                    self.core.uncounted(c, Kind::QdWave { wave });
+                }
+                self.core.qd.join_wave(wave, children.len());
+            }
+            Kind::QdReply { wave, sent, processed } => {
+                let parent = self.core.tree_parent();
+                let out = self.core.qd.child_reply(wave, sent, processed, parent.is_none());
+                self.qd_outcome(out, parent);
+            }
+            Kind::Exit { root, error } => {
+                let n = self.core.npes;
+                for c in tree::children(self.core.me, root, n, self.core.arity) {
+                    self.core.uncounted(c, Kind::Exit { root, error: error.clone() });
+                }
+                if let Some(e) = error {
+                    if !self.core.report.errors.contains(&e) {
+                        self.core.report.errors.push(e);
+                    }
+                    self.core.report.aborted = true;
+                }
+                self.core.exiting = true;
+            }
+        }
+        self.apply_deferred();
+    }
+
+    fn start_wave(&mut self) {
+        let wave = self.core.qd.begin_wave();
+        let children: Vec<Pe> = self.core.tree_children().collect();
+        for &c in &children {
+            self.core.uncounted(c, Kind::QdWave { wave });
+        }
+        self.core.qd.join_wave(wave, children.len());
+    }
+
+    fn qd_outcome(&mut self, out: crate::quiescence::Outcome, parent: Option<Pe>) {
+        use crate::quiescence::Outcome;
+        match out {
+            Outcome::Nothing => {}
+            Outcome::Reply { wave, sent, processed } => {
+                if let Some(p) = parent {
+                    self.core.uncounted(p, Kind::QdReply { wave, sent, processed });
+                }
+            }
+            Outcome::Quiescent(callbacks) => {
+                for cb in callbacks {
+                    self.core.fire(&cb, RedData::List(Vec::new()));
+                }
+            }
+            Outcome::AnotherWave => self.start_wave(),
+        }
+    }
+
+    /// Put a message aside until the chare or collection it names is created, or
+    /// report it if that can no longer happen.
+    fn wait_or_fail(&mut self, env: Envelope) {
+        let me = self.core.me;
+        let dest_coll = match &env.kind {
+            Kind::User { dest, .. } | Kind::Bcast { dest, .. } => dest.coll().ok_or(dest.clone()),
+            Kind::Insert { coll, .. } | Kind::DoneInserting { coll, .. } | Kind::Census { coll, .. } | Kind::Contribute { coll, .. } => Ok(*coll),
+            _ => return,
+        };
+        match dest_coll {
+            Ok(coll) => {
+                let announced = self.colls_announced.get(&coll.creator).copied().unwrap_or(0);
+                if coll.seq >= announced {
+                    if env.counted {
+                        self.core.processed -= 1;
+                    }
+                    self.waiting_for_coll.entry(coll).or_default().push(env);
+                } else {
+                    self.core.fail(RuntimeError::UnknownCollection { pe: me, coll });
+                }
+            }
+            Err(Dest::Chare(id)) => {
+                let announced = self.chares_announced.get(&id.creator).copied().unwrap_or(0);
+                if id.seq >= announced {
+                    if env.counted {
+                        self.core.processed -= 1;
+                    }
+                    self.waiting_for_chare.entry(id).or_default().push(env);
+                } else {
+                    self.core.fail(RuntimeError::UnknownChare {
+                        pe: me,
+                        chare: id.to_string(),
+                    });
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    fn collection_or_wait(&mut self, coll: CollectionId, kind: Kind, src: Pe) -> Option<&mut Collection> {
+        if self.colls.contains_key(&coll) {
+            return self.colls.get_mut(&coll);
+        }
+        let env = Envelope {
+            src,
+            prio: 0,
+            expedited: true,
+            counted: true,
+            kind,
+        };
+        self.wait_or_fail(env);
+        None
+    }
+
+    fn requeue(&mut self, waiting: Option<Vec<Envelope>>) {
+        for env in waiting.into_iter().flatten() {
+            self.accept(env);
+        }
+    }
+
+    fn deliver(&mut self, dest: Dest, payload: Payload, hops: u8, prio: i32) {
+        let me = self.core.me;
+        match dest {
+            Dest::Chare(id) => match self.chares.get_mut(&id) {
+                Some(chare) => invoke(&mut self.core, Current::Chare(id), chare.as_mut(), payload),
+                None => self.wait_or_fail(self.rebuild(Dest::Chare(id), payload, hops, prio)),
+            },
+            Dest::Group(coll) => match self.colls.get_mut(&coll) {
+                Some(Collection {
+                    members: Members::Group { member, .. },
+                    ..
+                }) => invoke(&mut self.core, Current::Group(coll), member.as_mut(), payload),
+                Some(_) => self.core.fail(RuntimeError::Invalid(format!(
+                    "PE {me}: {coll} is an array, but the message was addressed to a group"
+                ))),
+                None => self.wait_or_fail(self.rebuild(Dest::Group(coll), payload, hops, prio)),
+            },
+            Dest::Element(coll, addr) => {
+                let Some(c) = self.colls.get_mut(&coll) else {
+                    return self.wait_or_fail(self.rebuild(Dest::Element(coll, addr), payload, hops, prio));
+                };
+                let Members::Array { elements, .. } = &mut c.members else {
+                    return self.core.fail(RuntimeError::Invalid(format!(
+                        "PE {me}: {coll} is a group, but the message was addressed to an array element"
+                    )));
+                };
+                if let Some(e) = elements.get_mut(&addr.key) {
+                    let cur = Current::Element(coll, addr);
+                    return invoke(&mut self.core, cur, e.chare.as_mut(), payload);
+                }
+                match self.core.locate(coll, &addr) {
+                    Ok(home) if home != me && hops < 4 => {
+                        let env = Envelope {
+                            src: me,
+                            prio,
+                            expedited: false,
+                            counted: true,
+                            kind: Kind::User {
+                                dest: Dest::Element(coll, addr),
+                                payload,
+                                hops: hops + 1,
+                            },
+                        };
+                        self.core.post(home, env);
+                    }
+                    Ok(_) => {
+                        let index = describe_index(&addr);
+                        self.core.fail(RuntimeError::UnknownArrayIndex { pe: me, coll, index });
+                    }
+                    Err(e) => self.core.fail(e),
+                }
+            }
+            Dest::Array(coll) => self.core.fail(RuntimeError::Invalid(format!(
+                "PE {me}: point-to-point message for a whole array {coll}"
+            ))),
+        }
+    }
+
+    fn rebuild(&self, dest: Dest, payload: Payload, hops: u8, prio: i32) -> Envelope {
+        Envelope {
+            src: self.core.me,
+            prio,
+            expedited: false,
+            counted: true,
+            kind: Kind::User { dest, payload, hops },
+        }
+    }
+
+    fn deliver_broadcast(&mut self, dest: Dest, root: Pe, payload: Payload, prio: i32) {
+        let Some(coll) = dest.coll() else { return };
+        if !self.colls.contains_key(&coll) {
+            let env = Envelope {
+                src: self.core.me,
+                prio,
+                expedited: false,
+                counted: true,
+                kind: Kind::Bcast { dest, root, payload },
+            };
+            return self.wait_or_fail(env);
+        }
+        let opts = SendOpts { prio, expedited: false };
+        for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
+            let env = self.core.envelope(
+                Kind::Bcast {
+                    dest: dest.clone(),
+                    root,
+                    payload: payload.duplicate(),
+                },
+                opts,
+            );
+            self.core.post(c, env);
+        }
+        let Some(c) = self.colls.get_mut(&coll) else { return };
+        match &mut c.members {
+            Members::Group { member, .. } => invoke(&mut self.core, Current::Group(coll), member.as_mut(), payload),
+            Members::Array { elements, .. } => {
+                let mut payload = Some(payload);
+                let n = elements.len();
+                for (i, (key, e)) in elements.iter_mut().enumerate() {
+                    let p = if i + 1 == n {
+                        payload.take().expect("payload kept for the last element")
+                    } else {
+                        payload.as_ref().expect("payload present").duplicate()
+                    };
+                    let addr = ElemAddr {
+                        key: key.clone(),
+                        order: e.order,
+                    };
+                    invoke(&mut self.core, Current::Element(coll, addr), e.chare.as_mut(), p);
+                }
+            }
+        }
+    }
+
+    fn construct(&mut self, ty: u32, init: Payload, current: Current) -> Option<Box<dyn AnyChare>> {
+        let Some(ctor) = self.core.reg.chares.get(ty as usize).map(|t| t.construct) else {
+            let err = RuntimeError::Invalid(format!("chare type {ty} is not registered in this process"));
+            self.core.fail(err);
+            return None;
+        };
+        let name = self.core.reg.chares[ty as usize].name.clone();
+        guarded(&mut self.core, current, &name, |ctx| ctor(init, ctx))
+    }
+
+    fn create_chare(&mut self, id: ChareId, ty: u32, init: Payload) {
+        let next = self.chares_announced.entry(id.creator).or_insert(0);
+        *next = (*next).max(id.seq + 1);
+        if let Some(chare) = self.construct(ty, init, Current::Chare(id)) {
+            self.chares.insert(id, chare);
+        }
+        let waiting = self.waiting_for_chare.remove(&id);
+        self.requeue(waiting);
+    }
+
+    fn announce_collection(&mut self, coll: CollectionId) {
+        let next = self.colls_announced.entry(coll.creator).or_insert(0);
+        *next = (*next).max(coll.seq + 1);
+    }
+
+    fn create_group(&mut self, coll: CollectionId, ty: u32, root: Pe, init: Payload) {
+        for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
+            let kind = Kind::CreateGroup {
+                coll,
+                ty,
+                root,
+                init: init.duplicate(),
+            };
+            self.core.create(c, kind);
+        }
+        self.announce_collection(coll);
+        if let Some(member) = self.construct(ty, init, Current::Group(coll)) {
+            let census = Census {
+                local: 1,
+                active_children: self.core.tree_children().collect(),
+                done: true,
+                ..Census::default()
+            };
+            self.colls.insert(
+                coll,
+                Collection {
+                    ty,
+                    members: Members::Group { member, contributed: 0 },
+                    census,
+                    reductions: BTreeMap::new(),
+                },
+            );
+        }
+        let waiting = self.waiting_for_coll.remove(&coll);
+        self.requeue(waiting);
+    }
+
+    fn create_array(&mut self, coll: CollectionId, ty: u32, root: Pe, init: Payload, shape: Arc<Shape>, map: ArrayMap) {
+        for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
+            let kind = Kind::CreateArray {
+                coll,
+                ty,
+                root,
+                init: init.duplicate(),
+                shape: shape.clone(),
+                map,
+            };
+            self.core.create(c, kind);
+        }
+        self.announce_collection(coll);
+        self.core.register_array(coll, shape.clone(), map);
+        let me = self.core.me;
+        let mut elements = HashMap::new();
+        for addr in shape.addresses() {
+            match self.core.locate(coll, &addr) {
+                Ok(pe) if pe == me => {
+                    let order = addr.order;
+                    let key = addr.key.clone();
+                    if let Some(chare) = self.construct(ty, init.duplicate(), Current::Element(coll, addr)) {
+                        elements.insert(
+                            key,
+                            Element {
+                                chare,
+                                order,
+                                contributed: 0,
+                            },
+                        );
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.core.fail(e);
+                    break;
+                }
+            }
+        }
+        let census = Census {
+            local: elements.len() as u64,
+            ..Census::default()
+        };
+        self.colls.insert(
+            coll,
+            Collection {
+                ty,
+                members: Members::Array { elements, seq_floor: 0 },
+                census,
+                reductions: BTreeMap::new(),
+            },
+        );
+        self.advance_census(coll);
+        let waiting = self.waiting_for_coll.remove(&coll);
+        self.requeue(waiting);
+    }
+
+    fn insert(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload) {
+        let me = self.core.me;
+        let Some(c) = self.colls.get(&coll) else {
+            let env = Envelope {
+                src: me,
+                prio: 0,
+                expedited: true,
+                counted: true,
+                kind: Kind::Insert { coll, addr, init },
+            };
+            return self.wait_or_fail(env);
+        };
+        let ty = c.ty;
+        if let Members::Array { elements, .. } = &c.members {
+            if elements.contains_key(&addr.key) {
+                let index = describe_index(&addr);
+                return self.core.fail(RuntimeError::Invalid(format!(
+                    "PE {me}: {coll} already has an element at index {index}"
+                )));
+            }
+        }
+        let order = addr.order;
+        let key = addr.key.clone();
+        let Some(chare) = self.construct(ty, init, Current::Element(coll, addr)) else {
+            return;
+        };
+        if let Some(Collection {
+            members: Members::Array { elements, seq_floor },
+            ..
+        }) = self.colls.get_mut(&coll)
+        {
+            elements.insert(
+                key,
+                Element {
+                    chare,
+                    order,
+                    contributed: *seq_floor,
+                },
+            );
+        }
+    }
+
+    fn recount(&mut self, coll: CollectionId, root: Pe) {
+        if !self.colls.contains_key(&coll) {
+            let env = Envelope {
+                src: self.core.me,
+                prio: 0,
+                expedited: false,
+                counted: true,
+                kind: Kind::DoneInserting { coll, root },
+            };
+            return self.wait_or_fail(env);
+        }
+        for ch in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
+            let env = self.core.envelope(Kind::DoneInserting { coll, root }, SendOpts::default());
+            self.core.post(ch, env);
+        }
+        let Some(c) = self.colls.get_mut(&coll) else { return };
+        if let Members::Array { elements, .. } = &c.members {
+            c.census.epoch += 1;
+            c.census.local = elements.len() as u64;
+            c.census.done = false;
+            self.advance_census(coll);
+        }
+    }
+
+    /// Finish this PE's census once every child has reported its subtree count.
+    fn advance_census(&mut self, coll: CollectionId) {
+        let children: Vec<Pe> = self.core.tree_children().collect();
+        let parent = self.core.tree_parent();
+        let Some(c) = self.colls.get_mut(&coll) else { return };
+        if c.census.done {
+            return;
+        }
+        let epoch = c.census.epoch;
+        let reports = c.census.reports.get(&epoch).map_or(0, Vec::len);
+        if reports < children.len() {
+            return;
+        }
+        let reports = c.census.reports.remove(&epoch).unwrap_or_default();
+        let subtree = c.census.local + reports.iter().map(|r| r.1).sum::<u64>();
+        c.census.active_children = reports.iter().filter(|r| r.1 > 0).map(|r| r.0).collect();
+        c.census.done = true;
+        if let Some(p) = parent {
+            let env = self.core.envelope(Kind::Census { coll, epoch, count: subtree }, SendOpts::expedited());
+            self.core.post(p, env);
+        }
+        let seqs: Vec<u64> = self.colls[&coll].reductions.keys().copied().collect();
+        for seq in seqs {
+            self.try_complete(coll, seq);
+        }
+    }
+
+    fn apply_deferred(&mut self) {
+        while !self.core.deferred.is_empty() {
+            let batch = std::mem::take(&mut self.core.deferred);
+            for c in batch {
+                self.local_contribution(c);
+            }
+        }
+    }
+
+    fn local_contribution(&mut self, lc: LocalContribution) {
+        let Some(c) = self.colls.get_mut(&lc.coll) else { return };
+        let seq = match (&mut c.members, &lc.member) {
+            (Members::Group { contributed, .. }, None) => {
+                *contributed += 1;
+                *contributed - 1
+            }
+            (Members::Array { elements, .. }, Some(key)) => match elements.get_mut(key) {
+                Some(e) => {
+                    e.contributed += 1;
+                    e.contributed - 1
+                }
+                None => return,
+            },
+            _ => return,
+        };
+        if let Err(what) = reduction::check_value(lc.reducer, &lc.value) {
+            return self.core.fail(RuntimeError::ReducerMismatch { coll: lc.coll, seq, what });
+        }
+        let partial = reduction::partial_of(lc.reducer, lc.key, lc.value);
+        if self.merge(lc.coll, seq, lc.reducer, lc.callback, partial) {
+            if let Some(p) = self.colls.get_mut(&lc.coll).and_then(|c| c.reductions.get_mut(&seq)) {
+                p.local += 1;
+            }
+            self.try_complete(lc.coll, seq);
+        }
+    }
+
+    fn child_contribution(&mut self, coll: CollectionId, seq: u64, reducer: Reducer, callback: Callback, partial: Partial, src: Pe) {
+        if !self.colls.contains_key(&coll) {
+            let kind = Kind::Contribute {
+                coll,
+                seq,
+                reducer,
+                callback,
+                partial,
+            };
+            self.collection_or_wait(coll, kind, src);
+            return;
+        }
+        if self.merge(coll, seq, reducer, callback, partial) {
+            if let Some(p) = self.colls.get_mut(&coll).and_then(|c| c.reductions.get_mut(&seq)) {
+                p.children += 1;
+            }
+            self.try_complete(coll, seq);
+        }
+    }
+
+    /// Merge a partial into reduction `seq`; false (with the error reported) on mismatch.
+    fn merge(&mut self, coll: CollectionId, seq: u64, reducer: Reducer, callback: Callback, partial: Partial) -> bool {
+        let reg = self.core.reg.clone();
+        let Some(c) = self.colls.get_mut(&coll) else { return false };
+        let pending = c.reductions.entry(seq).or_insert_with(|| PendingReduction {
+            reducer,
+            callback,
+            partial: None,
+            local: 0,
+            children: 0,
+        });
+        if pending.reducer != reducer {
+            let what = format!(
+                "members used different reducers ({:?} and {:?})",
+                pending.reducer, reducer
+            );
+            self.core.fail(RuntimeError::ReducerMismatch { coll, seq, what });
+            return false;
+        }
+        let merged = match pending.partial.take() {
+            None => Ok(partial),
+            Some(acc) => reduction::merge_partials(reducer, acc, partial, &|id| reg.custom_reducer(id)),
+        };
+        match merged {
+            Ok(p) => {
+                pending.partial = Some(p);
+                true
+            }
+            Err(what) => {
+                self.core.fail(RuntimeError::ReducerMismatch { coll, seq, what });
+                false
+            }
+        }
+    }
+
+    fn try_complete(&mut self, coll: CollectionId, seq: u64) {
+        let parent = self.core.tree_parent();
+        let Some(c) = self.colls.get_mut(&coll) else { return };
+        let Some(p) = c.reductions.get(&seq) else { return };
+        let census = &c.census;
+        if !census.done || p.local < census.local || p.children < census.active_children.len() {
+            return;
+        }
+        let Some(p) = c.reductions.remove(&seq) else { return };
+        if let Members::Array { seq_floor, .. } = &mut c.members {
+            *seq_floor = (*seq_floor).max(seq + 1);
+        }
+        let Some(partial) = p.partial else { return };
+        match parent {
+            Some(parent) => {
+                let kind = Kind::Contribute {
+                    coll,
+                    seq,
+                    reducer: p.reducer,
+                    callback: p.callback,
+                    partial,
+                };
+                let env = self.core.envelope(kind, SendOpts::default());
+                self.core.post(parent, env);
+            }
+            None => match reduction::finish(p.reducer, partial) {
+                Ok(value) => self.core.fire(&p.callback, value),
+                Err(what) => self.core.fail(RuntimeError::ReducerMismatch { coll, seq, what }),
+            },
+        }
+    }
+
+    /// Statistics and outputs of this PE, at the end of the run.
+    pub(crate) fn into_report(mut self) -> PeReport {
+        self.core.report.sent = self.core.sent;
+        self.core.report.processed = self.core.processed;
+        self.core.report.unprocessed = self.core.queue.len() as u64;
+        self.core.report.qd_waves = self.core.qd.waves_run();
+        self.core.report
+    }
+}
+
+fn describe_index(addr: &ElemAddr) -> String {
+    format!("with order key {} ({} bytes)", addr.order, addr.key.0.len())
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into())
+}
+
+/// Run `f` as the chare `current`, turning a panic or an error into the job's policy.
+fn guarded<R>(core: &mut PeCore, current: Current, name: &str, f: impl FnOnce(&mut Ctx) -> Result<R, RuntimeError>) -> Option<R> {
+    core.current = current;
+    let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut Ctx { core: &mut *core })));
+    core.current = Current::Main;
+    match outcome {
+        Ok(Ok(r)) => Some(r),
+        Ok(Err(e)) => {
+            core.fail(e);
+            None
+        }
+        Err(p) => {
+            let message = panic_message(p);
+            core.fail(RuntimeError::HandlerPanic {
+                pe: core.me,
+                chare: name.to_string(),
+                message,
+            });
+            None
+        }
+    }
+}
+
+fn invoke(core: &mut PeCore, current: Current, chare: &mut dyn AnyChare, payload: Payload) {
+    let name = chare.type_name();
+    guarded(core, current, name, |ctx| chare.deliver(payload, ctx));
+}

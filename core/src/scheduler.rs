@@ -1,0 +1,93 @@
+//! A PE's ready queue: expedited messages first, then by priority, FIFO within one.
+
+use std::collections::{BTreeMap, VecDeque};
+
+/// Ready messages of one PE.
+pub(crate) struct ReadyQueue<T> {
+    expedited: VecDeque<T>,
+    /// Priority-0 messages, the common case, without a map lookup.
+    normal: VecDeque<T>,
+    /// Non-zero priorities; smaller keys run first.
+    prioritized: BTreeMap<i32, VecDeque<T>>,
+    len: usize,
+}
+
+impl<T> Default for ReadyQueue<T> {
+    fn default() -> Self {
+        ReadyQueue {
+            expedited: VecDeque::new(),
+            normal: VecDeque::new(),
+            prioritized: BTreeMap::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> ReadyQueue<T> {
+    /// Queue a message.
+    pub(crate) fn push(&mut self, item: T, prio: i32, expedited: bool) {
+        self.len += 1;
+        if expedited {
+            self.expedited.push_back(item);
+        } else if prio == 0 {
+            self.normal.push_back(item);
+        } else {
+            self.prioritized.entry(prio).or_default().push_back(item);
+        }
+    }
+
+    /// Take the next message to run.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        if let Some(x) = self.expedited.pop_front() {
+            self.len -= 1;
+            return Some(x);
+        }
+        let urgent_first = match self.prioritized.first_key_value() {
+            Some((&p, _)) => p < 0 || self.normal.is_empty(),
+            None => false,
+        };
+        let item = if urgent_first {
+            let mut entry = self.prioritized.first_entry()?;
+            let item = entry.get_mut().pop_front();
+            if entry.get().is_empty() {
+                entry.remove();
+            }
+            item
+        } else {
+            self.normal.pop_front()
+        };
+        if item.is_some() {
+            self.len -= 1;
+        }
+        item
+    }
+
+    /// Number of queued messages.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expedited_then_priority_then_fifo() {
+        let mut q = ReadyQueue::default();
+        q.push("n1", 0, false);
+        q.push("late", 5, false);
+        q.push("urgent", -3, false);
+        q.push("n2", 0, false);
+        q.push("exp", 0, true);
+        q.push("urgent2", -3, false);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec!["exp", "urgent", "urgent2", "n1", "n2", "late"]);
+        assert!(q.is_empty());
+    }
+}
