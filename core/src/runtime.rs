@@ -60,6 +60,8 @@ pub(crate) enum Kind {
     QdRequest { callback: Callback },
     QdWave { wave: u64 },
     QdReply { wave: u64, sent: u64, processed: u64 },
+    /// Sent down the tree at quiescence: report messages still waiting for a creation.
+    Orphans { root: Pe },
     Exit { root: Pe, error: Option<RuntimeError> },
 }
 
@@ -552,6 +554,7 @@ impl PeRuntime {
                 let out = self.core.qd.child_reply(wave, sent, processed, parent.is_none());
                 self.qd_outcome(out, parent);
             }
+            Kind::Orphans { root } => self.report_orphans(root),
             Kind::Exit { root, error } => {
                 let n = self.core.npes;
                 for c in tree::children(self.core.me, root, n, self.core.arity) {
@@ -588,6 +591,7 @@ impl PeRuntime {
                 }
             }
             Outcome::Quiescent(callbacks) => {
+                self.report_orphans(self.core.me);
                 for cb in callbacks {
                     self.core.fire(&cb, RedData::List(Vec::new()));
                 }
@@ -597,7 +601,10 @@ impl PeRuntime {
     }
 
     /// Put a message aside until the chare or collection it names is created, or
-    /// report it if that can no longer happen.
+    /// report it if that can no longer happen. A waiting message counts as processed
+    /// and is counted as sent again when requeued, so quiescence can be reached with
+    /// messages still waiting: at quiescence no creation is in flight, and they are
+    /// reported as undeliverable (see `Kind::Orphans`).
     fn wait_or_fail(&mut self, env: Envelope) {
         let me = self.core.me;
         let dest_coll = match &env.kind {
@@ -609,9 +616,6 @@ impl PeRuntime {
             Ok(coll) => {
                 let announced = self.colls_announced.get(&coll.creator).copied().unwrap_or(0);
                 if coll.seq >= announced {
-                    if env.counted {
-                        self.core.processed -= 1;
-                    }
                     self.waiting_for_coll.entry(coll).or_default().push(env);
                 } else {
                     self.core.fail(RuntimeError::UnknownCollection { pe: me, coll });
@@ -620,9 +624,6 @@ impl PeRuntime {
             Err(Dest::Chare(id)) => {
                 let announced = self.chares_announced.get(&id.creator).copied().unwrap_or(0);
                 if id.seq >= announced {
-                    if env.counted {
-                        self.core.processed -= 1;
-                    }
                     self.waiting_for_chare.entry(id).or_default().push(env);
                 } else {
                     self.core.fail(RuntimeError::UnknownChare {
@@ -632,6 +633,25 @@ impl PeRuntime {
                 }
             }
             Err(_) => {}
+        }
+    }
+
+    /// At quiescence: messages still waiting for a creation can never be delivered.
+    fn report_orphans(&mut self, root: Pe) {
+        for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
+            self.core.uncounted(c, Kind::Orphans { root });
+        }
+        let me = self.core.me;
+        let chares: Vec<ChareId> = self.waiting_for_chare.drain().map(|(id, _)| id).collect();
+        for id in chares {
+            self.core.fail(RuntimeError::UnknownChare {
+                pe: me,
+                chare: id.to_string(),
+            });
+        }
+        let colls: Vec<CollectionId> = self.waiting_for_coll.drain().map(|(c, _)| c).collect();
+        for coll in colls {
+            self.core.fail(RuntimeError::UnknownCollection { pe: me, coll });
         }
     }
 
@@ -652,6 +672,9 @@ impl PeRuntime {
 
     fn requeue(&mut self, waiting: Option<Vec<Envelope>>) {
         for env in waiting.into_iter().flatten() {
+            if env.counted {
+                self.core.sent += 1;
+            }
             self.accept(env);
         }
     }
