@@ -328,9 +328,10 @@ impl PeCore {
         self.post(self.me, env);
     }
 
+    /// Counted like any message, so a request still in flight keeps the job from
+    /// looking quiescent: every request made before quiescence fires at its detection.
     pub(crate) fn request_quiescence(&mut self, callback: Callback) {
-        let mut env = self.envelope(Kind::QdRequest { callback }, SendOpts::expedited());
-        env.counted = false;
+        let env = self.envelope(Kind::QdRequest { callback }, SendOpts::expedited());
         self.post(0, env);
     }
 
@@ -487,13 +488,16 @@ impl PeRuntime {
         }
     }
 
-    /// Called by the layer when this PE has nothing queued.
+    /// Called by the layer when this PE has nothing queued. Loops because a finished
+    /// wave may start the next one, which this idle PE can answer at once.
     pub(crate) fn on_idle(&mut self) {
-        if self.core.queue.is_empty() {
-            let core = &mut self.core;
-            let snapshot = (core.sent, core.processed);
-            let parent = core.tree_parent();
-            let out = core.qd.on_idle(snapshot, parent.is_none());
+        while self.core.queue.is_empty() && !self.core.exiting {
+            let snapshot = (self.core.sent, self.core.processed);
+            let parent = self.core.tree_parent();
+            let out = self.core.qd.on_idle(snapshot, parent.is_none());
+            if out == crate::quiescence::Outcome::Nothing {
+                break;
+            }
             self.qd_outcome(out, parent);
         }
     }
