@@ -168,6 +168,7 @@ impl PeCore {
             ErrorPolicy::Abort => {
                 tracing::error!(pe = self.me, "aborting job: {err}");
                 self.report.errors.push(err.clone());
+                self.report.aborted = true;
                 if !self.exiting {
                     self.exit(Some(err));
                 }
