@@ -18,7 +18,8 @@ use crate::registry::Registry;
 use crate::report::PeReport;
 use crate::scheduler::ReadyQueue;
 use crate::tree;
-use std::collections::{BTreeMap, HashMap};
+use ahash::AHashMap as HashMap;
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
@@ -1177,3 +1178,4 @@ fn invoke(core: &mut PeCore, current: Current, chare: &mut dyn AnyChare, payload
     let name = chare.type_name();
     guarded(core, current, name, |ctx| chare.deliver(payload, ctx));
 }
+

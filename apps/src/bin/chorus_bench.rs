@@ -1,1 +1,117 @@
-fn main() {}
+//! chorus-bench: performance measurements of chorus against baselines, run side by side.
+
+use chorus_apps::bench::messaging;
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use std::process::ExitCode;
+
+// PEs allocate messages on one thread and free them on another; mimalloc handles
+// that pattern far better than glibc's arenas (chorus and the baselines alike).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(about = "chorus performance measurements, each against a baseline in the same run")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Message throughput and latency against crossbeam and actix.
+    Messaging {
+        /// Messages per throughput measurement.
+        #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1000..))]
+        messages: u64,
+        /// Round trips per ping-pong measurement.
+        #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(10..))]
+        rounds: u64,
+        /// Repetitions of each measurement; the best is reported.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        reps: u32,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn best(reps: u32, higher_is_better: bool, mut f: impl FnMut() -> Result<f64, String>) -> Result<f64, String> {
+    let mut out: Option<f64> = None;
+    for _ in 0..reps {
+        let v = f()?;
+        out = Some(match out {
+            None => v,
+            Some(o) if higher_is_better => o.max(v),
+            Some(o) => o.min(v),
+        });
+    }
+    out.ok_or_else(|| "no repetitions".into())
+}
+
+fn messaging(messages: u64, rounds: u64, reps: u32, as_json: bool) -> Result<(), String> {
+    let err = |e: chorus_core::RuntimeError| e.to_string();
+    let same = best(reps, true, || messaging::same_pe_msgs_per_s(messages).map_err(err))?;
+    let cross = best(reps, true, || messaging::cross_pe_msgs_per_s(messages).map_err(err))?;
+    let rtt = best(reps, false, || messaging::pingpong_rtt_ns(rounds).map_err(err))?;
+    let (cb_rtt, actix) = baselines(messages, rounds, reps)?;
+    let out = json!({
+        "same_pe_msgs_per_s": same,
+        "cross_pe_msgs_per_s": cross,
+        "pingpong_rtt_ns": rtt,
+        "crossbeam_pingpong_rtt_ns": cb_rtt,
+        "actix_msgs_per_s": actix,
+        "same_pe_vs_actix": same / actix,
+        "cross_pe_vs_actix": cross / actix,
+        "pingpong_vs_crossbeam": rtt / cb_rtt,
+        "messages": messages,
+        "rounds": rounds,
+        "reps": reps,
+    });
+    if as_json {
+        println!("{out}");
+    } else {
+        println!("{:<34} {:>16}", "measurement", "value");
+        println!("{:<34} {:>16.0}", "chorus same-PE msgs/s", same);
+        println!("{:<34} {:>16.0}", "chorus cross-PE msgs/s", cross);
+        println!("{:<34} {:>16.0}", "actix msgs/s (100 actors)", actix);
+        println!("{:<34} {:>16.0}", "chorus ping-pong RTT ns", rtt);
+        println!("{:<34} {:>16.0}", "crossbeam ping-pong RTT ns", cb_rtt);
+        println!("same-PE / actix = {:.2}x (target >= 5x)", same / actix);
+        println!("cross-PE / actix = {:.2}x (target >= 1x)", cross / actix);
+        println!("ping-pong / crossbeam = {:.2}x (target <= 1.5x)", rtt / cb_rtt);
+    }
+    Ok(())
+}
+
+#[cfg(feature = "baselines")]
+fn baselines(messages: u64, rounds: u64, reps: u32) -> Result<(f64, f64), String> {
+    use chorus_apps::bench::baselines as b;
+    let cb = best(reps, false, || Ok(b::crossbeam_pingpong_rtt_ns(rounds)))?;
+    let actix = best(reps, true, || Ok(b::actix_msgs_per_s(messages)))?;
+    Ok((cb, actix))
+}
+
+#[cfg(not(feature = "baselines"))]
+fn baselines(_: u64, _: u64, _: u32) -> Result<(f64, f64), String> {
+    Err("this chorus-bench was built without the baselines feature; rebuild with default features".into())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Messaging {
+            messages,
+            rounds,
+            reps,
+            json,
+        } => messaging(messages, rounds, reps, json),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chorus-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

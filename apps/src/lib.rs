@@ -1,0 +1,3 @@
+//! chorus-apps: programs users run on chorus, and the measurements behind chorus-bench.
+
+pub mod bench;
