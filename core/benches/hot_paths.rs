@@ -1,7 +1,9 @@
 //! Criterion benches of the runtime's hot paths: same-PE send and dispatch, cross-PE
 //! send, and a group reduction, each timed from inside a running job.
 
-use chorus_core::{Callback, Chare, ChareProxy, Config, Ctx, Entry, GroupProxy, Reducer, Registry, Runtime};
+use chorus_core::{
+    Callback, Chare, ChareProxy, Config, Ctx, Entry, GroupProxy, Reducer, Registry, Runtime,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -37,7 +39,11 @@ impl Chare for Feeder {
     type Init = (ChareProxy<Sink>, u64);
     type Msg = FeederMsg;
     fn create((sink, left): (ChareProxy<Sink>, u64), _: &mut Ctx) -> Self {
-        Feeder { sink, left, started: false }
+        Feeder {
+            sink,
+            left,
+            started: false,
+        }
     }
     fn handle(&mut self, _: FeederMsg, ctx: &mut Ctx) {
         if !self.started {
@@ -50,7 +56,9 @@ impl Chare for Feeder {
         }
         self.left -= k;
         if self.left > 0 {
-            ctx.this_chare::<Feeder>().expect("singleton").send(ctx, FeederMsg::More);
+            ctx.this_chare::<Feeder>()
+                .expect("singleton")
+                .send(ctx, FeederMsg::More);
         }
     }
 }

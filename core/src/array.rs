@@ -96,7 +96,8 @@ impl Shape {
         match self {
             Shape::Dense1(n) => Box::new((0..*n as usize).map(|i| ElemAddr::of(&i))),
             Shape::Dense2(x, y) => Box::new(
-                (0..*x as usize).flat_map(move |i| (0..*y as usize).map(move |j| ElemAddr::of(&(i, j)))),
+                (0..*x as usize)
+                    .flat_map(move |i| (0..*y as usize).map(move |j| ElemAddr::of(&(i, j)))),
             ),
             Shape::List(l) => Box::new(l.iter().cloned()),
         }
@@ -119,7 +120,11 @@ pub(crate) fn builtin_home(map: ArrayMap, shape: &Shape, order: u64, npes: usize
     let p = npes as u64;
     match map {
         ArrayMap::RoundRobin => Some(
-            (shape.dense_position(order).map(|(pos, _)| pos).unwrap_or(order) % p) as Pe,
+            (shape
+                .dense_position(order)
+                .map(|(pos, _)| pos)
+                .unwrap_or(order)
+                % p) as Pe,
         ),
         ArrayMap::Block => shape.dense_position(order).map(|(pos, n)| {
             let n = n.max(1);
@@ -145,7 +150,8 @@ mod tests {
     #[test]
     fn round_robin_2d_uses_row_major_position() {
         let shape = Shape::Dense2(2, 3);
-        let home = |i: usize, j: usize| builtin_home(ArrayMap::RoundRobin, &shape, (i, j).order_key(), 4);
+        let home =
+            |i: usize, j: usize| builtin_home(ArrayMap::RoundRobin, &shape, (i, j).order_key(), 4);
         assert_eq!(home(0, 0), Some(0));
         assert_eq!(home(1, 0), Some(3));
         assert_eq!(home(1, 2), Some(1));

@@ -48,7 +48,11 @@ impl Callback {
     }
 
     /// Deliver to `entry` of the group member on `pe`.
-    pub fn group_member<C: Chare, T: Reducible>(proxy: &GroupProxy<C>, pe: Pe, entry: Entry<C, T>) -> Self {
+    pub fn group_member<C: Chare, T: Reducible>(
+        proxy: &GroupProxy<C>,
+        pe: Pe,
+        entry: Entry<C, T>,
+    ) -> Self {
         Callback::GroupMember {
             coll: proxy.coll,
             pe,
@@ -78,7 +82,10 @@ impl Callback {
     }
 
     /// Broadcast to `entry` of every array element.
-    pub fn array_all<C: Chare, I: ArrayIndex, T: Reducible>(proxy: &ArrayProxy<C, I>, entry: Entry<C, T>) -> Self {
+    pub fn array_all<C: Chare, I: ArrayIndex, T: Reducible>(
+        proxy: &ArrayProxy<C, I>,
+        entry: Entry<C, T>,
+    ) -> Self {
         Callback::ArrayAll {
             coll: proxy.coll,
             entry: entry.id,

@@ -49,10 +49,12 @@ pub(crate) fn construct<C: Chare>(
     init: Payload,
     ctx: &mut Ctx,
 ) -> Result<Box<dyn AnyChare>, RuntimeError> {
-    let init = init.take::<C::Init>().map_err(|reason| RuntimeError::Decode {
-        pe: ctx.my_pe(),
-        what: format!("init arguments of {}", std::any::type_name::<C>()),
-        reason,
-    })?;
+    let init = init
+        .take::<C::Init>()
+        .map_err(|reason| RuntimeError::Decode {
+            pe: ctx.my_pe(),
+            what: format!("init arguments of {}", std::any::type_name::<C>()),
+            reason,
+        })?;
     Ok(Box::new(Cell(C::create(init, ctx))))
 }

@@ -92,7 +92,10 @@ impl Config {
             return Err("--pes must be at least 1".into());
         }
         if !(2..=64).contains(&self.tree_arity) {
-            return Err(format!("--tree-arity must be in 2..=64, got {}", self.tree_arity));
+            return Err(format!(
+                "--tree-arity must be in 2..=64, got {}",
+                self.tree_arity
+            ));
         }
         Ok(())
     }

@@ -86,7 +86,12 @@ impl Ctx<'_> {
         GroupProxy::new(coll)
     }
 
-    fn create_array_shaped<C: Chare, I: ArrayIndex>(&mut self, shape: Shape, init: C::Init, map: ArrayMap) -> ArrayProxy<C, I> {
+    fn create_array_shaped<C: Chare, I: ArrayIndex>(
+        &mut self,
+        shape: Shape,
+        init: C::Init,
+        map: ArrayMap,
+    ) -> ArrayProxy<C, I> {
         let coll = self.core.new_collection_id();
         if matches!((&shape, map), (Shape::List(_), ArrayMap::Block)) {
             self.core.fail(RuntimeError::Invalid(format!(
@@ -111,17 +116,32 @@ impl Ctx<'_> {
     }
 
     /// Create a 1-D array with elements 0..n, each built from a copy of `init`.
-    pub fn create_array_1d<C: Chare>(&mut self, n: usize, init: C::Init, map: ArrayMap) -> ArrayProxy<C, usize> {
+    pub fn create_array_1d<C: Chare>(
+        &mut self,
+        n: usize,
+        init: C::Init,
+        map: ArrayMap,
+    ) -> ArrayProxy<C, usize> {
         self.create_array_shaped(Shape::Dense1(n as u64), init, map)
     }
 
     /// Create a 2-D array with elements (0..x, 0..y).
-    pub fn create_array_2d<C: Chare>(&mut self, dims: (usize, usize), init: C::Init, map: ArrayMap) -> ArrayProxy<C, (usize, usize)> {
+    pub fn create_array_2d<C: Chare>(
+        &mut self,
+        dims: (usize, usize),
+        init: C::Init,
+        map: ArrayMap,
+    ) -> ArrayProxy<C, (usize, usize)> {
         self.create_array_shaped(Shape::Dense2(dims.0 as u64, dims.1 as u64), init, map)
     }
 
     /// Create an array of user-typed indices (empty for an array filled by `insert`).
-    pub fn create_array<C: Chare, I: ArrayIndex>(&mut self, indices: Vec<I>, init: C::Init, map: ArrayMap) -> ArrayProxy<C, I> {
+    pub fn create_array<C: Chare, I: ArrayIndex>(
+        &mut self,
+        indices: Vec<I>,
+        init: C::Init,
+        map: ArrayMap,
+    ) -> ArrayProxy<C, I> {
         let list = indices.iter().map(ElemAddr::of).collect();
         self.create_array_shaped(Shape::List(list), init, map)
     }
@@ -156,7 +176,9 @@ impl Ctx<'_> {
     pub fn publish<T: Serialize>(&mut self, key: &str, value: &T) {
         match bincode::serialize(value) {
             Ok(bytes) => self.core.report.outputs.push((key.to_string(), bytes)),
-            Err(e) => self.core.fail(RuntimeError::Invalid(format!("publish({key}): {e}"))),
+            Err(e) => self
+                .core
+                .fail(RuntimeError::Invalid(format!("publish({key}): {e}"))),
         }
     }
 
@@ -200,5 +222,4 @@ impl Ctx<'_> {
             Current::Main => None,
         }
     }
-
 }

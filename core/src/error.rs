@@ -7,7 +7,9 @@ use thiserror::Error;
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum RuntimeError {
     /// A message named a singleton chare that was never created on its PE.
-    #[error("PE {pe}: message for chare {chare} which does not exist (was it created, and on this PE?)")]
+    #[error(
+        "PE {pe}: message for chare {chare} which does not exist (was it created, and on this PE?)"
+    )]
     UnknownChare { pe: Pe, chare: String },
     /// A message named a group or array that does not exist.
     #[error("PE {pe}: message for collection {coll} which does not exist (create the group/array before sending to it)")]

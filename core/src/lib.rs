@@ -53,7 +53,10 @@ impl Runtime {
     }
 
     /// Run `main` on PE 0, then every PE until the job exits.
-    pub fn run(self, main: impl FnOnce(&mut Ctx) + Send + 'static) -> Result<RunReport, RuntimeError> {
+    pub fn run(
+        self,
+        main: impl FnOnce(&mut Ctx) + Send + 'static,
+    ) -> Result<RunReport, RuntimeError> {
         self.config.validate().map_err(RuntimeError::Invalid)?;
         let layer: Box<dyn MachineLayer> = match self.config.layer {
             Layer::Threads => Box::new(machine::threads::Threads),
@@ -69,7 +72,12 @@ impl Runtime {
 /// Turn a finished run into the caller's result: the first error if the job aborted.
 pub(crate) fn finish_run(report: RunReport) -> Result<RunReport, RuntimeError> {
     if report.per_pe.iter().any(|p| p.aborted) {
-        let first = report.per_pe.iter().flat_map(|p| p.errors.iter()).next().cloned();
+        let first = report
+            .per_pe
+            .iter()
+            .flat_map(|p| p.errors.iter())
+            .next()
+            .cloned();
         return Err(first.unwrap_or_else(|| RuntimeError::Invalid("job aborted".into())));
     }
     Ok(report)

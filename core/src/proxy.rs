@@ -69,7 +69,10 @@ pub struct ChareProxy<C> {
 
 impl<C> ChareProxy<C> {
     pub(crate) fn new(id: ChareId) -> Self {
-        ChareProxy { id, _p: PhantomData }
+        ChareProxy {
+            id,
+            _p: PhantomData,
+        }
     }
     fn key(&self) -> ChareId {
         self.id
@@ -105,7 +108,10 @@ pub struct GroupProxy<C> {
 
 impl<C> GroupProxy<C> {
     pub(crate) fn new(coll: CollectionId) -> Self {
-        GroupProxy { coll, _p: PhantomData }
+        GroupProxy {
+            coll,
+            _p: PhantomData,
+        }
     }
     fn key(&self) -> CollectionId {
         self.coll
@@ -152,7 +158,10 @@ pub struct ArrayProxy<C, I> {
 
 impl<C, I> ArrayProxy<C, I> {
     pub(crate) fn new(coll: CollectionId) -> Self {
-        ArrayProxy { coll, _p: PhantomData }
+        ArrayProxy {
+            coll,
+            _p: PhantomData,
+        }
     }
     fn key(&self) -> CollectionId {
         self.coll
@@ -190,7 +199,8 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
     /// Create a new element at `index` on the PE the array's map chooses. Reductions
     /// count it once `done_inserting` has been called and has reached every PE.
     pub fn insert(&self, ctx: &mut Ctx, index: I, init: C::Init) {
-        ctx.core.insert_element(self.coll, ElemAddr::of(&index), Payload::new(init));
+        ctx.core
+            .insert_element(self.coll, ElemAddr::of(&index), Payload::new(init));
     }
 
     /// Close a round of insertions: every PE recounts its elements for reductions.

@@ -13,7 +13,11 @@ use crate::callback::Callback;
 pub(crate) enum Outcome {
     Nothing,
     /// Send this subtree's sums to the parent.
-    Reply { wave: u64, sent: u64, processed: u64 },
+    Reply {
+        wave: u64,
+        sent: u64,
+        processed: u64,
+    },
     /// The root found quiescence: fire these callbacks.
     Quiescent(Vec<Callback>),
     /// The root must start another wave.
@@ -76,7 +80,13 @@ impl Quiescence {
     }
 
     /// A child reported its subtree's sums.
-    pub(crate) fn child_reply(&mut self, id: u64, sent: u64, processed: u64, root: bool) -> Outcome {
+    pub(crate) fn child_reply(
+        &mut self,
+        id: u64,
+        sent: u64,
+        processed: u64,
+        root: bool,
+    ) -> Outcome {
         match &mut self.wave {
             Some(w) if w.id == id => {
                 w.children_left -= 1;
@@ -136,7 +146,10 @@ mod tests {
         assert_eq!(q.on_idle((5, 5), true), Outcome::AnotherWave);
         let w = q.begin_wave();
         q.join_wave(w, 0);
-        assert_eq!(q.on_idle((5, 5), true), Outcome::Quiescent(vec![Callback::Exit]));
+        assert_eq!(
+            q.on_idle((5, 5), true),
+            Outcome::Quiescent(vec![Callback::Exit])
+        );
     }
 
     #[test]
@@ -154,7 +167,10 @@ mod tests {
         let w = q.begin_wave();
         q.join_wave(w, 1);
         q.on_idle((4, 4), true);
-        assert_eq!(q.child_reply(w, 2, 2, true), Outcome::Quiescent(vec![Callback::Exit]));
+        assert_eq!(
+            q.child_reply(w, 2, 2, true),
+            Outcome::Quiescent(vec![Callback::Exit])
+        );
     }
 
     #[test]

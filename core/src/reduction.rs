@@ -131,7 +131,9 @@ pub fn combine_values(
 pub fn check_value(reducer: Reducer, v: &RedData) -> Result<(), String> {
     use Reducer::*;
     let ok = match reducer {
-        Sum | Product | Min | Max => matches!(v, RedData::I64(_) | RedData::U64(_) | RedData::F64(_)),
+        Sum | Product | Min | Max => {
+            matches!(v, RedData::I64(_) | RedData::U64(_) | RedData::F64(_))
+        }
         And | Or => matches!(v, RedData::Bool(_)),
         BitAnd | BitOr | BitXor => matches!(v, RedData::I64(_) | RedData::U64(_)),
         Concat => !matches!(v, RedData::Bytes(_)),
@@ -140,7 +142,10 @@ pub fn check_value(reducer: Reducer, v: &RedData) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("reducer {reducer:?} does not apply to {} values", v.kind()))
+        Err(format!(
+            "reducer {reducer:?} does not apply to {} values",
+            v.kind()
+        ))
     }
 }
 
@@ -178,7 +183,9 @@ pub fn merge_partials(
             }
             Ok(Partial::Keyed(out))
         }
-        _ => Err(format!("reducer {reducer:?}: contributions mix keyed and plain partials")),
+        _ => Err(format!(
+            "reducer {reducer:?}: contributions mix keyed and plain partials"
+        )),
     }
 }
 
@@ -195,7 +202,7 @@ pub fn finish(reducer: Reducer, p: Partial) -> Result<RedData, String> {
             let Some(first) = it.next() else {
                 return Ok(RedData::List(Vec::new()));
             };
-            it.try_fold(first, |acc, v| append(acc, v))
+            it.try_fold(first, append)
         }
     }
 }
@@ -370,9 +377,12 @@ impl<T: Message> Reducible for Encoded<T> {
     }
     fn from_data(d: RedData) -> Result<Self, String> {
         match d {
-            RedData::Bytes(b) => bincode::deserialize(&b)
-                .map(Encoded)
-                .map_err(|e| format!("reduction bytes are not a {}: {e}", std::any::type_name::<T>())),
+            RedData::Bytes(b) => bincode::deserialize(&b).map(Encoded).map_err(|e| {
+                format!(
+                    "reduction bytes are not a {}: {e}",
+                    std::any::type_name::<T>()
+                )
+            }),
             d => Err(wrong::<T>(&d)),
         }
     }
@@ -400,13 +410,19 @@ mod tests {
 
     #[test]
     fn sum_of_vectors_is_elementwise() {
-        let r = combine_values(Reducer::Sum, vec![1i64, 2].into_data(), vec![3i64, 4].into_data(), &none);
+        let r = combine_values(
+            Reducer::Sum,
+            vec![1i64, 2].into_data(),
+            vec![3i64, 4].into_data(),
+            &none,
+        );
         assert_eq!(r.unwrap(), RedData::I64(vec![4, 6]));
     }
 
     #[test]
     fn mismatched_kinds_are_an_error() {
-        let e = combine_values(Reducer::Sum, 1i64.into_data(), 1.0f64.into_data(), &none).unwrap_err();
+        let e =
+            combine_values(Reducer::Sum, 1i64.into_data(), 1.0f64.into_data(), &none).unwrap_err();
         assert!(e.contains("cannot combine i64 with f64"), "{e}");
         assert!(check_value(Reducer::And, &1.0f64.into_data()).is_err());
     }

@@ -88,7 +88,11 @@ impl Registry {
     }
 
     /// Register an entry of `C` taking a `T`, built by `wrap` (usually an enum variant).
-    pub fn entry<C: Chare, T: Reducible>(&mut self, name: &str, wrap: fn(T) -> C::Msg) -> Entry<C, T> {
+    pub fn entry<C: Chare, T: Reducible>(
+        &mut self,
+        name: &str,
+        wrap: fn(T) -> C::Msg,
+    ) -> Entry<C, T> {
         let id = self.entries.len() as u32;
         self.entries.push(EntryInfo {
             name: name.to_string(),
@@ -99,7 +103,10 @@ impl Registry {
             std::any::type_name::<C>(),
             std::any::type_name::<T>()
         ));
-        Entry { id, _p: PhantomData }
+        Entry {
+            id,
+            _p: PhantomData,
+        }
     }
 
     /// Register a custom reducer; it must be associative.
@@ -119,7 +126,8 @@ impl Registry {
             })?;
             Ok(f(&index, npes))
         }));
-        self.manifest.push(format!("map {name} ({})", std::any::type_name::<I>()));
+        self.manifest
+            .push(format!("map {name} ({})", std::any::type_name::<I>()));
         ArrayMap::Custom(id)
     }
 

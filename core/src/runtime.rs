@@ -46,24 +46,78 @@ impl Dest {
 #[derive(Debug)]
 pub(crate) enum Kind {
     /// A message for one chare, group member or array element on the receiving PE.
-    User { dest: Dest, payload: Payload, hops: u8 },
+    User {
+        dest: Dest,
+        payload: Payload,
+        hops: u8,
+    },
     /// A broadcast to a group or array, forwarded down the tree rooted at `root`.
-    Bcast { dest: Dest, root: Pe, payload: Payload },
-    CreateChare { id: ChareId, ty: u32, init: Payload },
-    CreateGroup { coll: CollectionId, ty: u32, root: Pe, init: Payload },
-    CreateArray { coll: CollectionId, ty: u32, root: Pe, init: Payload, shape: Arc<Shape>, map: ArrayMap },
-    Insert { coll: CollectionId, addr: ElemAddr, init: Payload },
-    DoneInserting { coll: CollectionId, root: Pe },
+    Bcast {
+        dest: Dest,
+        root: Pe,
+        payload: Payload,
+    },
+    CreateChare {
+        id: ChareId,
+        ty: u32,
+        init: Payload,
+    },
+    CreateGroup {
+        coll: CollectionId,
+        ty: u32,
+        root: Pe,
+        init: Payload,
+    },
+    CreateArray {
+        coll: CollectionId,
+        ty: u32,
+        root: Pe,
+        init: Payload,
+        shape: Arc<Shape>,
+        map: ArrayMap,
+    },
+    Insert {
+        coll: CollectionId,
+        addr: ElemAddr,
+        init: Payload,
+    },
+    DoneInserting {
+        coll: CollectionId,
+        root: Pe,
+    },
     /// A child's count of array elements in its subtree.
-    Census { coll: CollectionId, epoch: u32, count: u64 },
+    Census {
+        coll: CollectionId,
+        epoch: u32,
+        count: u64,
+    },
     /// A child's combined contributions to reduction `seq`.
-    Contribute { coll: CollectionId, seq: u64, reducer: Reducer, callback: Callback, partial: Partial },
-    QdRequest { callback: Callback },
-    QdWave { wave: u64 },
-    QdReply { wave: u64, sent: u64, processed: u64 },
+    Contribute {
+        coll: CollectionId,
+        seq: u64,
+        reducer: Reducer,
+        callback: Callback,
+        partial: Partial,
+    },
+    QdRequest {
+        callback: Callback,
+    },
+    QdWave {
+        wave: u64,
+    },
+    QdReply {
+        wave: u64,
+        sent: u64,
+        processed: u64,
+    },
     /// Sent down the tree at quiescence: report messages still waiting for a creation.
-    Orphans { root: Pe },
-    Exit { root: Pe, error: Option<RuntimeError> },
+    Orphans {
+        root: Pe,
+    },
+    Exit {
+        root: Pe,
+        error: Option<RuntimeError>,
+    },
 }
 
 /// A message between PEs.
@@ -178,12 +232,26 @@ impl PeCore {
     }
 
     pub(crate) fn send_user(&mut self, to: Pe, dest: Dest, payload: Payload, opts: SendOpts) {
-        let env = self.envelope(Kind::User { dest, payload, hops: 0 }, opts);
+        let env = self.envelope(
+            Kind::User {
+                dest,
+                payload,
+                hops: 0,
+            },
+            opts,
+        );
         self.post(to, env);
     }
 
     pub(crate) fn broadcast(&mut self, dest: Dest, payload: Payload, opts: SendOpts) {
-        let env = self.envelope(Kind::Bcast { dest, root: self.me, payload }, opts);
+        let env = self.envelope(
+            Kind::Bcast {
+                dest,
+                root: self.me,
+                payload,
+            },
+            opts,
+        );
         self.post(self.me, env);
     }
 
@@ -217,7 +285,13 @@ impl PeCore {
         }
     }
 
-    pub(crate) fn send_to_element(&mut self, coll: CollectionId, addr: ElemAddr, payload: Payload, opts: SendOpts) {
+    pub(crate) fn send_to_element(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+        payload: Payload,
+        opts: SendOpts,
+    ) {
         match self.locate(coll, &addr) {
             Ok(pe) => self.send_user(pe, Dest::Element(coll, addr), payload, opts),
             Err(e) => self.fail(e),
@@ -235,7 +309,13 @@ impl PeCore {
     }
 
     pub(crate) fn done_inserting(&mut self, coll: CollectionId) {
-        let env = self.envelope(Kind::DoneInserting { coll, root: self.me }, SendOpts::default());
+        let env = self.envelope(
+            Kind::DoneInserting {
+                coll,
+                root: self.me,
+            },
+            SendOpts::default(),
+        );
         self.post(self.me, env);
     }
 
@@ -298,11 +378,15 @@ impl PeCore {
             Callback::Chare { id, entry } => (*entry, Dest::Chare(*id), Some(id.pe)),
             Callback::GroupMember { coll, pe, entry } => (*entry, Dest::Group(*coll), Some(*pe)),
             Callback::GroupAll { coll, entry } => (*entry, Dest::Group(*coll), None),
-            Callback::ArrayElement { coll, addr, entry } => (*entry, Dest::Element(*coll, addr.clone()), None),
+            Callback::ArrayElement { coll, addr, entry } => {
+                (*entry, Dest::Element(*coll, addr.clone()), None)
+            }
             Callback::ArrayAll { coll, entry } => (*entry, Dest::Array(*coll), None),
         };
         let Some(info) = self.reg.entries.get(entry as usize) else {
-            return self.fail(RuntimeError::Invalid(format!("callback entry {entry} is not registered")));
+            return self.fail(RuntimeError::Invalid(format!(
+                "callback entry {entry} is not registered"
+            )));
         };
         let payload = match (info.build)(data) {
             Ok(p) => p,
@@ -319,13 +403,21 @@ impl PeCore {
             (Dest::Element(coll, addr), _) => self.send_to_element(coll, addr, payload, opts),
             (dest @ (Dest::Array(_) | Dest::Group(_)), None) => self.broadcast(dest, payload, opts),
             (dest, Some(pe)) => self.send_user(pe, dest, payload, opts),
-            (dest, None) => self.fail(RuntimeError::Invalid(format!("callback to {dest:?} has no PE"))),
+            (dest, None) => self.fail(RuntimeError::Invalid(format!(
+                "callback to {dest:?} has no PE"
+            ))),
         }
     }
 
     /// End the job: broadcast an exit down the tree rooted here.
     pub(crate) fn exit(&mut self, error: Option<RuntimeError>) {
-        let mut env = self.envelope(Kind::Exit { root: self.me, error }, SendOpts::expedited());
+        let mut env = self.envelope(
+            Kind::Exit {
+                root: self.me,
+                error,
+            },
+            SendOpts::expedited(),
+        );
         env.counted = false;
         self.post(self.me, env);
     }
@@ -515,10 +607,23 @@ impl PeRuntime {
         }
         let src = env.src;
         match env.kind {
-            Kind::User { dest, payload, hops } => self.deliver(dest, payload, hops, env.prio),
-            Kind::Bcast { dest, root, payload } => self.deliver_broadcast(dest, root, payload, env.prio),
+            Kind::User {
+                dest,
+                payload,
+                hops,
+            } => self.deliver(dest, payload, hops, env.prio),
+            Kind::Bcast {
+                dest,
+                root,
+                payload,
+            } => self.deliver_broadcast(dest, root, payload, env.prio),
             Kind::CreateChare { id, ty, init } => self.create_chare(id, ty, init),
-            Kind::CreateGroup { coll, ty, root, init } => self.create_group(coll, ty, root, init),
+            Kind::CreateGroup {
+                coll,
+                ty,
+                root,
+                init,
+            } => self.create_group(coll, ty, root, init),
             Kind::CreateArray {
                 coll,
                 ty,
@@ -530,8 +635,14 @@ impl PeRuntime {
             Kind::Insert { coll, addr, init } => self.insert(coll, addr, init),
             Kind::DoneInserting { coll, root } => self.recount(coll, root),
             Kind::Census { coll, epoch, count } => {
-                if let Some(c) = self.collection_or_wait(coll, Kind::Census { coll, epoch, count }, src) {
-                    c.census.reports.entry(epoch).or_default().push((src, count));
+                if let Some(c) =
+                    self.collection_or_wait(coll, Kind::Census { coll, epoch, count }, src)
+                {
+                    c.census
+                        .reports
+                        .entry(epoch)
+                        .or_default()
+                        .push((src, count));
                     self.advance_census(coll);
                 }
             }
@@ -555,16 +666,29 @@ impl PeRuntime {
                 }
                 self.core.qd.join_wave(wave, children.len());
             }
-            Kind::QdReply { wave, sent, processed } => {
+            Kind::QdReply {
+                wave,
+                sent,
+                processed,
+            } => {
                 let parent = self.core.tree_parent();
-                let out = self.core.qd.child_reply(wave, sent, processed, parent.is_none());
+                let out = self
+                    .core
+                    .qd
+                    .child_reply(wave, sent, processed, parent.is_none());
                 self.qd_outcome(out, parent);
             }
             Kind::Orphans { root } => self.report_orphans(root),
             Kind::Exit { root, error } => {
                 let n = self.core.npes;
                 for c in tree::children(self.core.me, root, n, self.core.arity) {
-                    self.core.uncounted(c, Kind::Exit { root, error: error.clone() });
+                    self.core.uncounted(
+                        c,
+                        Kind::Exit {
+                            root,
+                            error: error.clone(),
+                        },
+                    );
                 }
                 if let Some(e) = error {
                     if !self.core.report.errors.contains(&e) {
@@ -591,9 +715,20 @@ impl PeRuntime {
         use crate::quiescence::Outcome;
         match out {
             Outcome::Nothing => {}
-            Outcome::Reply { wave, sent, processed } => {
+            Outcome::Reply {
+                wave,
+                sent,
+                processed,
+            } => {
                 if let Some(p) = parent {
-                    self.core.uncounted(p, Kind::QdReply { wave, sent, processed });
+                    self.core.uncounted(
+                        p,
+                        Kind::QdReply {
+                            wave,
+                            sent,
+                            processed,
+                        },
+                    );
                 }
             }
             Outcome::Quiescent(callbacks) => {
@@ -615,16 +750,24 @@ impl PeRuntime {
         let me = self.core.me;
         let dest_coll = match &env.kind {
             Kind::User { dest, .. } | Kind::Bcast { dest, .. } => dest.coll().ok_or(dest.clone()),
-            Kind::Insert { coll, .. } | Kind::DoneInserting { coll, .. } | Kind::Census { coll, .. } | Kind::Contribute { coll, .. } => Ok(*coll),
+            Kind::Insert { coll, .. }
+            | Kind::DoneInserting { coll, .. }
+            | Kind::Census { coll, .. }
+            | Kind::Contribute { coll, .. } => Ok(*coll),
             _ => return,
         };
         match dest_coll {
             Ok(coll) => {
-                let announced = self.colls_announced.get(&coll.creator).copied().unwrap_or(0);
+                let announced = self
+                    .colls_announced
+                    .get(&coll.creator)
+                    .copied()
+                    .unwrap_or(0);
                 if coll.seq >= announced {
                     self.waiting_for_coll.entry(coll).or_default().push(env);
                 } else {
-                    self.core.fail(RuntimeError::UnknownCollection { pe: me, coll });
+                    self.core
+                        .fail(RuntimeError::UnknownCollection { pe: me, coll });
                 }
             }
             Err(Dest::Chare(id)) => {
@@ -657,11 +800,17 @@ impl PeRuntime {
         }
         let colls: Vec<CollectionId> = self.waiting_for_coll.drain().map(|(c, _)| c).collect();
         for coll in colls {
-            self.core.fail(RuntimeError::UnknownCollection { pe: me, coll });
+            self.core
+                .fail(RuntimeError::UnknownCollection { pe: me, coll });
         }
     }
 
-    fn collection_or_wait(&mut self, coll: CollectionId, kind: Kind, src: Pe) -> Option<&mut Collection> {
+    fn collection_or_wait(
+        &mut self,
+        coll: CollectionId,
+        kind: Kind,
+        src: Pe,
+    ) -> Option<&mut Collection> {
         if self.colls.contains_key(&coll) {
             return self.colls.get_mut(&coll);
         }
@@ -696,7 +845,12 @@ impl PeRuntime {
                 Some(Collection {
                     members: Members::Group { member, .. },
                     ..
-                }) => invoke(&mut self.core, Current::Group(coll), member.as_mut(), payload),
+                }) => invoke(
+                    &mut self.core,
+                    Current::Group(coll),
+                    member.as_mut(),
+                    payload,
+                ),
                 Some(_) => self.core.fail(RuntimeError::Invalid(format!(
                     "PE {me}: {coll} is an array, but the message was addressed to a group"
                 ))),
@@ -704,7 +858,12 @@ impl PeRuntime {
             },
             Dest::Element(coll, addr) => {
                 let Some(c) = self.colls.get_mut(&coll) else {
-                    return self.wait_or_fail(self.rebuild(Dest::Element(coll, addr), payload, hops, prio));
+                    return self.wait_or_fail(self.rebuild(
+                        Dest::Element(coll, addr),
+                        payload,
+                        hops,
+                        prio,
+                    ));
                 };
                 let Members::Array { elements, .. } = &mut c.members else {
                     return self.core.fail(RuntimeError::Invalid(format!(
@@ -732,7 +891,11 @@ impl PeRuntime {
                     }
                     Ok(_) => {
                         let index = describe_index(&addr);
-                        self.core.fail(RuntimeError::UnknownArrayIndex { pe: me, coll, index });
+                        self.core.fail(RuntimeError::UnknownArrayIndex {
+                            pe: me,
+                            coll,
+                            index,
+                        });
                     }
                     Err(e) => self.core.fail(e),
                 }
@@ -749,7 +912,11 @@ impl PeRuntime {
             prio,
             expedited: false,
             counted: true,
-            kind: Kind::User { dest, payload, hops },
+            kind: Kind::User {
+                dest,
+                payload,
+                hops,
+            },
         }
     }
 
@@ -761,11 +928,18 @@ impl PeRuntime {
                 prio,
                 expedited: false,
                 counted: true,
-                kind: Kind::Bcast { dest, root, payload },
+                kind: Kind::Bcast {
+                    dest,
+                    root,
+                    payload,
+                },
             };
             return self.wait_or_fail(env);
         }
-        let opts = SendOpts { prio, expedited: false };
+        let opts = SendOpts {
+            prio,
+            expedited: false,
+        };
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let env = self.core.envelope(
                 Kind::Bcast {
@@ -777,9 +951,16 @@ impl PeRuntime {
             );
             self.core.post(c, env);
         }
-        let Some(c) = self.colls.get_mut(&coll) else { return };
+        let Some(c) = self.colls.get_mut(&coll) else {
+            return;
+        };
         match &mut c.members {
-            Members::Group { member, .. } => invoke(&mut self.core, Current::Group(coll), member.as_mut(), payload),
+            Members::Group { member, .. } => invoke(
+                &mut self.core,
+                Current::Group(coll),
+                member.as_mut(),
+                payload,
+            ),
             Members::Array { elements, .. } => {
                 let mut payload = Some(payload);
                 let n = elements.len();
@@ -793,7 +974,12 @@ impl PeRuntime {
                         key: key.clone(),
                         order: e.order,
                     };
-                    invoke(&mut self.core, Current::Element(coll, addr), e.chare.as_mut(), p);
+                    invoke(
+                        &mut self.core,
+                        Current::Element(coll, addr),
+                        e.chare.as_mut(),
+                        p,
+                    );
                 }
             }
         }
@@ -801,7 +987,8 @@ impl PeRuntime {
 
     fn construct(&mut self, ty: u32, init: Payload, current: Current) -> Option<Box<dyn AnyChare>> {
         let Some(ctor) = self.core.reg.chares.get(ty as usize).map(|t| t.construct) else {
-            let err = RuntimeError::Invalid(format!("chare type {ty} is not registered in this process"));
+            let err =
+                RuntimeError::Invalid(format!("chare type {ty} is not registered in this process"));
             self.core.fail(err);
             return None;
         };
@@ -846,7 +1033,10 @@ impl PeRuntime {
                 coll,
                 Collection {
                     ty,
-                    members: Members::Group { member, contributed: 0 },
+                    members: Members::Group {
+                        member,
+                        contributed: 0,
+                    },
                     census,
                     reductions: BTreeMap::new(),
                 },
@@ -856,7 +1046,15 @@ impl PeRuntime {
         self.requeue(waiting);
     }
 
-    fn create_array(&mut self, coll: CollectionId, ty: u32, root: Pe, init: Payload, shape: Arc<Shape>, map: ArrayMap) {
+    fn create_array(
+        &mut self,
+        coll: CollectionId,
+        ty: u32,
+        root: Pe,
+        init: Payload,
+        shape: Arc<Shape>,
+        map: ArrayMap,
+    ) {
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let kind = Kind::CreateArray {
                 coll,
@@ -877,7 +1075,9 @@ impl PeRuntime {
                 Ok(pe) if pe == me => {
                     let order = addr.order;
                     let key = addr.key.clone();
-                    if let Some(chare) = self.construct(ty, init.duplicate(), Current::Element(coll, addr)) {
+                    if let Some(chare) =
+                        self.construct(ty, init.duplicate(), Current::Element(coll, addr))
+                    {
                         elements.insert(
                             key,
                             Element {
@@ -903,7 +1103,10 @@ impl PeRuntime {
             coll,
             Collection {
                 ty,
-                members: Members::Array { elements, seq_floor: 0 },
+                members: Members::Array {
+                    elements,
+                    seq_floor: 0,
+                },
                 census,
                 reductions: BTreeMap::new(),
             },
@@ -940,7 +1143,11 @@ impl PeRuntime {
             return;
         };
         if let Some(Collection {
-            members: Members::Array { elements, seq_floor },
+            members:
+                Members::Array {
+                    elements,
+                    seq_floor,
+                },
             ..
         }) = self.colls.get_mut(&coll)
         {
@@ -967,10 +1174,14 @@ impl PeRuntime {
             return self.wait_or_fail(env);
         }
         for ch in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
-            let env = self.core.envelope(Kind::DoneInserting { coll, root }, SendOpts::default());
+            let env = self
+                .core
+                .envelope(Kind::DoneInserting { coll, root }, SendOpts::default());
             self.core.post(ch, env);
         }
-        let Some(c) = self.colls.get_mut(&coll) else { return };
+        let Some(c) = self.colls.get_mut(&coll) else {
+            return;
+        };
         if let Members::Array { elements, .. } = &c.members {
             c.census.epoch += 1;
             c.census.local = elements.len() as u64;
@@ -983,7 +1194,9 @@ impl PeRuntime {
     fn advance_census(&mut self, coll: CollectionId) {
         let children: Vec<Pe> = self.core.tree_children().collect();
         let parent = self.core.tree_parent();
-        let Some(c) = self.colls.get_mut(&coll) else { return };
+        let Some(c) = self.colls.get_mut(&coll) else {
+            return;
+        };
         if c.census.done {
             return;
         }
@@ -997,7 +1210,14 @@ impl PeRuntime {
         c.census.active_children = reports.iter().filter(|r| r.1 > 0).map(|r| r.0).collect();
         c.census.done = true;
         if let Some(p) = parent {
-            let env = self.core.envelope(Kind::Census { coll, epoch, count: subtree }, SendOpts::expedited());
+            let env = self.core.envelope(
+                Kind::Census {
+                    coll,
+                    epoch,
+                    count: subtree,
+                },
+                SendOpts::expedited(),
+            );
             self.core.post(p, env);
         }
         let seqs: Vec<u64> = self.colls[&coll].reductions.keys().copied().collect();
@@ -1016,7 +1236,9 @@ impl PeRuntime {
     }
 
     fn local_contribution(&mut self, lc: LocalContribution) {
-        let Some(c) = self.colls.get_mut(&lc.coll) else { return };
+        let Some(c) = self.colls.get_mut(&lc.coll) else {
+            return;
+        };
         let seq = match (&mut c.members, &lc.member) {
             (Members::Group { contributed, .. }, None) => {
                 *contributed += 1;
@@ -1032,18 +1254,34 @@ impl PeRuntime {
             _ => return,
         };
         if let Err(what) = reduction::check_value(lc.reducer, &lc.value) {
-            return self.core.fail(RuntimeError::ReducerMismatch { coll: lc.coll, seq, what });
+            return self.core.fail(RuntimeError::ReducerMismatch {
+                coll: lc.coll,
+                seq,
+                what,
+            });
         }
         let partial = reduction::partial_of(lc.reducer, lc.key, lc.value);
         if self.merge(lc.coll, seq, lc.reducer, lc.callback, partial) {
-            if let Some(p) = self.colls.get_mut(&lc.coll).and_then(|c| c.reductions.get_mut(&seq)) {
+            if let Some(p) = self
+                .colls
+                .get_mut(&lc.coll)
+                .and_then(|c| c.reductions.get_mut(&seq))
+            {
                 p.local += 1;
             }
             self.try_complete(lc.coll, seq);
         }
     }
 
-    fn child_contribution(&mut self, coll: CollectionId, seq: u64, reducer: Reducer, callback: Callback, partial: Partial, src: Pe) {
+    fn child_contribution(
+        &mut self,
+        coll: CollectionId,
+        seq: u64,
+        reducer: Reducer,
+        callback: Callback,
+        partial: Partial,
+        src: Pe,
+    ) {
         if !self.colls.contains_key(&coll) {
             let kind = Kind::Contribute {
                 coll,
@@ -1056,7 +1294,11 @@ impl PeRuntime {
             return;
         }
         if self.merge(coll, seq, reducer, callback, partial) {
-            if let Some(p) = self.colls.get_mut(&coll).and_then(|c| c.reductions.get_mut(&seq)) {
+            if let Some(p) = self
+                .colls
+                .get_mut(&coll)
+                .and_then(|c| c.reductions.get_mut(&seq))
+            {
                 p.children += 1;
             }
             self.try_complete(coll, seq);
@@ -1064,9 +1306,18 @@ impl PeRuntime {
     }
 
     /// Merge a partial into reduction `seq`; false (with the error reported) on mismatch.
-    fn merge(&mut self, coll: CollectionId, seq: u64, reducer: Reducer, callback: Callback, partial: Partial) -> bool {
+    fn merge(
+        &mut self,
+        coll: CollectionId,
+        seq: u64,
+        reducer: Reducer,
+        callback: Callback,
+        partial: Partial,
+    ) -> bool {
         let reg = self.core.reg.clone();
-        let Some(c) = self.colls.get_mut(&coll) else { return false };
+        let Some(c) = self.colls.get_mut(&coll) else {
+            return false;
+        };
         let pending = c.reductions.entry(seq).or_insert_with(|| PendingReduction {
             reducer,
             callback,
@@ -1079,12 +1330,15 @@ impl PeRuntime {
                 "members used different reducers ({:?} and {:?})",
                 pending.reducer, reducer
             );
-            self.core.fail(RuntimeError::ReducerMismatch { coll, seq, what });
+            self.core
+                .fail(RuntimeError::ReducerMismatch { coll, seq, what });
             return false;
         }
         let merged = match pending.partial.take() {
             None => Ok(partial),
-            Some(acc) => reduction::merge_partials(reducer, acc, partial, &|id| reg.custom_reducer(id)),
+            Some(acc) => {
+                reduction::merge_partials(reducer, acc, partial, &|id| reg.custom_reducer(id))
+            }
         };
         match merged {
             Ok(p) => {
@@ -1092,7 +1346,8 @@ impl PeRuntime {
                 true
             }
             Err(what) => {
-                self.core.fail(RuntimeError::ReducerMismatch { coll, seq, what });
+                self.core
+                    .fail(RuntimeError::ReducerMismatch { coll, seq, what });
                 false
             }
         }
@@ -1100,13 +1355,19 @@ impl PeRuntime {
 
     fn try_complete(&mut self, coll: CollectionId, seq: u64) {
         let parent = self.core.tree_parent();
-        let Some(c) = self.colls.get_mut(&coll) else { return };
-        let Some(p) = c.reductions.get(&seq) else { return };
+        let Some(c) = self.colls.get_mut(&coll) else {
+            return;
+        };
+        let Some(p) = c.reductions.get(&seq) else {
+            return;
+        };
         let census = &c.census;
         if !census.done || p.local < census.local || p.children < census.active_children.len() {
             return;
         }
-        let Some(p) = c.reductions.remove(&seq) else { return };
+        let Some(p) = c.reductions.remove(&seq) else {
+            return;
+        };
         if let Members::Array { seq_floor, .. } = &mut c.members {
             *seq_floor = (*seq_floor).max(seq + 1);
         }
@@ -1125,7 +1386,9 @@ impl PeRuntime {
             }
             None => match reduction::finish(p.reducer, partial) {
                 Ok(value) => self.core.fire(&p.callback, value),
-                Err(what) => self.core.fail(RuntimeError::ReducerMismatch { coll, seq, what }),
+                Err(what) => self
+                    .core
+                    .fail(RuntimeError::ReducerMismatch { coll, seq, what }),
             },
         }
     }
@@ -1152,7 +1415,12 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Run `f` as the chare `current`, turning a panic or an error into the job's policy.
-fn guarded<R>(core: &mut PeCore, current: Current, name: &str, f: impl FnOnce(&mut Ctx) -> Result<R, RuntimeError>) -> Option<R> {
+fn guarded<R>(
+    core: &mut PeCore,
+    current: Current,
+    name: &str,
+    f: impl FnOnce(&mut Ctx) -> Result<R, RuntimeError>,
+) -> Option<R> {
     core.current = current;
     let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut Ctx { core: &mut *core })));
     core.current = Current::Main;
@@ -1178,4 +1446,3 @@ fn invoke(core: &mut PeCore, current: Current, chare: &mut dyn AnyChare, payload
     let name = chare.type_name();
     guarded(core, current, name, |ctx| chare.deliver(payload, ctx));
 }
-

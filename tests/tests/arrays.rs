@@ -1,7 +1,10 @@
 //! Chare arrays: 1-D, 2-D and user index types, block, round-robin and custom maps,
 //! point-to-point sends, broadcasts and insertion after creation.
 
-use chorus_core::{ArrayIndex, ArrayMap, ArrayProxy, Callback, Chare, Ctx, Entry, ErrorPolicy, Reducer, Registry, Runtime};
+use chorus_core::{
+    ArrayIndex, ArrayMap, ArrayProxy, Callback, Chare, Ctx, Entry, ErrorPolicy, Reducer, Registry,
+    Runtime,
+};
 use chorus_tests::{config, layers};
 use serde::{Deserialize, Serialize};
 
@@ -44,7 +47,10 @@ impl Chare for Sink {
     type Init = usize;
     type Msg = SinkMsg;
     fn create(want: usize, _: &mut Ctx) -> Self {
-        Sink { want, got: Vec::new() }
+        Sink {
+            want,
+            got: Vec::new(),
+        }
     }
     fn handle(&mut self, msg: SinkMsg, ctx: &mut Ctx) {
         match msg {
@@ -77,7 +83,11 @@ fn block_and_round_robin_place_1d_and_2d_arrays_as_documented() {
     for layer in layers() {
         let cases: Vec<(bool, ArrayMap, Vec<u64>)> = vec![
             (false, ArrayMap::Block, vec![0, 0, 0, 1, 1, 2, 2, 2, 3, 3]),
-            (false, ArrayMap::RoundRobin, vec![0, 1, 2, 3, 0, 1, 2, 3, 0, 1]),
+            (
+                false,
+                ArrayMap::RoundRobin,
+                vec![0, 1, 2, 3, 0, 1, 2, 3, 0, 1],
+            ),
             (true, ArrayMap::Block, vec![0, 0, 1, 2, 2, 3]),
             (true, ArrayMap::RoundRobin, vec![0, 1, 2, 3, 0, 1]),
         ];
@@ -88,13 +98,19 @@ fn block_and_round_robin_place_1d_and_2d_arrays_as_documented() {
                     let sink = ctx.create_chare::<Sink>(0, 0);
                     let done = Callback::chare(&sink, placement);
                     if two_d {
-                        ctx.create_array_2d::<Cell>((2, 3), (), map).broadcast(ctx, CellMsg::Where(done));
+                        ctx.create_array_2d::<Cell>((2, 3), (), map)
+                            .broadcast(ctx, CellMsg::Where(done));
                     } else {
-                        ctx.create_array_1d::<Cell>(10, (), map).broadcast(ctx, CellMsg::Where(done));
+                        ctx.create_array_1d::<Cell>(10, (), map)
+                            .broadcast(ctx, CellMsg::Where(done));
                     }
                 })
                 .expect("run");
-            assert_eq!(report.output::<Vec<u64>>("placement"), Some(want), "2-D: {two_d}, {map:?}");
+            assert_eq!(
+                report.output::<Vec<u64>>("placement"),
+                Some(want),
+                "2-D: {two_d}, {map:?}"
+            );
         }
     }
 }
@@ -121,17 +137,29 @@ fn user_index_types_with_a_custom_map_and_point_to_point_sends() {
     for layer in layers() {
         let (mut reg, _, pong) = registry();
         let map = reg.map::<Site>("last-pe", last_pe);
-        let sites: Vec<Site> = (0..5).map(|id| Site { name: format!("s{id}"), id: id * 10 }).collect();
+        let sites: Vec<Site> = (0..5)
+            .map(|id| Site {
+                name: format!("s{id}"),
+                id: id * 10,
+            })
+            .collect();
         let report = Runtime::new(reg, config(layer, 3, ErrorPolicy::Abort))
             .run(move |ctx| {
                 let sink = ctx.create_chare::<Sink>(5, 1);
                 let arr = ctx.create_array::<Cell, Site>(sites.clone(), (), map);
                 for s in &sites {
-                    arr.send(ctx, s, CellMsg::Ping(u64::from(s.id) + 1, Callback::chare(&sink, pong)));
+                    arr.send(
+                        ctx,
+                        s,
+                        CellMsg::Ping(u64::from(s.id) + 1, Callback::chare(&sink, pong)),
+                    );
                 }
             })
             .expect("run");
-        assert_eq!(report.output::<Vec<u64>>("pongs"), Some(vec![1, 11, 21, 31, 41]));
+        assert_eq!(
+            report.output::<Vec<u64>>("pongs"),
+            Some(vec![1, 11, 21, 31, 41])
+        );
     }
 }
 
@@ -142,7 +170,8 @@ fn elements_inserted_after_creation_receive_messages_and_join_reductions() {
         let report = Runtime::new(reg, config(layer, 4, ErrorPolicy::Abort))
             .run(move |ctx| {
                 let sink = ctx.create_chare::<Sink>(0, 2);
-                let arr: ArrayProxy<Cell, u64> = ctx.create_array(Vec::new(), (), ArrayMap::RoundRobin);
+                let arr: ArrayProxy<Cell, u64> =
+                    ctx.create_array(Vec::new(), (), ArrayMap::RoundRobin);
                 for i in [3u64, 9, 4, 100, 7] {
                     arr.insert(ctx, i, ());
                 }
@@ -151,6 +180,9 @@ fn elements_inserted_after_creation_receive_messages_and_join_reductions() {
             })
             .expect("run");
         // Gathered in index order 3, 4, 7, 9, 100, each on PE index mod 4.
-        assert_eq!(report.output::<Vec<u64>>("placement"), Some(vec![3, 0, 3, 1, 0]));
+        assert_eq!(
+            report.output::<Vec<u64>>("placement"),
+            Some(vec![3, 0, 3, 1, 0])
+        );
     }
 }

@@ -3,7 +3,10 @@
 //! unregistered types, out-of-range PEs, panicking handlers, registry mismatches and
 //! wrong configuration values.
 
-use chorus_core::{ArrayMap, Callback, Chare, ChareId, ChareProxy, Config, Ctx, Entry, ErrorPolicy, Layer, Reducer, Registry, RunReport, Runtime, RuntimeError};
+use chorus_core::{
+    ArrayMap, Callback, Chare, ChareId, ChareProxy, Config, Ctx, Entry, ErrorPolicy, Layer,
+    Reducer, Registry, RunReport, Runtime, RuntimeError,
+};
 use chorus_tests::{config, layers};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
@@ -34,9 +37,14 @@ impl Chare for Culprit {
         match act {
             Act::SendToForgedChare => {
                 // A proxy decoded from bytes naming a chare nobody created.
-                let id = ChareId { pe: 1, creator: 1, seq: 40 };
+                let id = ChareId {
+                    pe: 1,
+                    creator: 1,
+                    seq: 40,
+                };
                 let bytes = bincode::serialize(&id).expect("encode id");
-                let forged: ChareProxy<Culprit> = bincode::deserialize(&bytes).expect("decode proxy");
+                let forged: ChareProxy<Culprit> =
+                    bincode::deserialize(&bytes).expect("decode proxy");
                 forged.send(ctx, Act::Nothing);
             }
             Act::SendToMissingIndex => {
@@ -95,7 +103,11 @@ impl Chare for Target {
     }
 }
 
-fn run(layer: Layer, policy: ErrorPolicy, act: impl Fn(Callback) -> Act + Send + 'static) -> Result<RunReport, RuntimeError> {
+fn run(
+    layer: Layer,
+    policy: ErrorPolicy,
+    act: impl Fn(Callback) -> Act + Send + 'static,
+) -> Result<RunReport, RuntimeError> {
     let mut reg = Registry::new();
     reg.chare::<Culprit>("Culprit").chare::<Target>("Target");
     let int: Entry<Target, u64> = reg.entry("Target::int", TargetMsg::Int);
@@ -110,15 +122,23 @@ fn run(layer: Layer, policy: ErrorPolicy, act: impl Fn(Callback) -> Act + Send +
 /// Under `abort` the run returns the error; under `drop` it completes and lists it.
 fn both_policies(act: fn(Callback) -> Act, matches: fn(&RuntimeError) -> bool, says: &str) {
     for layer in layers() {
-        let err = run(layer, ErrorPolicy::Abort, act).expect_err("abort policy ends the job with the error");
+        let err = run(layer, ErrorPolicy::Abort, act)
+            .expect_err("abort policy ends the job with the error");
         assert!(matches(&err), "unexpected error: {err:?}");
-        assert!(err.to_string().contains(says), "'{err}' should say '{says}'");
+        assert!(
+            err.to_string().contains(says),
+            "'{err}' should say '{says}'"
+        );
 
         let report = run(layer, ErrorPolicy::Drop, act).expect("drop policy completes the job");
         let errors = report.errors();
         assert!(!errors.is_empty(), "drop policy records the error");
         assert!(errors.iter().all(|e| matches(e)), "{errors:?}");
-        assert_eq!(report.output::<u64>("delivered"), None, "nothing bogus was delivered");
+        assert_eq!(
+            report.output::<u64>("delivered"),
+            None,
+            "nothing bogus was delivered"
+        );
     }
 }
 
@@ -142,12 +162,20 @@ fn a_message_for_an_array_index_that_does_not_exist() {
 
 #[test]
 fn contributions_of_different_types_to_one_reduction() {
-    both_policies(Act::MixedReduction, |e| matches!(e, RuntimeError::ReducerMismatch { .. }), "cannot combine");
+    both_policies(
+        Act::MixedReduction,
+        |e| matches!(e, RuntimeError::ReducerMismatch { .. }),
+        "cannot combine",
+    );
 }
 
 #[test]
 fn a_reducer_that_does_not_apply_to_the_values() {
-    both_policies(Act::AndOverFloats, |e| matches!(e, RuntimeError::ReducerMismatch { .. }), "does not apply to f64");
+    both_policies(
+        Act::AndOverFloats,
+        |e| matches!(e, RuntimeError::ReducerMismatch { .. }),
+        "does not apply to f64",
+    );
 }
 
 #[test]
@@ -172,7 +200,16 @@ fn creating_an_unregistered_chare_type() {
 fn sending_to_a_pe_outside_the_job() {
     both_policies(
         |_| Act::SendToPe(7),
-        |e| matches!(e, RuntimeError::PeOutOfRange { to: 7, num_pes: 3, .. }),
+        |e| {
+            matches!(
+                e,
+                RuntimeError::PeOutOfRange {
+                    to: 7,
+                    num_pes: 3,
+                    ..
+                }
+            )
+        },
         "out of range",
     );
 }
@@ -195,12 +232,17 @@ fn registries_that_differ_name_the_first_difference() {
     assert_ne!(a.digest(), b.digest());
     let err = a.verify_peer(b.manifest()).expect_err("order differs");
     assert_eq!(err.index, 0);
-    assert!(err.local.contains("Culprit") && err.remote.contains("Target"), "{err}");
+    assert!(
+        err.local.contains("Culprit") && err.remote.contains("Target"),
+        "{err}"
+    );
     assert!(err.to_string().contains("same order"), "{err}");
 
     let mut c = Registry::new();
     c.chare::<Culprit>("Culprit");
-    let err = a.verify_peer(c.manifest()).expect_err("c has fewer entries");
+    let err = a
+        .verify_peer(c.manifest())
+        .expect_err("c has fewer entries");
     assert_eq!((err.index, err.remote.as_str()), (1, "<none>"));
 
     let mut d = Registry::new();
@@ -228,12 +270,19 @@ fn wrong_configuration_values_are_rejected_with_the_flag_named() {
         let err = Cli::try_parse_from(&args).expect_err("invalid");
         assert!(err.to_string().contains(says), "{args:?}: {err}");
     }
-    let ok = Cli::try_parse_from(["x", "--pes", "8", "--on-error", "drop", "--work", "spin"]).expect("valid");
+    let ok = Cli::try_parse_from(["x", "--pes", "8", "--on-error", "drop", "--work", "spin"])
+        .expect("valid");
     assert_eq!(ok.chorus.pes, 8);
     assert_eq!(ok.chorus.on_error, ErrorPolicy::Drop);
 
-    let err = Runtime::new(Registry::new(), Config { pes: 0, ..Config::default() })
-        .run(|_| {})
-        .expect_err("zero PEs");
+    let err = Runtime::new(
+        Registry::new(),
+        Config {
+            pes: 0,
+            ..Config::default()
+        },
+    )
+    .run(|_| {})
+    .expect_err("zero PEs");
     assert!(err.to_string().contains("--pes"), "{err}");
 }

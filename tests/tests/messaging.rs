@@ -1,7 +1,10 @@
 //! Point-to-point messaging: a 10^6-message stress test, creation from any PE,
 //! priorities and the expedited path.
 
-use chorus_core::{ArrayMap, ArrayProxy, Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, Reducer, Registry, Runtime, SendOpts};
+use chorus_core::{
+    ArrayMap, ArrayProxy, Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, Reducer, Registry,
+    Runtime, SendOpts,
+};
 use chorus_tests::{config, layers, splitmix64};
 use serde::{Deserialize, Serialize};
 
@@ -65,8 +68,16 @@ impl Chare for Walker {
                 }
             }
             WalkerMsg::Report => {
-                ctx.contribute(self.received, Reducer::Sum, Callback::array_element(&me, &0, self.init.total));
-                ctx.contribute(self.id_sum, Reducer::Sum, Callback::array_element(&me, &0, self.init.checksum));
+                ctx.contribute(
+                    self.received,
+                    Reducer::Sum,
+                    Callback::array_element(&me, &0, self.init.total),
+                );
+                ctx.contribute(
+                    self.id_sum,
+                    Reducer::Sum,
+                    Callback::array_element(&me, &0, self.init.checksum),
+                );
             }
             WalkerMsg::Total(n) => ctx.publish("total", &n),
             WalkerMsg::Checksum(s) => {
@@ -119,7 +130,10 @@ fn a_million_messages_between_random_chares_on_8_pes_are_all_accounted_for() {
         assert_eq!(expected, 1_000_000);
         assert_eq!(report.output::<u64>("total"), Some(expected), "{layer:?}");
         let ids = ELEMENTS as u64 * TOKENS_PER_ELEMENT;
-        assert_eq!(report.output::<u64>("checksum"), Some(ids * (ids - 1) / 2 * HOPS));
+        assert_eq!(
+            report.output::<u64>("checksum"),
+            Some(ids * (ids - 1) / 2 * HOPS)
+        );
         assert!(report.messages_processed() >= expected);
         assert!(report.errors().is_empty());
     }
@@ -174,7 +188,10 @@ fn priorities_run_smallest_first_fifo_within_a_priority_and_expedited_before_all
                 r.send(ctx, RecorderMsg::Burst);
             })
             .expect("run");
-        assert_eq!(report.output::<Vec<i64>>("order"), Some(vec![99, 3, 5, 1, 4, 2, 6]));
+        assert_eq!(
+            report.output::<Vec<i64>>("order"),
+            Some(vec![99, 3, 5, 1, 4, 2, 6])
+        );
     }
 }
 
@@ -215,7 +232,11 @@ fn chares_created_from_any_pe_receive_messages_sent_right_after_creation() {
                 s.send(ctx, SpawnerMsg::Go { depth: 12 });
             })
             .expect("run");
-        let visited: Vec<u32> = report.outputs::<u32>("visited").into_iter().map(|(_, pe)| pe).collect();
+        let visited: Vec<u32> = report
+            .outputs::<u32>("visited")
+            .into_iter()
+            .map(|(_, pe)| pe)
+            .collect();
         assert_eq!(visited.len(), 13);
         let mut by_pe = [0; 5];
         for pe in visited {

@@ -1,7 +1,9 @@
 //! Quiescence detection fires exactly once per request, only after every message of
 //! a cascade has been processed.
 
-use chorus_core::{Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, GroupProxy, Registry, Runtime};
+use chorus_core::{
+    Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, GroupProxy, Registry, Runtime,
+};
 use chorus_tests::{config, layers};
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +53,10 @@ impl Chare for Node {
                     }
                 }
             }
-            NodeMsg::Count => self.init.tally.send(ctx, TallyMsg::Processed(self.processed)),
+            NodeMsg::Count => self
+                .init
+                .tally
+                .send(ctx, TallyMsg::Processed(self.processed)),
         }
     }
 }
@@ -140,10 +145,18 @@ fn quiescence_fires_once_per_request_after_the_whole_cascade() {
                 })
                 .expect("cascade run");
             let expected: u64 = (0..=DEPTH).map(|d| u64::from(FANOUT).pow(d)).sum();
-            assert_eq!(report.output::<u64>("processed"), Some(expected), "{pes} PEs");
+            assert_eq!(
+                report.output::<u64>("processed"),
+                Some(expected),
+                "{pes} PEs"
+            );
             let requested = report.output::<u64>("requested").expect("requested");
             assert_eq!(requested, u64::from(FANOUT).pow(3), "{pes} PEs");
-            assert_eq!(report.output::<u64>("notices"), Some(requested), "{pes} PEs: one notice per request");
+            assert_eq!(
+                report.output::<u64>("notices"),
+                Some(requested),
+                "{pes} PEs: one notice per request"
+            );
             assert!(report.errors().is_empty());
         }
     }

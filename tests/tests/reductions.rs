@@ -1,7 +1,10 @@
 //! Reductions over groups and arrays of 1, 2, 3, 7, 64 and 1000 members with every
 //! reducer, checked against the same reduction computed directly.
 
-use chorus_core::{ArrayMap, Callback, Chare, ChareProxy, Ctx, Encoded, Entry, ErrorPolicy, RedData, Reducer, Reducible, Registry, Runtime};
+use chorus_core::{
+    ArrayMap, Callback, Chare, ChareProxy, Ctx, Encoded, Entry, ErrorPolicy, RedData, Reducer,
+    Reducible, Registry, Runtime,
+};
 use chorus_tests::{config, layers};
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +16,10 @@ fn contribution(case: usize, k: u64) -> (RedData, Reducer) {
         1 => (vec![k, 2 * k].into_data(), Reducer::Sum),
         2 => ((k as f64 * 0.5).into_data(), Reducer::Sum),
         3 => ((1 + (k % 3) as i64).into_data(), Reducer::Product),
-        4 => ((if k % 2 == 0 { 1.0f64 } else { -1.0 }).into_data(), Reducer::Product),
+        4 => (
+            (if k.is_multiple_of(2) { 1.0f64 } else { -1.0 }).into_data(),
+            Reducer::Product,
+        ),
         5 => ((ki * 7 % 13 - 6).into_data(), Reducer::Min),
         6 => ((k * 11 % 17).into_data(), Reducer::Max),
         7 => (((k as f64) * 1.5 - 3.0).into_data(), Reducer::Max),
@@ -46,12 +52,16 @@ fn expected(case: usize, keys: &[u64]) -> RedData {
         5 => vals().map(i).min().unwrap().into_data(),
         6 => vals().map(u).max().unwrap().into_data(),
         7 => vals().map(f).fold(f64::MIN, f64::max).into_data(),
-        8 => vals().map(b).all(|x| x).into_data(),
-        9 => vals().map(b).any(|x| x).into_data(),
+        8 => vals().all(b).into_data(),
+        9 => vals().any(b).into_data(),
         10 => vals().map(u).fold(u64::MAX, |a, x| a & x).into_data(),
         11 => vals().map(u).fold(0, |a, x| a | x).into_data(),
         12 => vals().map(u).fold(0, |a, x| a ^ x).into_data(),
-        13 => keys.iter().flat_map(|&k| [k, k + 1000]).collect::<Vec<u64>>().into_data(),
+        13 => keys
+            .iter()
+            .flat_map(|&k| [k, k + 1000])
+            .collect::<Vec<u64>>()
+            .into_data(),
         14 => RedData::List(vals().collect()),
         15 => keys.iter().map(|&k| k * k).max().unwrap().into_data(),
         _ => unreachable!(),
@@ -88,7 +98,9 @@ impl Chare for Member {
         Member { plan }
     }
     fn handle(&mut self, _: MemberMsg, ctx: &mut Ctx) {
-        let key = ctx.this_index::<usize>().map_or(u64::from(ctx.my_pe()), |i| i as u64);
+        let key = ctx
+            .this_index::<usize>()
+            .map_or(u64::from(ctx.my_pe()), |i| i as u64);
         for case in 0..CASES {
             let (value, reducer) = if case == 15 {
                 ((key * key).into_data(), self.plan.custom)
@@ -155,10 +167,18 @@ fn run_case(layer: chorus_core::Layer, pes: u32, coll: Collection) -> Vec<RedDat
     let report = Runtime::new(reg, config(layer, pes, ErrorPolicy::Abort))
         .run(move |ctx| {
             let checker = ctx.create_chare::<Checker>((), 0);
-            let plan = Plan { checker, entries, custom };
+            let plan = Plan {
+                checker,
+                entries,
+                custom,
+            };
             match coll {
-                Collection::Group => ctx.create_group::<Member>(plan).broadcast(ctx, MemberMsg::Go),
-                Collection::Array { n, map } => ctx.create_array_1d::<Member>(n, plan, map).broadcast(ctx, MemberMsg::Go),
+                Collection::Group => ctx
+                    .create_group::<Member>(plan)
+                    .broadcast(ctx, MemberMsg::Go),
+                Collection::Array { n, map } => ctx
+                    .create_array_1d::<Member>(n, plan, map)
+                    .broadcast(ctx, MemberMsg::Go),
             }
         })
         .expect("reduction run");
@@ -173,7 +193,10 @@ fn check(results: Vec<RedData>, members: u64, what: &str) {
         match (&got, &want) {
             (RedData::F64(g), RedData::F64(w)) => {
                 for (g, w) in g.iter().zip(w) {
-                    assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{what} case {case}: {g} != {w}");
+                    assert!(
+                        (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                        "{what} case {case}: {g} != {w}"
+                    );
                 }
             }
             _ => assert_eq!(got, want, "{what} case {case}"),
@@ -186,7 +209,11 @@ fn group_reductions_with_every_reducer_on_1_2_3_7_64_pes() {
     for layer in layers() {
         for pes in [1u32, 2, 3, 7, 64] {
             let results = run_case(layer, pes, Collection::Group);
-            check(results, u64::from(pes), &format!("group of {pes} on {layer:?}"));
+            check(
+                results,
+                u64::from(pes),
+                &format!("group of {pes} on {layer:?}"),
+            );
         }
     }
 }
@@ -203,9 +230,17 @@ fn group_reduction_over_1000_pes() {
 fn array_reductions_with_every_reducer_on_1_2_3_7_64_1000_elements() {
     for layer in layers() {
         for n in [1usize, 2, 3, 7, 64, 1000] {
-            for (pes, map) in [(4, ArrayMap::Block), (3, ArrayMap::RoundRobin), (8, ArrayMap::Block)] {
+            for (pes, map) in [
+                (4, ArrayMap::Block),
+                (3, ArrayMap::RoundRobin),
+                (8, ArrayMap::Block),
+            ] {
                 let results = run_case(layer, pes, Collection::Array { n, map });
-                check(results, n as u64, &format!("array of {n} on {pes} PEs ({map:?}, {layer:?})"));
+                check(
+                    results,
+                    n as u64,
+                    &format!("array of {n} on {pes} PEs ({map:?}, {layer:?})"),
+                );
             }
         }
     }

@@ -45,7 +45,11 @@ impl Chare for Source {
     type Init = FloodInit;
     type Msg = SourceMsg;
     fn create(init: FloodInit, _: &mut Ctx) -> Self {
-        Source { init, sent: 0, acked: 0 }
+        Source {
+            init,
+            sent: 0,
+            acked: 0,
+        }
     }
     fn handle(&mut self, msg: SourceMsg, ctx: &mut Ctx) {
         match msg {
@@ -87,7 +91,7 @@ impl Chare for Sink {
             SinkMsg::Item(i) => {
                 self.got += 1;
                 self.checksum = self.checksum.wrapping_add(i);
-                if self.got % BATCH == 0 {
+                if self.got.is_multiple_of(BATCH) {
                     if let Some(s) = self.source {
                         s.send(ctx, SourceMsg::Ack);
                     }

@@ -36,7 +36,11 @@ enum Command {
     },
 }
 
-fn best(reps: u32, higher_is_better: bool, mut f: impl FnMut() -> Result<f64, String>) -> Result<f64, String> {
+fn best(
+    reps: u32,
+    higher_is_better: bool,
+    mut f: impl FnMut() -> Result<f64, String>,
+) -> Result<f64, String> {
     let mut out: Option<f64> = None;
     for _ in 0..reps {
         let v = f()?;
@@ -51,9 +55,15 @@ fn best(reps: u32, higher_is_better: bool, mut f: impl FnMut() -> Result<f64, St
 
 fn messaging(messages: u64, rounds: u64, reps: u32, as_json: bool) -> Result<(), String> {
     let err = |e: chorus_core::RuntimeError| e.to_string();
-    let same = best(reps, true, || messaging::same_pe_msgs_per_s(messages).map_err(err))?;
-    let cross = best(reps, true, || messaging::cross_pe_msgs_per_s(messages).map_err(err))?;
-    let rtt = best(reps, false, || messaging::pingpong_rtt_ns(rounds).map_err(err))?;
+    let same = best(reps, true, || {
+        messaging::same_pe_msgs_per_s(messages).map_err(err)
+    })?;
+    let cross = best(reps, true, || {
+        messaging::cross_pe_msgs_per_s(messages).map_err(err)
+    })?;
+    let rtt = best(reps, false, || {
+        messaging::pingpong_rtt_ns(rounds).map_err(err)
+    })?;
     let (cb_rtt, actix) = baselines(messages, rounds, reps)?;
     let out = json!({
         "same_pe_msgs_per_s": same,
@@ -79,7 +89,10 @@ fn messaging(messages: u64, rounds: u64, reps: u32, as_json: bool) -> Result<(),
         println!("{:<34} {:>16.0}", "crossbeam ping-pong RTT ns", cb_rtt);
         println!("same-PE / actix = {:.2}x (target >= 5x)", same / actix);
         println!("cross-PE / actix = {:.2}x (target >= 1x)", cross / actix);
-        println!("ping-pong / crossbeam = {:.2}x (target <= 1.5x)", rtt / cb_rtt);
+        println!(
+            "ping-pong / crossbeam = {:.2}x (target <= 1.5x)",
+            rtt / cb_rtt
+        );
     }
     Ok(())
 }
@@ -94,7 +107,10 @@ fn baselines(messages: u64, rounds: u64, reps: u32) -> Result<(f64, f64), String
 
 #[cfg(not(feature = "baselines"))]
 fn baselines(_: u64, _: u64, _: u32) -> Result<(f64, f64), String> {
-    Err("this chorus-bench was built without the baselines feature; rebuild with default features".into())
+    Err(
+        "this chorus-bench was built without the baselines feature; rebuild with default features"
+            .into(),
+    )
 }
 
 fn main() -> ExitCode {

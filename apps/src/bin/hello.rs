@@ -44,11 +44,20 @@ impl Chare for Main {
             MainMsg::Start => {
                 let group: GroupProxy<Hello> = ctx.create_group(());
                 let done = Callback::chare(&me, self.entries.sum);
-                group.broadcast(ctx, HelloMsg::Greet { from: ctx.my_pe(), done });
+                group.broadcast(
+                    ctx,
+                    HelloMsg::Greet {
+                        from: ctx.my_pe(),
+                        done,
+                    },
+                );
             }
             MainMsg::Sum(total) => {
                 let n = ctx.num_pes() as u64;
-                println!("sum of PE numbers over {n} group members: {total} (expected {})", n * (n - 1) / 2);
+                println!(
+                    "sum of PE numbers over {n} group members: {total} (expected {})",
+                    n * (n - 1) / 2
+                );
                 ctx.publish("sum", &total);
                 ctx.start_quiescence(Callback::chare(&me, self.entries.quiet));
             }

@@ -79,7 +79,9 @@ impl MachineLayer for Threads {
                     pe_loop(&mut rt, &rx);
                     rt.into_report()
                 })
-                .map_err(|e| RuntimeError::Invalid(format!("could not start PE thread {pe}: {e}")))?;
+                .map_err(|e| {
+                    RuntimeError::Invalid(format!("could not start PE thread {pe}: {e}"))
+                })?;
             handles.push(handle);
         }
         drop(peers);
@@ -89,7 +91,8 @@ impl MachineLayer for Threads {
                 Ok(r) => per_pe.push(r),
                 Err(_) => {
                     let mut r = PeReport::new(pe as Pe);
-                    r.errors.push(RuntimeError::Invalid(format!("PE {pe}'s thread died")));
+                    r.errors
+                        .push(RuntimeError::Invalid(format!("PE {pe}'s thread died")));
                     r.aborted = true;
                     per_pe.push(r);
                 }
