@@ -82,3 +82,8 @@ pub(crate) fn finish_run(report: RunReport) -> Result<RunReport, RuntimeError> {
     }
     Ok(report)
 }
+
+/// The README's example, compiled and run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
