@@ -498,7 +498,11 @@ struct Collection {
 /// One PE: the core handlers see, plus the chares and collections living here.
 pub(crate) struct PeRuntime {
     pub(crate) core: PeCore,
-    chares: HashMap<ChareId, Box<dyn AnyChare>>,
+    /// Singleton chares living here, in creation order.
+    chare_slab: Vec<Box<dyn AnyChare>>,
+    chare_slot: HashMap<ChareId, usize>,
+    /// The last chare looked up: runs of messages to one chare skip the hash.
+    last_chare: Option<(ChareId, usize)>,
     chares_announced: HashMap<Pe, u32>,
     waiting_for_chare: HashMap<ChareId, Vec<Envelope>>,
     colls: HashMap<CollectionId, Collection>,
@@ -540,7 +544,9 @@ impl PeRuntime {
                 exiting: false,
                 report: PeReport::new(setup.me),
             },
-            chares: HashMap::new(),
+            chare_slab: Vec::new(),
+            chare_slot: HashMap::new(),
+            last_chare: None,
             chares_announced: HashMap::new(),
             waiting_for_chare: HashMap::new(),
             colls: HashMap::new(),
@@ -563,6 +569,7 @@ impl PeRuntime {
             });
         }
         self.apply_deferred();
+        self.core.net.flush();
     }
 
     /// Accept an envelope that arrived from another PE.
@@ -576,6 +583,7 @@ impl PeRuntime {
         match self.core.queue.pop() {
             Some(env) => {
                 self.process(env);
+                self.core.net.flush();
                 true
             }
             None => false,
@@ -594,6 +602,7 @@ impl PeRuntime {
             }
             self.qd_outcome(out, parent);
         }
+        self.core.net.flush();
     }
 
     /// True once this PE has seen the job's exit.
@@ -837,8 +846,13 @@ impl PeRuntime {
     fn deliver(&mut self, dest: Dest, payload: Payload, hops: u8, prio: i32) {
         let me = self.core.me;
         match dest {
-            Dest::Chare(id) => match self.chares.get_mut(&id) {
-                Some(chare) => invoke(&mut self.core, Current::Chare(id), chare.as_mut(), payload),
+            Dest::Chare(id) => match self.find_chare(id) {
+                Some(slot) => invoke(
+                    &mut self.core,
+                    Current::Chare(id),
+                    self.chare_slab[slot].as_mut(),
+                    payload,
+                ),
                 None => self.wait_or_fail(self.rebuild(Dest::Chare(id), payload, hops, prio)),
             },
             Dest::Group(coll) => match self.colls.get_mut(&coll) {
@@ -903,6 +917,17 @@ impl PeRuntime {
             Dest::Array(coll) => self.core.fail(RuntimeError::Invalid(format!(
                 "PE {me}: point-to-point message for a whole array {coll}"
             ))),
+        }
+    }
+
+    fn find_chare(&mut self, id: ChareId) -> Option<usize> {
+        match self.last_chare {
+            Some((last, slot)) if last == id => Some(slot),
+            _ => {
+                let slot = *self.chare_slot.get(&id)?;
+                self.last_chare = Some((id, slot));
+                Some(slot)
+            }
         }
     }
 
@@ -1000,7 +1025,8 @@ impl PeRuntime {
         let next = self.chares_announced.entry(id.creator).or_insert(0);
         *next = (*next).max(id.seq + 1);
         if let Some(chare) = self.construct(ty, init, Current::Chare(id)) {
-            self.chares.insert(id, chare);
+            self.chare_slot.insert(id, self.chare_slab.len());
+            self.chare_slab.push(chare);
         }
         let waiting = self.waiting_for_chare.remove(&id);
         self.requeue(waiting);
@@ -1443,6 +1469,21 @@ fn guarded<R>(
 }
 
 fn invoke(core: &mut PeCore, current: Current, chare: &mut dyn AnyChare, payload: Payload) {
-    let name = chare.type_name();
-    guarded(core, current, name, |ctx| chare.deliver(payload, ctx));
+    core.current = current;
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        chare.deliver(payload, &mut Ctx { core: &mut *core })
+    }));
+    core.current = Current::Main;
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => core.fail(e),
+        Err(p) => {
+            let err = RuntimeError::HandlerPanic {
+                pe: core.me,
+                chare: chare.type_name().to_string(),
+                message: panic_message(p),
+            };
+            core.fail(err);
+        }
+    }
 }

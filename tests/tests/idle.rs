@@ -57,5 +57,9 @@ fn sixteen_idle_pes_use_little_cpu_while_one_pe_works() {
     let cpu = process_cpu_seconds().expect("stat readable") - before;
     assert!(report.wall_s >= 0.6, "the job waited for the nap");
     // Spinning PEs would use both cores for the whole nap (about 1.2 CPU-seconds).
-    assert!(cpu < 0.25 * report.wall_s, "idle PEs used {cpu:.3} CPU-s during {:.3} s", report.wall_s);
+    assert!(
+        cpu < 0.25 * report.wall_s,
+        "idle PEs used {cpu:.3} CPU-s during {:.3} s",
+        report.wall_s
+    );
 }

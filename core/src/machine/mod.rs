@@ -14,8 +14,10 @@ use std::time::Duration;
 
 /// A PE's connection to the other PEs of its machine layer.
 pub trait Transport: Send {
-    /// Deliver an envelope to another PE.
+    /// Deliver an envelope to another PE (possibly held until `flush`).
     fn send(&mut self, to: Pe, env: Envelope);
+    /// Pass on everything `send` has held back; called after every handler.
+    fn flush(&mut self) {}
     /// Seconds since the job started, on this layer's clock.
     fn now(&self) -> f64;
     /// Spend `d` of compute as the layer models it.

@@ -17,16 +17,46 @@ const BATCH: usize = 64;
 const SPIN_POLLS: u32 = 200;
 const YIELD_POLLS: u32 = 20;
 
+/// What travels through a PE's inbox: one envelope, or every envelope one handler
+/// sent to that PE (one channel operation instead of many).
+enum Packet {
+    One(Envelope),
+    Many(Vec<Envelope>),
+}
+
 struct ThreadNet {
-    peers: Arc<[Sender<Envelope>]>,
+    peers: Arc<[Sender<Packet>]>,
     start: Instant,
+    /// Envelopes held per destination until the running handler returns.
+    held: Vec<Vec<Envelope>>,
+    /// Destinations with something held, in first-send order.
+    dirty: Vec<Pe>,
 }
 
 impl Transport for ThreadNet {
     fn send(&mut self, to: Pe, env: Envelope) {
-        // A send fails only when the receiving PE has already exited; the job is
-        // ending and the message is dropped on purpose.
-        let _ = self.peers[to as usize].send(env);
+        let slot = &mut self.held[to as usize];
+        if slot.is_empty() {
+            self.dirty.push(to);
+        }
+        slot.push(env);
+    }
+
+    fn flush(&mut self) {
+        for to in self.dirty.drain(..) {
+            let slot = &mut self.held[to as usize];
+            let packet = if slot.len() == 1 {
+                match slot.pop() {
+                    Some(env) => Packet::One(env),
+                    None => continue,
+                }
+            } else {
+                Packet::Many(std::mem::take(slot))
+            };
+            // A send fails only when the receiving PE has already exited; the job is
+            // ending and the message is dropped on purpose.
+            let _ = self.peers[to as usize].send(packet);
+        }
     }
 
     fn now(&self) -> f64 {
@@ -50,7 +80,7 @@ impl MachineLayer for Threads {
         let cfg = job.config;
         let npes = cfg.pes as usize;
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..npes).map(|_| unbounded()).unzip();
-        let peers: Arc<[Sender<Envelope>]> = txs.into();
+        let peers: Arc<[Sender<Packet>]> = txs.into();
         let start = Instant::now();
         let mut main = Some(job.main);
         let mut handles = Vec::with_capacity(npes);
@@ -66,6 +96,8 @@ impl MachineLayer for Threads {
             let net = ThreadNet {
                 peers: peers.clone(),
                 start,
+                held: (0..npes).map(|_| Vec::new()).collect(),
+                dirty: Vec::new(),
             };
             let reg = job.registry.clone();
             let main = if pe == 0 { main.take() } else { None };
@@ -110,11 +142,11 @@ impl MachineLayer for Threads {
 
 /// Run a PE until the job exits: drain the inbox, run ready messages, report
 /// idleness to quiescence detection, spin briefly, then park on the inbox.
-fn pe_loop(rt: &mut PeRuntime, rx: &Receiver<Envelope>) {
+fn pe_loop(rt: &mut PeRuntime, rx: &Receiver<Packet>) {
     loop {
         loop {
             match rx.try_recv() {
-                Ok(env) => rt.accept(env),
+                Ok(packet) => accept(rt, packet),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => return,
             }
@@ -140,14 +172,21 @@ fn pe_loop(rt: &mut PeRuntime, rx: &Receiver<Envelope>) {
             continue;
         }
         match wait(rx) {
-            Some(env) => rt.accept(env),
+            Some(packet) => accept(rt, packet),
             None => return,
         }
     }
 }
 
-/// Wait for the next envelope: spin, then yield, then block.
-fn wait(rx: &Receiver<Envelope>) -> Option<Envelope> {
+fn accept(rt: &mut PeRuntime, packet: Packet) {
+    match packet {
+        Packet::One(env) => rt.accept(env),
+        Packet::Many(envs) => envs.into_iter().for_each(|env| rt.accept(env)),
+    }
+}
+
+/// Wait for the next packet: spin, then yield, then block.
+fn wait(rx: &Receiver<Packet>) -> Option<Packet> {
     for i in 0..SPIN_POLLS + YIELD_POLLS {
         match rx.try_recv() {
             Ok(env) => return Some(env),
