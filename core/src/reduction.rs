@@ -373,7 +373,9 @@ pub struct Encoded<T>(pub T);
 
 impl<T: Message> Reducible for Encoded<T> {
     fn into_data(self) -> RedData {
-        RedData::Bytes(bincode::serialize(&self.0).expect("serde value encodes to bincode"))
+        // A value bincode cannot encode becomes empty bytes, which fail to decode at
+        // the callback with an error naming the type instead of panicking here.
+        RedData::Bytes(bincode::serialize(&self.0).unwrap_or_default())
     }
     fn from_data(d: RedData) -> Result<Self, String> {
         match d {
