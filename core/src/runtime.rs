@@ -614,6 +614,9 @@ impl PeRuntime {
         if env.counted {
             self.core.processed += 1;
         }
+        if self.target_missing(&env) {
+            return self.wait_or_fail(env);
+        }
         let src = env.src;
         match env.kind {
             Kind::User {
@@ -644,9 +647,7 @@ impl PeRuntime {
             Kind::Insert { coll, addr, init } => self.insert(coll, addr, init),
             Kind::DoneInserting { coll, root } => self.recount(coll, root),
             Kind::Census { coll, epoch, count } => {
-                if let Some(c) =
-                    self.collection_or_wait(coll, Kind::Census { coll, epoch, count }, src)
-                {
+                if let Some(c) = self.colls.get_mut(&coll) {
                     c.census
                         .reports
                         .entry(epoch)
@@ -661,7 +662,7 @@ impl PeRuntime {
                 reducer,
                 callback,
                 partial,
-            } => self.child_contribution(coll, seq, reducer, callback, partial, src),
+            } => self.child_contribution(coll, seq, reducer, callback, partial),
             Kind::QdRequest { callback } => {
                 let start = self.core.qd.request(callback);
                 if start {
@@ -750,6 +751,24 @@ impl PeRuntime {
         }
     }
 
+    /// True if the chare or collection the envelope needs is not (yet) on this PE.
+    fn target_missing(&mut self, env: &Envelope) -> bool {
+        match &env.kind {
+            Kind::User {
+                dest: Dest::Chare(id),
+                ..
+            } => self.find_chare(*id).is_none(),
+            Kind::User { dest, .. } | Kind::Bcast { dest, .. } => {
+                dest.coll().is_some_and(|c| !self.colls.contains_key(&c))
+            }
+            Kind::Insert { coll, .. }
+            | Kind::DoneInserting { coll, .. }
+            | Kind::Census { coll, .. }
+            | Kind::Contribute { coll, .. } => !self.colls.contains_key(coll),
+            _ => false,
+        }
+    }
+
     /// Put a message aside until the chare or collection it names is created, or
     /// report it if that can no longer happen. A waiting message counts as processed
     /// and is counted as sent again when requeued, so quiescence can be reached with
@@ -814,26 +833,6 @@ impl PeRuntime {
         }
     }
 
-    fn collection_or_wait(
-        &mut self,
-        coll: CollectionId,
-        kind: Kind,
-        src: Pe,
-    ) -> Option<&mut Collection> {
-        if self.colls.contains_key(&coll) {
-            return self.colls.get_mut(&coll);
-        }
-        let env = Envelope {
-            src,
-            prio: 0,
-            expedited: true,
-            counted: true,
-            kind,
-        };
-        self.wait_or_fail(env);
-        None
-    }
-
     fn requeue(&mut self, waiting: Option<Vec<Envelope>>) {
         for env in waiting.into_iter().flatten() {
             if env.counted {
@@ -846,15 +845,13 @@ impl PeRuntime {
     fn deliver(&mut self, dest: Dest, payload: Payload, hops: u8, prio: i32) {
         let me = self.core.me;
         match dest {
-            Dest::Chare(id) => match self.find_chare(id) {
-                Some(slot) => invoke(
-                    &mut self.core,
-                    Current::Chare(id),
-                    self.chare_slab[slot].as_mut(),
-                    payload,
-                ),
-                None => self.wait_or_fail(self.rebuild(Dest::Chare(id), payload, hops, prio)),
-            },
+            // `process` has put messages for absent chares and collections aside.
+            Dest::Chare(id) => {
+                if let Some(slot) = self.find_chare(id) {
+                    let chare = self.chare_slab[slot].as_mut();
+                    invoke(&mut self.core, Current::Chare(id), chare, payload);
+                }
+            }
             Dest::Group(coll) => match self.colls.get_mut(&coll) {
                 Some(Collection {
                     members: Members::Group { member, .. },
@@ -868,16 +865,11 @@ impl PeRuntime {
                 Some(_) => self.core.fail(RuntimeError::Invalid(format!(
                     "PE {me}: {coll} is an array, but the message was addressed to a group"
                 ))),
-                None => self.wait_or_fail(self.rebuild(Dest::Group(coll), payload, hops, prio)),
+                None => {}
             },
             Dest::Element(coll, addr) => {
                 let Some(c) = self.colls.get_mut(&coll) else {
-                    return self.wait_or_fail(self.rebuild(
-                        Dest::Element(coll, addr),
-                        payload,
-                        hops,
-                        prio,
-                    ));
+                    return;
                 };
                 let Members::Array { elements, .. } = &mut c.members else {
                     return self.core.fail(RuntimeError::Invalid(format!(
@@ -890,17 +882,12 @@ impl PeRuntime {
                 }
                 match self.core.locate(coll, &addr) {
                     Ok(home) if home != me && hops < 4 => {
-                        let env = Envelope {
-                            src: me,
-                            prio,
-                            expedited: false,
-                            counted: true,
-                            kind: Kind::User {
-                                dest: Dest::Element(coll, addr),
-                                payload,
-                                hops: hops + 1,
-                            },
+                        let kind = Kind::User {
+                            dest: Dest::Element(coll, addr),
+                            payload,
+                            hops: hops + 1,
                         };
+                        let env = self.core.envelope(kind, SendOpts::prio(prio));
                         self.core.post(home, env);
                     }
                     Ok(_) => {
@@ -931,36 +918,8 @@ impl PeRuntime {
         }
     }
 
-    fn rebuild(&self, dest: Dest, payload: Payload, hops: u8, prio: i32) -> Envelope {
-        Envelope {
-            src: self.core.me,
-            prio,
-            expedited: false,
-            counted: true,
-            kind: Kind::User {
-                dest,
-                payload,
-                hops,
-            },
-        }
-    }
-
     fn deliver_broadcast(&mut self, dest: Dest, root: Pe, payload: Payload, prio: i32) {
         let Some(coll) = dest.coll() else { return };
-        if !self.colls.contains_key(&coll) {
-            let env = Envelope {
-                src: self.core.me,
-                prio,
-                expedited: false,
-                counted: true,
-                kind: Kind::Bcast {
-                    dest,
-                    root,
-                    payload,
-                },
-            };
-            return self.wait_or_fail(env);
-        }
         let opts = SendOpts {
             prio,
             expedited: false,
@@ -1145,14 +1104,7 @@ impl PeRuntime {
     fn insert(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload) {
         let me = self.core.me;
         let Some(c) = self.colls.get(&coll) else {
-            let env = Envelope {
-                src: me,
-                prio: 0,
-                expedited: true,
-                counted: true,
-                kind: Kind::Insert { coll, addr, init },
-            };
-            return self.wait_or_fail(env);
+            return;
         };
         let ty = c.ty;
         if let Members::Array { elements, .. } = &c.members {
@@ -1189,16 +1141,6 @@ impl PeRuntime {
     }
 
     fn recount(&mut self, coll: CollectionId, root: Pe) {
-        if !self.colls.contains_key(&coll) {
-            let env = Envelope {
-                src: self.core.me,
-                prio: 0,
-                expedited: false,
-                counted: true,
-                kind: Kind::DoneInserting { coll, root },
-            };
-            return self.wait_or_fail(env);
-        }
         for ch in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let env = self
                 .core
@@ -1306,19 +1248,7 @@ impl PeRuntime {
         reducer: Reducer,
         callback: Callback,
         partial: Partial,
-        src: Pe,
     ) {
-        if !self.colls.contains_key(&coll) {
-            let kind = Kind::Contribute {
-                coll,
-                seq,
-                reducer,
-                callback,
-                partial,
-            };
-            self.collection_or_wait(coll, kind, src);
-            return;
-        }
         if self.merge(coll, seq, reducer, callback, partial) {
             if let Some(p) = self
                 .colls
