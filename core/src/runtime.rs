@@ -96,8 +96,9 @@ pub(crate) enum Kind {
         coll: CollectionId,
         seq: u64,
         reducer: Reducer,
-        callback: Callback,
-        partial: Partial,
+        /// Boxed: the largest fields of any kind, on a rare message, would otherwise
+        /// make every envelope bigger.
+        body: Box<(Callback, Partial)>,
     },
     QdRequest {
         callback: Callback,
@@ -660,9 +661,11 @@ impl PeRuntime {
                 coll,
                 seq,
                 reducer,
-                callback,
-                partial,
-            } => self.child_contribution(coll, seq, reducer, callback, partial),
+                body,
+            } => {
+                let (callback, partial) = *body;
+                self.child_contribution(coll, seq, reducer, callback, partial)
+            }
             Kind::QdRequest { callback } => {
                 let start = self.core.qd.request(callback);
                 if start {
@@ -1334,8 +1337,7 @@ impl PeRuntime {
                     coll,
                     seq,
                     reducer: p.reducer,
-                    callback: p.callback,
-                    partial,
+                    body: Box::new((p.callback, partial)),
                 };
                 let env = self.core.envelope(kind, SendOpts::default());
                 self.core.post(parent, env);
@@ -1415,5 +1417,15 @@ fn invoke(core: &mut PeCore, current: Current, chare: &mut dyn AnyChare, payload
             };
             core.fail(err);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every message is moved through queues and channels as an envelope; rare
+    /// large kinds are boxed so the common ones stay small.
+    #[test]
+    fn envelopes_stay_small() {
+        assert!(std::mem::size_of::<super::Envelope>() <= 88);
     }
 }
