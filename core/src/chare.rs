@@ -3,6 +3,8 @@
 use crate::ctx::Ctx;
 use crate::error::RuntimeError;
 use crate::message::{Message, Payload};
+use crate::runtime::panic_message;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A message-driven object that lives on one PE and reacts to messages.
 pub trait Chare: Sized + Send + 'static {
@@ -20,23 +22,59 @@ pub trait Chare: Sized + Send + 'static {
 
 /// A chare whose type only its vtable knows.
 pub(crate) trait AnyChare: Send {
-    fn deliver(&mut self, payload: Payload, ctx: &mut Ctx) -> Result<(), RuntimeError>;
+    /// Handle a message, or a run of them; returns the part of a run left for later
+    /// because the PE must attend to something more urgent.
+    fn deliver(&mut self, payload: Payload, ctx: &mut Ctx)
+        -> Result<Option<Payload>, RuntimeError>;
     fn type_name(&self) -> &'static str;
 }
 
 struct Cell<C>(C);
 
+impl<C: Chare> Cell<C> {
+    fn wrong_type(ctx: &Ctx) -> RuntimeError {
+        RuntimeError::WrongMessageType {
+            pe: ctx.my_pe(),
+            chare: std::any::type_name::<C>(),
+            expected: std::any::type_name::<C::Msg>(),
+        }
+    }
+}
+
 impl<C: Chare> AnyChare for Cell<C> {
-    fn deliver(&mut self, payload: Payload, ctx: &mut Ctx) -> Result<(), RuntimeError> {
-        let msg = payload
-            .take::<C::Msg>()
-            .map_err(|_| RuntimeError::WrongMessageType {
-                pe: ctx.my_pe(),
-                chare: std::any::type_name::<C>(),
-                expected: std::any::type_name::<C::Msg>(),
-            })?;
-        self.0.handle(msg, ctx);
-        Ok(())
+    fn deliver(
+        &mut self,
+        payload: Payload,
+        ctx: &mut Ctx,
+    ) -> Result<Option<Payload>, RuntimeError> {
+        let Payload::Run(run) = payload else {
+            let msg = payload
+                .take::<C::Msg>()
+                .map_err(|_| Self::wrong_type(ctx))?;
+            self.0.handle(msg, ctx);
+            return Ok(None);
+        };
+        let msgs = run
+            .into_any()
+            .downcast::<Vec<C::Msg>>()
+            .map_err(|_| Self::wrong_type(ctx))?;
+        let mut msgs = msgs.into_iter();
+        while let Some(msg) = msgs.next() {
+            // Each message of a run fails alone, as it would have on its own.
+            if let Err(p) = catch_unwind(AssertUnwindSafe(|| self.0.handle(msg, ctx))) {
+                let err = RuntimeError::HandlerPanic {
+                    pe: ctx.my_pe(),
+                    chare: std::any::type_name::<C>().to_string(),
+                    message: panic_message(p),
+                };
+                ctx.core.fail(err);
+            }
+            if ctx.core.should_yield() {
+                let rest: Vec<C::Msg> = msgs.collect();
+                return Ok((!rest.is_empty()).then(|| Payload::Run(Box::new(rest))));
+            }
+        }
+        Ok(None)
     }
 
     fn type_name(&self) -> &'static str {

@@ -18,6 +18,8 @@ pub trait AnyMsg: Send {
     fn encode(&self) -> Result<Vec<u8>, String>;
     /// Give up the erased box to downcast it.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// Look at the concrete value.
+    fn as_any(&self) -> &dyn Any;
     /// Name of the concrete type, for error messages.
     fn type_name(&self) -> &'static str;
 }
@@ -32,8 +34,43 @@ impl<T: Message> AnyMsg for T {
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
     fn type_name(&self) -> &'static str {
         std::any::type_name::<T>()
+    }
+}
+
+/// Consecutive messages of one type for one destination, sent together: a handler
+/// that sends many messages to one chare pays for one envelope, not one each.
+pub trait AnyRun: Send {
+    /// Number of messages in the run.
+    fn len(&self) -> usize;
+    /// True if the run holds no message.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Copy for a broadcast to several receivers.
+    fn clone_box(&self) -> Box<dyn AnyRun>;
+    /// Add to the run, through a downcast to `Vec<M>`.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Give up the erased box to downcast it.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<T: Message> AnyRun for Vec<T> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn clone_box(&self) -> Box<dyn AnyRun> {
+        Box::new(self.clone())
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
     }
 }
 
@@ -43,6 +80,8 @@ pub enum Payload {
     Local(Box<dyn AnyMsg>),
     /// The bincode encoding of the value.
     Bytes(Vec<u8>),
+    /// Several values of one type, delivered in order.
+    Run(Box<dyn AnyRun>),
 }
 
 impl Payload {
@@ -56,6 +95,42 @@ impl Payload {
         match self {
             Payload::Local(b) => Payload::Local(b.clone_box()),
             Payload::Bytes(v) => Payload::Bytes(v.clone()),
+            Payload::Run(r) => Payload::Run(r.clone_box()),
+        }
+    }
+
+    /// Number of messages the payload carries.
+    pub fn count(&self) -> usize {
+        match self {
+            Payload::Run(r) => r.len(),
+            _ => 1,
+        }
+    }
+
+    /// Append `value` if this payload holds messages of its type; give it back if not.
+    pub(crate) fn absorb<T: Message>(&mut self, value: T) -> Result<(), T> {
+        match self {
+            Payload::Run(r) => match r.as_any_mut().downcast_mut::<Vec<T>>() {
+                Some(v) => {
+                    v.push(value);
+                    Ok(())
+                }
+                None => Err(value),
+            },
+            Payload::Local(b) if b.as_any().is::<T>() => {
+                let Payload::Local(first) = std::mem::replace(self, Payload::Bytes(Vec::new()))
+                else {
+                    unreachable!("matched Local above")
+                };
+                match first.into_any().downcast::<T>() {
+                    Ok(first) => {
+                        *self = Payload::Run(Box::new(vec![*first, value]));
+                        Ok(())
+                    }
+                    Err(_) => unreachable!("type checked above"),
+                }
+            }
+            _ => Err(value),
         }
     }
 
@@ -64,6 +139,7 @@ impl Payload {
         match self {
             Payload::Local(_) => 0,
             Payload::Bytes(v) => v.len(),
+            Payload::Run(_) => 0,
         }
     }
 
@@ -84,6 +160,11 @@ impl Payload {
                     std::any::type_name::<T>()
                 )
             }),
+            Payload::Run(r) => Err(format!(
+                "expected one {}, found a run of {} messages",
+                std::any::type_name::<T>(),
+                r.len()
+            )),
         }
     }
 }
@@ -93,6 +174,7 @@ impl std::fmt::Debug for Payload {
         match self {
             Payload::Local(b) => write!(f, "Local({})", b.type_name()),
             Payload::Bytes(v) => write!(f, "Bytes({} B)", v.len()),
+            Payload::Run(r) => write!(f, "Run({})", r.len()),
         }
     }
 }

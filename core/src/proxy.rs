@@ -93,7 +93,7 @@ impl<C: Chare> ChareProxy<C> {
     /// Send with a priority or expedited.
     pub fn send_with(&self, ctx: &mut Ctx, msg: C::Msg, opts: SendOpts) {
         ctx.core
-            .send_user(self.id.pe, Dest::Chare(self.id), Payload::new(msg), opts);
+            .send_typed(self.id.pe, Dest::Chare(self.id), msg, opts);
     }
 }
 
@@ -131,8 +131,7 @@ impl<C: Chare> GroupProxy<C> {
 
     /// Send to the member on `pe` with options.
     pub fn send_with(&self, ctx: &mut Ctx, pe: Pe, msg: C::Msg, opts: SendOpts) {
-        ctx.core
-            .send_user(pe, Dest::Group(self.coll), Payload::new(msg), opts);
+        ctx.core.send_typed(pe, Dest::Group(self.coll), msg, opts);
     }
 
     /// Send to every member, along a spanning tree of the PEs.
@@ -181,8 +180,11 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
 
     /// Send to the element at `index` with options.
     pub fn send_with(&self, ctx: &mut Ctx, index: &I, msg: C::Msg, opts: SendOpts) {
-        ctx.core
-            .send_to_element(self.coll, ElemAddr::of(index), Payload::new(msg), opts);
+        let addr = ElemAddr::of(index);
+        if let Some(pe) = ctx.core.element_home(self.coll, &addr) {
+            ctx.core
+                .send_typed(pe, Dest::Element(self.coll, addr), msg, opts);
+        }
     }
 
     /// Send to every element.

@@ -10,7 +10,7 @@ use crate::ctx::Ctx;
 use crate::error::RuntimeError;
 use crate::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::machine::Transport;
-use crate::message::Payload;
+use crate::message::{Message, Payload};
 use crate::proxy::SendOpts;
 use crate::quiescence::Quiescence;
 use crate::reduction::{self, Partial, RedData, Reducer};
@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// What a user message is addressed to.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Dest {
     Chare(ChareId),
     Group(CollectionId),
@@ -132,6 +132,32 @@ pub struct Envelope {
     pub(crate) kind: Kind,
 }
 
+impl Envelope {
+    /// Messages this envelope stands for in quiescence counting.
+    fn weight(&self) -> u64 {
+        match &self.kind {
+            Kind::User { payload, .. } => payload.count() as u64,
+            _ => 1,
+        }
+    }
+
+    /// Append `msg` to this envelope's run if it goes from `src` to `dest` with the
+    /// same priority; give it back otherwise.
+    fn append<M: Message>(&mut self, src: Pe, dest: &Dest, prio: i32, msg: M) -> Result<(), M> {
+        if self.src != src || self.prio != prio || self.expedited || !self.counted {
+            return Err(msg);
+        }
+        match &mut self.kind {
+            Kind::User {
+                dest: d,
+                payload,
+                hops: 0,
+            } if d == dest => payload.absorb(msg),
+            _ => Err(msg),
+        }
+    }
+}
+
 /// Which chare is running, so `Ctx` calls know who is asking.
 #[derive(Debug, Clone)]
 pub(crate) enum Current {
@@ -204,7 +230,7 @@ impl PeCore {
             return;
         }
         if env.counted {
-            self.sent += 1;
+            self.sent += env.weight();
         }
         if to == self.me {
             let (prio, exp) = (env.prio, env.expedited);
@@ -242,6 +268,38 @@ impl PeCore {
             opts,
         );
         self.post(to, env);
+    }
+
+    /// Send a typed message; when the previous envelope bound for the same PE goes to
+    /// the same destination with the same priority, the message joins its run.
+    pub(crate) fn send_typed<M: Message>(&mut self, to: Pe, dest: Dest, msg: M, opts: SendOpts) {
+        let me = self.me;
+        let msg = if opts.expedited || to as usize >= self.npes {
+            msg
+        } else {
+            let tail = if to == me {
+                self.queue.tail_mut(opts.prio)
+            } else {
+                self.net.held_tail(to)
+            };
+            match tail {
+                Some(env) => match env.append(me, &dest, opts.prio, msg) {
+                    Ok(()) => {
+                        self.sent += 1;
+                        return;
+                    }
+                    Err(msg) => msg,
+                },
+                None => msg,
+            }
+        };
+        self.send_user(to, dest, Payload::new(msg), opts);
+    }
+
+    /// True when the running handler's run of messages should stop early: the job is
+    /// ending or an expedited message is waiting.
+    pub(crate) fn should_yield(&self) -> bool {
+        self.exiting || self.queue.has_expedited()
     }
 
     pub(crate) fn broadcast(&mut self, dest: Dest, payload: Payload, opts: SendOpts) {
@@ -293,9 +351,19 @@ impl PeCore {
         payload: Payload,
         opts: SendOpts,
     ) {
-        match self.locate(coll, &addr) {
-            Ok(pe) => self.send_user(pe, Dest::Element(coll, addr), payload, opts),
-            Err(e) => self.fail(e),
+        if let Some(pe) = self.element_home(coll, &addr) {
+            self.send_user(pe, Dest::Element(coll, addr), payload, opts);
+        }
+    }
+
+    /// PE to send an element's messages to; a failed lookup goes to the error policy.
+    pub(crate) fn element_home(&mut self, coll: CollectionId, addr: &ElemAddr) -> Option<Pe> {
+        match self.locate(coll, addr) {
+            Ok(pe) => Some(pe),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
         }
     }
 
@@ -613,7 +681,7 @@ impl PeRuntime {
 
     fn process(&mut self, env: Envelope) {
         if env.counted {
-            self.core.processed += 1;
+            self.core.processed += env.weight();
         }
         if self.target_missing(&env) {
             return self.wait_or_fail(env);
@@ -839,7 +907,7 @@ impl PeRuntime {
     fn requeue(&mut self, waiting: Option<Vec<Envelope>>) {
         for env in waiting.into_iter().flatten() {
             if env.counted {
-                self.core.sent += 1;
+                self.core.sent += env.weight();
             }
             self.accept(env);
         }
@@ -852,19 +920,21 @@ impl PeRuntime {
             Dest::Chare(id) => {
                 if let Some(slot) = self.find_chare(id) {
                     let chare = self.chare_slab[slot].as_mut();
-                    invoke(&mut self.core, Current::Chare(id), chare, payload);
+                    if let Some(rest) = invoke(&mut self.core, Current::Chare(id), chare, payload) {
+                        self.requeue_rest(Dest::Chare(id), rest, prio);
+                    }
                 }
             }
             Dest::Group(coll) => match self.colls.get_mut(&coll) {
                 Some(Collection {
                     members: Members::Group { member, .. },
                     ..
-                }) => invoke(
-                    &mut self.core,
-                    Current::Group(coll),
-                    member.as_mut(),
-                    payload,
-                ),
+                }) => {
+                    let cur = Current::Group(coll);
+                    if let Some(rest) = invoke(&mut self.core, cur, member.as_mut(), payload) {
+                        self.requeue_rest(Dest::Group(coll), rest, prio);
+                    }
+                }
                 Some(_) => self.core.fail(RuntimeError::Invalid(format!(
                     "PE {me}: {coll} is an array, but the message was addressed to a group"
                 ))),
@@ -880,8 +950,14 @@ impl PeRuntime {
                     )));
                 };
                 if let Some(e) = elements.get_mut(&addr.key) {
+                    // Only a run can stop early; its address is kept for the rest.
+                    let keep = matches!(payload, Payload::Run(_)).then(|| addr.clone());
                     let cur = Current::Element(coll, addr);
-                    return invoke(&mut self.core, cur, e.chare.as_mut(), payload);
+                    let rest = invoke(&mut self.core, cur, e.chare.as_mut(), payload);
+                    if let (Some(rest), Some(addr)) = (rest, keep) {
+                        self.requeue_rest(Dest::Element(coll, addr), rest, prio);
+                    }
+                    return;
                 }
                 match self.core.locate(coll, &addr) {
                     Ok(home) if home != me && hops < 4 => {
@@ -908,6 +984,18 @@ impl PeRuntime {
                 "PE {me}: point-to-point message for a whole array {coll}"
             ))),
         }
+    }
+
+    /// Put the messages a run did not get to back at the head of their priority.
+    fn requeue_rest(&mut self, dest: Dest, rest: Payload, prio: i32) {
+        self.core.processed -= rest.count() as u64;
+        let kind = Kind::User {
+            dest,
+            payload: rest,
+            hops: 0,
+        };
+        let env = self.core.envelope(kind, SendOpts::prio(prio));
+        self.core.queue.push_front(env, prio);
     }
 
     fn find_chare(&mut self, id: ChareId) -> Option<usize> {
@@ -941,13 +1029,16 @@ impl PeRuntime {
         let Some(c) = self.colls.get_mut(&coll) else {
             return;
         };
+        // A broadcast carries one message, never a run, so nothing is ever left over.
         match &mut c.members {
-            Members::Group { member, .. } => invoke(
-                &mut self.core,
-                Current::Group(coll),
-                member.as_mut(),
-                payload,
-            ),
+            Members::Group { member, .. } => {
+                invoke(
+                    &mut self.core,
+                    Current::Group(coll),
+                    member.as_mut(),
+                    payload,
+                );
+            }
             Members::Array { elements, .. } => {
                 let mut payload = Some(payload);
                 let n = elements.len();
@@ -1365,7 +1456,7 @@ fn describe_index(addr: &ElemAddr) -> String {
     format!("with order key {} ({} bytes)", addr.order, addr.key.0.len())
 }
 
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
@@ -1400,15 +1491,24 @@ fn guarded<R>(
     }
 }
 
-fn invoke(core: &mut PeCore, current: Current, chare: &mut dyn AnyChare, payload: Payload) {
+/// Run a chare on a payload; returns the messages of a run it stopped before.
+fn invoke(
+    core: &mut PeCore,
+    current: Current,
+    chare: &mut dyn AnyChare,
+    payload: Payload,
+) -> Option<Payload> {
     core.current = current;
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         chare.deliver(payload, &mut Ctx { core: &mut *core })
     }));
     core.current = Current::Main;
     match outcome {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => core.fail(e),
+        Ok(Ok(rest)) => rest,
+        Ok(Err(e)) => {
+            core.fail(e);
+            None
+        }
         Err(p) => {
             let err = RuntimeError::HandlerPanic {
                 pe: core.me,
@@ -1416,16 +1516,7 @@ fn invoke(core: &mut PeCore, current: Current, chare: &mut dyn AnyChare, payload
                 message: panic_message(p),
             };
             core.fail(err);
+            None
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// Every message is moved through queues and channels as an envelope; rare
-    /// large kinds are boxed so the common ones stay small.
-    #[test]
-    fn envelopes_stay_small() {
-        assert!(std::mem::size_of::<super::Envelope>() <= 88);
     }
 }

@@ -36,6 +36,30 @@ impl<T> ReadyQueue<T> {
         }
     }
 
+    /// The newest message of priority `prio` (not expedited), to append a run to.
+    pub(crate) fn tail_mut(&mut self, prio: i32) -> Option<&mut T> {
+        if prio == 0 {
+            self.normal.back_mut()
+        } else {
+            self.prioritized.get_mut(&prio)?.back_mut()
+        }
+    }
+
+    /// Put a message back at the head of its priority, to run before its peers.
+    pub(crate) fn push_front(&mut self, item: T, prio: i32) {
+        self.len += 1;
+        if prio == 0 {
+            self.normal.push_front(item);
+        } else {
+            self.prioritized.entry(prio).or_default().push_front(item);
+        }
+    }
+
+    /// True if an expedited message is waiting.
+    pub(crate) fn has_expedited(&self) -> bool {
+        !self.expedited.is_empty()
+    }
+
     /// Take the next message to run.
     pub(crate) fn pop(&mut self) -> Option<T> {
         if let Some(x) = self.expedited.pop_front() {

@@ -18,6 +18,11 @@ pub trait Transport: Send {
     fn send(&mut self, to: Pe, env: Envelope);
     /// Pass on everything `send` has held back; called after every handler.
     fn flush(&mut self) {}
+    /// The last envelope held for `to` and not yet flushed, so a run of messages to
+    /// one destination can share it.
+    fn held_tail(&mut self, _to: Pe) -> Option<&mut Envelope> {
+        None
+    }
     /// Seconds since the job started, on this layer's clock.
     fn now(&self) -> f64;
     /// Spend `d` of compute as the layer models it.

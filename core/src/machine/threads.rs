@@ -42,6 +42,10 @@ impl Transport for ThreadNet {
         slot.push(env);
     }
 
+    fn held_tail(&mut self, to: Pe) -> Option<&mut Envelope> {
+        self.held.get_mut(to as usize)?.last_mut()
+    }
+
     fn flush(&mut self) {
         for to in self.dirty.drain(..) {
             let slot = &mut self.held[to as usize];
