@@ -195,6 +195,71 @@ fn priorities_run_smallest_first_fifo_within_a_priority_and_expedited_before_all
     }
 }
 
+/// Sends itself a run of messages; one of them sends an expedited message, another panics.
+struct Runner {
+    seen: Vec<i64>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum RunnerMsg {
+    Burst,
+    Tag(i64),
+    Done,
+}
+
+impl Chare for Runner {
+    type Init = ();
+    type Msg = RunnerMsg;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Runner { seen: Vec::new() }
+    }
+    fn handle(&mut self, msg: RunnerMsg, ctx: &mut Ctx) {
+        let me: ChareProxy<Runner> = ctx.this_chare().expect("singleton");
+        match msg {
+            RunnerMsg::Burst => {
+                for tag in 1..=6 {
+                    me.send(ctx, RunnerMsg::Tag(tag));
+                }
+                me.send(ctx, RunnerMsg::Done);
+            }
+            RunnerMsg::Tag(t) => {
+                if t == 3 {
+                    me.send_with(ctx, RunnerMsg::Tag(100), SendOpts::expedited());
+                }
+                if t == 5 {
+                    panic!("message 5 fails");
+                }
+                self.seen.push(t);
+            }
+            RunnerMsg::Done => {
+                ctx.publish("order", &self.seen);
+                ctx.exit();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_run_of_messages_yields_to_expedited_ones_and_survives_a_failing_member() {
+    for layer in layers() {
+        let mut reg = Registry::new();
+        reg.chare::<Runner>("Runner");
+        let report = Runtime::new(reg, config(layer, 2, ErrorPolicy::Drop))
+            .run(|ctx| {
+                let r = ctx.create_chare::<Runner>((), 1);
+                r.send(ctx, RunnerMsg::Burst);
+            })
+            .expect("run");
+        assert_eq!(
+            report.output::<Vec<i64>>("order"),
+            Some(vec![1, 2, 3, 100, 4, 6])
+        );
+        let errors = report.errors();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].to_string().contains("message 5 fails"));
+    }
+}
+
 /// A chare that creates another chare on a different PE and talks to it at once.
 struct Spawner;
 

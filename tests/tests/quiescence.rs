@@ -161,3 +161,71 @@ fn quiescence_fires_once_per_request_after_the_whole_cascade() {
         }
     }
 }
+
+/// Counts what it receives and publishes the count when it reaches the target.
+struct Counter {
+    target: u64,
+    got: u64,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum CounterMsg {
+    Flood(Vec<ChareProxy<Counter>>, u64),
+    Item(u64),
+}
+
+impl Chare for Counter {
+    type Init = u64;
+    type Msg = CounterMsg;
+    fn create(target: u64, _: &mut Ctx) -> Self {
+        Counter { target, got: 0 }
+    }
+    fn handle(&mut self, msg: CounterMsg, ctx: &mut Ctx) {
+        match msg {
+            CounterMsg::Flood(sinks, n) => {
+                // Consecutive sends to one sink travel as one run.
+                for sink in &sinks {
+                    for i in 0..n {
+                        sink.send(ctx, CounterMsg::Item(i));
+                    }
+                }
+            }
+            CounterMsg::Item(_) => {
+                self.got += 1;
+                if self.got == self.target {
+                    ctx.publish("complete", &ctx.my_pe());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn runs_of_messages_are_counted_one_by_one_by_quiescence_detection() {
+    for layer in layers() {
+        let mut reg = Registry::new();
+        reg.chare::<Counter>("Counter");
+        let n = 20_000;
+        let report = Runtime::new(reg, config(layer, 3, ErrorPolicy::Abort))
+            .run(move |ctx| {
+                let sinks: Vec<ChareProxy<Counter>> = (0..3)
+                    .map(|pe| ctx.create_chare::<Counter>(n, pe))
+                    .collect();
+                let source = ctx.create_chare::<Counter>(0, 1);
+                source.send(ctx, CounterMsg::Flood(sinks, n));
+                ctx.exit_on_quiescence();
+            })
+            .expect("run");
+        let mut complete: Vec<u32> = report
+            .outputs::<u32>("complete")
+            .into_iter()
+            .map(|(_, pe)| pe)
+            .collect();
+        complete.sort_unstable();
+        assert_eq!(
+            complete,
+            vec![0, 1, 2],
+            "every sink got all {n} messages before quiescence"
+        );
+    }
+}
