@@ -44,7 +44,7 @@ impl<T: Message> AnyMsg for T {
 
 /// Consecutive messages of one type for one destination, sent together: a handler
 /// that sends many messages to one chare pays for one envelope, not one each.
-pub trait AnyRun: Send {
+pub trait AnyRun: Any + Send {
     /// Number of messages in the run.
     fn len(&self) -> usize;
     /// True if the run holds no message.
@@ -53,8 +53,6 @@ pub trait AnyRun: Send {
     }
     /// Copy for a broadcast to several receivers.
     fn clone_box(&self) -> Box<dyn AnyRun>;
-    /// Add to the run, through a downcast to `Vec<M>`.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Give up the erased box to downcast it.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
@@ -65,9 +63,6 @@ impl<T: Message> AnyRun for Vec<T> {
     }
     fn clone_box(&self) -> Box<dyn AnyRun> {
         Box::new(self.clone())
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
@@ -110,7 +105,7 @@ impl Payload {
     /// Append `value` if this payload holds messages of its type; give it back if not.
     pub(crate) fn absorb<T: Message>(&mut self, value: T) -> Result<(), T> {
         match self {
-            Payload::Run(r) => match r.as_any_mut().downcast_mut::<Vec<T>>() {
+            Payload::Run(r) => match (&mut **r as &mut dyn Any).downcast_mut::<Vec<T>>() {
                 Some(v) => {
                     v.push(value);
                     Ok(())
