@@ -8,6 +8,8 @@ use std::path::PathBuf;
 pub enum Layer {
     /// One OS thread per PE in this process.
     Threads,
+    /// Every PE inside one deterministic discrete-event simulation, in virtual time.
+    Sim,
 }
 
 impl Layer {
@@ -15,6 +17,7 @@ impl Layer {
     pub fn name(self) -> &'static str {
         match self {
             Layer::Threads => "threads",
+            Layer::Sim => "sim",
         }
     }
 }
@@ -37,11 +40,115 @@ pub enum WorkMode {
     Spin,
 }
 
+/// Network and CPU parameters the sim layer starts from (flags override them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum SimPreset {
+    /// Blue Gene/P, the machine of the papers behind chorus: slow cores, 3D torus.
+    Bgp,
+    /// A current InfiniBand (HDR) cluster of x86 nodes.
+    #[default]
+    Cluster,
+    /// Every cost zero: only `ctx.work` advances time.
+    Ideal,
+}
+
+/// How `--stats` prints the run's statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatsFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object.
+    Json,
+}
+
+/// A PE the sim layer stops at a virtual time (`--sim-kill PE@TIME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KillSpec {
+    /// The PE that fails.
+    pub pe: u32,
+    /// Virtual time of the failure, in nanoseconds.
+    pub at_ns: u64,
+}
+
+impl std::str::FromStr for KillSpec {
+    type Err = String;
+
+    /// `PE@TIME`, with TIME a number and a unit: `ns`, `us`, `ms` or `s` (e.g. `7@1.5ms`).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (pe, time) = s
+            .split_once('@')
+            .ok_or_else(|| format!("expected PE@TIME (e.g. 7@150us), got {s:?}"))?;
+        let pe = pe
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{pe:?} in {s:?} is not a PE number"))?;
+        let at_ns = parse_duration_ns(time.trim()).ok_or_else(|| {
+            format!(
+                "{time:?} in {s:?} is not a time: use a number with ns, us, ms or s (e.g. 150us)"
+            )
+        })?;
+        Ok(KillSpec { pe, at_ns })
+    }
+}
+
+/// Nanoseconds in a time such as `250ns`, `1.5us`, `2ms` or `3s`.
+fn parse_duration_ns(s: &str) -> Option<u64> {
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then(|| (v * scale).round() as u64)
+}
+
+/// Settings of the sim layer; unset costs come from the preset.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SimArgs {
+    /// Machine the network model starts from.
+    #[arg(long = "sim-preset", env = "CHORUS_SIM_PRESET", value_enum, default_value_t = SimPreset::Cluster)]
+    pub preset: SimPreset,
+    /// Network latency per message, microseconds (alpha).
+    #[arg(long = "sim-alpha-us")]
+    pub alpha_us: Option<f64>,
+    /// Network time per byte, nanoseconds (beta; 1/bandwidth).
+    #[arg(long = "sim-beta-ns-per-byte")]
+    pub beta_ns_per_byte: Option<f64>,
+    /// CPU overhead to send and to receive a message, microseconds (sets both).
+    #[arg(long = "sim-overhead-us")]
+    pub overhead_us: Option<f64>,
+    /// CPU overhead to send a message, microseconds (o_send; overrides --sim-overhead-us).
+    #[arg(long = "sim-send-overhead-us")]
+    pub send_overhead_us: Option<f64>,
+    /// CPU overhead to receive a message, microseconds (o_recv; overrides --sim-overhead-us).
+    #[arg(long = "sim-recv-overhead-us")]
+    pub recv_overhead_us: Option<f64>,
+    /// Receiver CPU time per byte (copying, decoding), nanoseconds (gamma).
+    #[arg(long = "sim-gamma-ns-per-byte")]
+    pub gamma_ns_per_byte: Option<f64>,
+    /// Fixed CPU cost of running any handler, microseconds.
+    #[arg(long = "sim-handler-us")]
+    pub handler_us: Option<f64>,
+    /// Model contention: each PE's outgoing and incoming link carries one message at a time.
+    #[arg(long = "sim-contention")]
+    pub contention: bool,
+    /// Stop PE at a virtual time, e.g. 7@150us (repeatable).
+    #[arg(long = "sim-kill", value_name = "PE@TIME")]
+    pub kill: Vec<KillSpec>,
+}
+
+/// Most PEs the threads layer runs (one OS thread each).
+pub const MAX_THREAD_PES: u32 = 4096;
+
 /// Job configuration; flatten it into an app's clap parser.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
-    /// Number of processing elements.
-    #[arg(long, env = "CHORUS_PES", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    /// Number of processing elements (threads layer: at most 4096).
+    #[arg(long, env = "CHORUS_PES", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
     pub pes: u32,
     /// Machine layer to run on.
     #[arg(long, env = "CHORUS_LAYER", value_enum, default_value_t = Layer::Threads)]
@@ -61,6 +168,12 @@ pub struct Config {
     /// Arity of the spanning tree used by broadcasts, reductions and quiescence waves.
     #[arg(long = "tree-arity", env = "CHORUS_TREE_ARITY", default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=64))]
     pub tree_arity: u32,
+    /// Print the run's statistics on stderr when it ends.
+    #[arg(long, env = "CHORUS_STATS", value_enum, num_args = 0..=1, default_missing_value = "text")]
+    pub stats: Option<StatsFormat>,
+    /// The sim layer's network model and failures.
+    #[command(flatten)]
+    pub sim: SimArgs,
 }
 
 impl Default for Config {
@@ -73,6 +186,8 @@ impl Default for Config {
             on_error: ErrorPolicy::Abort,
             work: WorkMode::Sleep,
             tree_arity: 4,
+            stats: None,
+            sim: SimArgs::default(),
         }
     }
 }
@@ -90,6 +205,39 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if self.pes == 0 {
             return Err("--pes must be at least 1".into());
+        }
+        if self.layer == Layer::Threads && self.pes > MAX_THREAD_PES {
+            return Err(format!(
+                "--pes {} is too many for the threads layer (one OS thread each, at most {MAX_THREAD_PES}); use --layer sim for larger runs",
+                self.pes
+            ));
+        }
+        for k in &self.sim.kill {
+            if self.layer != Layer::Sim {
+                return Err("--sim-kill needs --layer sim".into());
+            }
+            if k.pe >= self.pes {
+                return Err(format!(
+                    "--sim-kill {}@{}ns names PE {}, but the job has {} PEs (0..{})",
+                    k.pe, k.at_ns, k.pe, self.pes, self.pes
+                ));
+            }
+        }
+        let costs = [
+            ("--sim-alpha-us", self.sim.alpha_us),
+            ("--sim-beta-ns-per-byte", self.sim.beta_ns_per_byte),
+            ("--sim-overhead-us", self.sim.overhead_us),
+            ("--sim-send-overhead-us", self.sim.send_overhead_us),
+            ("--sim-recv-overhead-us", self.sim.recv_overhead_us),
+            ("--sim-gamma-ns-per-byte", self.sim.gamma_ns_per_byte),
+            ("--sim-handler-us", self.sim.handler_us),
+        ];
+        for (flag, v) in costs {
+            if let Some(v) = v {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(format!("{flag} must be a finite number >= 0, got {v}"));
+                }
+            }
         }
         if !(2..=64).contains(&self.tree_arity) {
             return Err(format!(

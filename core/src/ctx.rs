@@ -46,6 +46,12 @@ impl Ctx<'_> {
         self.core.work(d);
     }
 
+    /// Have `callback` receive the number (a `Pe`) of every PE that fails from now on.
+    /// Only the sim layer injects failures (`--sim-kill`); elsewhere it never fires.
+    pub fn on_pe_failure(&mut self, callback: Callback) {
+        self.core.on_pe_failure(callback);
+    }
+
     fn type_index<C: Chare>(&mut self) -> Option<u32> {
         match self.core.reg.type_index::<C>() {
             Ok(t) => Some(t),

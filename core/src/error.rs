@@ -64,6 +64,9 @@ pub enum RuntimeError {
     /// Invalid arguments given to a runtime call.
     #[error("{0}")]
     Invalid(String),
+    /// The job can make no more progress and never exited.
+    #[error("job stalled: {0}")]
+    Stalled(String),
 }
 
 /// Two registries that should be identical (one per process) differ.

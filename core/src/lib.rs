@@ -11,6 +11,7 @@ pub mod chare;
 pub mod config;
 pub mod ctx;
 pub mod error;
+mod fixed_hash;
 pub mod ids;
 pub mod machine;
 pub mod message;
@@ -26,10 +27,12 @@ pub mod tree;
 pub use array::{ArrayIndex, ArrayMap};
 pub use callback::Callback;
 pub use chare::Chare;
-pub use config::{Config, ErrorPolicy, Layer, WorkMode};
+pub use config::{Config, ErrorPolicy, KillSpec, Layer, SimArgs, SimPreset, StatsFormat, WorkMode};
 pub use ctx::Ctx;
 pub use error::{RegistryMismatch, RuntimeError};
 pub use ids::{ChareId, CollectionId, Pe};
+pub use machine::sim::network::NetworkModel;
+pub use machine::sim::stats::SimStats;
 pub use message::Message;
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};
@@ -60,12 +63,18 @@ impl Runtime {
         self.config.validate().map_err(RuntimeError::Invalid)?;
         let layer: Box<dyn MachineLayer> = match self.config.layer {
             Layer::Threads => Box::new(machine::threads::Threads),
+            Layer::Sim => Box::new(machine::sim::Sim),
         };
-        layer.run(Job {
+        let stats = self.config.stats;
+        let result = layer.run(Job {
             registry: Arc::new(self.registry),
             config: self.config,
             main: Box::new(main),
-        })
+        });
+        if let (Some(format), Ok(report)) = (stats, &result) {
+            eprintln!("{}", report.stats(format));
+        }
+        result
     }
 }
 

@@ -16,6 +16,8 @@ pub trait AnyMsg: Send {
     fn clone_box(&self) -> Box<dyn AnyMsg>;
     /// Encode for a process boundary.
     fn encode(&self) -> Result<Vec<u8>, String>;
+    /// Bytes `encode` would produce.
+    fn encoded_len(&self) -> u64;
     /// Give up the erased box to downcast it.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     /// Look at the concrete value.
@@ -30,6 +32,11 @@ impl<T: Message> AnyMsg for T {
     }
     fn encode(&self) -> Result<Vec<u8>, String> {
         bincode::serialize(self).map_err(|e| e.to_string())
+    }
+    fn encoded_len(&self) -> u64 {
+        // A value that cannot be encoded fails when it crosses a process boundary;
+        // for sizing it counts as empty.
+        bincode::serialized_size(self).unwrap_or(0)
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
@@ -53,6 +60,8 @@ pub trait AnyRun: Any + Send {
     }
     /// Copy for a broadcast to several receivers.
     fn clone_box(&self) -> Box<dyn AnyRun>;
+    /// Bytes the run's messages take when encoded one by one.
+    fn encoded_len(&self) -> u64;
     /// Give up the erased box to downcast it.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
@@ -63,6 +72,9 @@ impl<T: Message> AnyRun for Vec<T> {
     }
     fn clone_box(&self) -> Box<dyn AnyRun> {
         Box::new(self.clone())
+    }
+    fn encoded_len(&self) -> u64 {
+        self.iter().map(AnyMsg::encoded_len).sum()
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
@@ -129,12 +141,12 @@ impl Payload {
         }
     }
 
-    /// Size in bytes when it crosses a process boundary (0 while it stays local).
-    pub fn wire_len(&self) -> usize {
+    /// Size in bytes when it crosses a process boundary.
+    pub fn wire_len(&self) -> u64 {
         match self {
-            Payload::Local(_) => 0,
-            Payload::Bytes(v) => v.len(),
-            Payload::Run(_) => 0,
+            Payload::Local(b) => b.encoded_len(),
+            Payload::Bytes(v) => v.len() as u64,
+            Payload::Run(r) => r.encoded_len(),
         }
     }
 

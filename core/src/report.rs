@@ -1,7 +1,9 @@
 //! What a finished run reports: per-PE counts, errors and published outputs.
 
+use crate::config::StatsFormat;
 use crate::error::RuntimeError;
 use crate::ids::Pe;
+use crate::machine::sim::stats::SimStats;
 use serde::de::DeserializeOwned;
 
 /// One PE's statistics and outputs.
@@ -45,6 +47,8 @@ pub struct RunReport {
     pub wall_s: f64,
     /// Per-PE statistics, by PE.
     pub per_pe: Vec<PeReport>,
+    /// What the simulator measured (sim layer only).
+    pub sim: Option<SimStats>,
 }
 
 impl RunReport {
@@ -69,6 +73,38 @@ impl RunReport {
                     .filter_map(move |(_, v)| bincode::deserialize(v).ok().map(|t| (p.pe, t)))
             })
             .collect()
+    }
+
+    /// The run's statistics for `--stats`: counts every layer has, plus the
+    /// simulator's figures on the sim layer.
+    pub fn stats(&self, format: StatsFormat) -> String {
+        let busy = |f: fn(&PeReport) -> u64| self.per_pe.iter().map(f).sum::<u64>();
+        match format {
+            StatsFormat::Text => {
+                let mut s = format!(
+                    "{} PEs on the {} layer: {} messages processed, {} sent, {:.3} s wall",
+                    self.pes,
+                    self.layer,
+                    busy(|p| p.processed),
+                    busy(|p| p.sent),
+                    self.wall_s
+                );
+                if let Some(sim) = &self.sim {
+                    s.push('\n');
+                    s.push_str(&sim.to_text());
+                }
+                s
+            }
+            StatsFormat::Json => serde_json::json!({
+                "layer": self.layer,
+                "pes": self.pes,
+                "wall_s": self.wall_s,
+                "messages_processed": busy(|p| p.processed),
+                "messages_sent": busy(|p| p.sent),
+                "sim": self.sim,
+            })
+            .to_string(),
+        }
     }
 
     /// The first value published under `key`.

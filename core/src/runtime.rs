@@ -8,6 +8,7 @@ use crate::chare::AnyChare;
 use crate::config::{ErrorPolicy, WorkMode};
 use crate::ctx::Ctx;
 use crate::error::RuntimeError;
+use crate::fixed_hash::HashMap;
 use crate::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::machine::Transport;
 use crate::message::{Message, Payload};
@@ -18,8 +19,6 @@ use crate::registry::Registry;
 use crate::report::PeReport;
 use crate::scheduler::ReadyQueue;
 use crate::tree;
-use ahash::AHashMap as HashMap;
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
@@ -119,6 +118,11 @@ pub(crate) enum Kind {
         root: Pe,
         error: Option<RuntimeError>,
     },
+    /// The machine layer's notice that PE `pe` failed, for a subscriber's callback.
+    PeFailed {
+        pe: Pe,
+        callback: Callback,
+    },
 }
 
 /// A message between PEs.
@@ -132,9 +136,40 @@ pub struct Envelope {
     pub(crate) kind: Kind,
 }
 
+/// Bytes every envelope takes on a wire before its body: magic, version, lengths,
+/// kind, source, priority and flags (the sim layer's network model charges these).
+pub(crate) const WIRE_HEADER_BYTES: u64 = 32;
+
 impl Envelope {
+    /// Bytes this envelope would take on a wire: the header, the address and the body.
+    pub(crate) fn wire_bytes(&self) -> u64 {
+        let dest_bytes = |d: &Dest| match d {
+            Dest::Chare(_) => 12,
+            Dest::Group(_) | Dest::Array(_) => 8,
+            Dest::Element(_, addr) => 16 + addr.key.0.len() as u64,
+        };
+        let body = match &self.kind {
+            Kind::User { dest, payload, .. } | Kind::Bcast { dest, payload, .. } => {
+                dest_bytes(dest) + payload.wire_len()
+            }
+            Kind::CreateChare { init, .. } | Kind::CreateGroup { init, .. } => 16 + init.wire_len(),
+            Kind::CreateArray { init, shape, .. } => {
+                24 + init.wire_len() + bincode::serialized_size(&**shape).unwrap_or(0)
+            }
+            Kind::Insert { addr, init, .. } => 16 + addr.key.0.len() as u64 + init.wire_len(),
+            Kind::Contribute { body, .. } => {
+                24 + bincode::serialized_size(&body.0).unwrap_or(0)
+                    + bincode::serialized_size(&body.1).unwrap_or(0)
+            }
+            Kind::QdReply { .. } => 24,
+            Kind::PeFailed { callback, .. } => 4 + bincode::serialized_size(callback).unwrap_or(0),
+            _ => 16,
+        };
+        WIRE_HEADER_BYTES + body
+    }
+
     /// Messages this envelope stands for in quiescence counting.
-    fn weight(&self) -> u64 {
+    pub(crate) fn weight(&self) -> u64 {
         match &self.kind {
             Kind::User { payload, .. } => payload.count() as u64,
             _ => 1,
@@ -502,6 +537,10 @@ impl PeCore {
         self.net.work(d, self.work_mode);
     }
 
+    pub(crate) fn on_pe_failure(&mut self, callback: Callback) {
+        self.net.subscribe_failures(self.me, callback);
+    }
+
     fn uncounted(&mut self, to: Pe, kind: Kind) {
         let mut env = self.envelope(kind, SendOpts::expedited());
         env.counted = false;
@@ -561,7 +600,53 @@ struct Collection {
     ty: u32,
     members: Members,
     census: Census,
-    reductions: BTreeMap<u64, PendingReduction>,
+    reductions: Pending,
+}
+
+/// Reductions in progress on this PE, by sequence number. Rarely more than a few, so
+/// a sorted vector, freed when empty: idle PEs (10^5 and more on the sim layer) keep
+/// no memory for them.
+#[derive(Default)]
+struct Pending(Vec<(u64, PendingReduction)>);
+
+impl Pending {
+    fn seqs(&self) -> Vec<u64> {
+        self.0.iter().map(|(s, _)| *s).collect()
+    }
+
+    fn get(&self, seq: u64) -> Option<&PendingReduction> {
+        let i = self.0.binary_search_by_key(&seq, |(s, _)| *s).ok()?;
+        Some(&self.0[i].1)
+    }
+
+    fn get_mut(&mut self, seq: u64) -> Option<&mut PendingReduction> {
+        let i = self.0.binary_search_by_key(&seq, |(s, _)| *s).ok()?;
+        Some(&mut self.0[i].1)
+    }
+
+    fn get_or_insert_with(
+        &mut self,
+        seq: u64,
+        make: impl FnOnce() -> PendingReduction,
+    ) -> &mut PendingReduction {
+        let i = match self.0.binary_search_by_key(&seq, |(s, _)| *s) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (seq, make()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    fn remove(&mut self, seq: u64) -> Option<PendingReduction> {
+        let i = self.0.binary_search_by_key(&seq, |(s, _)| *s).ok()?;
+        let (_, p) = self.0.remove(i);
+        if self.0.is_empty() {
+            self.0 = Vec::new();
+        }
+        Some(p)
+    }
 }
 
 /// One PE: the core handlers see, plus the chares and collections living here.
@@ -574,7 +659,8 @@ pub(crate) struct PeRuntime {
     last_chare: Option<(ChareId, usize)>,
     chares_announced: HashMap<Pe, u32>,
     waiting_for_chare: HashMap<ChareId, Vec<Envelope>>,
-    colls: HashMap<CollectionId, Collection>,
+    /// Boxed so the table of an idle PE stays small.
+    colls: HashMap<CollectionId, Box<Collection>>,
     colls_announced: HashMap<Pe, u32>,
     waiting_for_coll: HashMap<CollectionId, Vec<Envelope>>,
 }
@@ -605,22 +691,22 @@ impl PeRuntime {
                 sent: 0,
                 processed: 0,
                 current: Current::Main,
-                next_chare_seq: HashMap::new(),
+                next_chare_seq: HashMap::default(),
                 next_coll_seq: 0,
-                arrays: HashMap::new(),
+                arrays: HashMap::default(),
                 deferred: Vec::new(),
                 qd: Quiescence::default(),
                 exiting: false,
                 report: PeReport::new(setup.me),
             },
             chare_slab: Vec::new(),
-            chare_slot: HashMap::new(),
+            chare_slot: HashMap::default(),
             last_chare: None,
-            chares_announced: HashMap::new(),
-            waiting_for_chare: HashMap::new(),
-            colls: HashMap::new(),
-            colls_announced: HashMap::new(),
-            waiting_for_coll: HashMap::new(),
+            chares_announced: HashMap::default(),
+            waiting_for_chare: HashMap::default(),
+            colls: HashMap::default(),
+            colls_announced: HashMap::default(),
+            waiting_for_coll: HashMap::default(),
         }
     }
 
@@ -649,14 +735,57 @@ impl PeRuntime {
 
     /// Run the next ready message; false when none is queued.
     pub(crate) fn step(&mut self) -> bool {
-        match self.core.queue.pop() {
+        match self.pop() {
             Some(env) => {
-                self.process(env);
-                self.core.net.flush();
+                self.run_one(env);
                 true
             }
             None => false,
         }
+    }
+
+    /// Take the next ready message without running it (the sim layer charges its
+    /// receive cost first).
+    pub(crate) fn pop(&mut self) -> Option<Envelope> {
+        self.core.queue.pop()
+    }
+
+    /// Run one message taken by `pop`, then pass on what it sent.
+    pub(crate) fn run_one(&mut self, env: Envelope) {
+        self.process(env);
+        self.core.net.flush();
+    }
+
+    /// Give back the queue's memory if it is empty (many idle simulated PEs).
+    pub(crate) fn release_idle_memory(&mut self) {
+        self.core.queue.release_if_empty();
+    }
+
+    /// Messages waiting in this PE's queue.
+    pub(crate) fn queued(&self) -> usize {
+        self.core.queue.len()
+    }
+
+    /// Drop every queued message (the PE failed); returns how many messages they held.
+    pub(crate) fn discard_queue(&mut self) -> u64 {
+        let mut n = 0;
+        while let Some(env) = self.core.queue.pop() {
+            n += env.weight();
+        }
+        n
+    }
+
+    /// Queue the machine layer's notice that `pe` failed for `callback`. It is counted
+    /// as a message sent here so quiescence detection waits for it.
+    pub(crate) fn notify_failure(&mut self, pe: Pe, callback: Callback) {
+        let env = Envelope {
+            src: self.core.me,
+            prio: 0,
+            expedited: true,
+            counted: true,
+            kind: Kind::PeFailed { pe, callback },
+        };
+        self.core.post(self.core.me, env);
     }
 
     /// Called by the layer when this PE has nothing queued. Loops because a finished
@@ -778,6 +907,9 @@ impl PeRuntime {
                     self.core.report.aborted = true;
                 }
                 self.core.exiting = true;
+            }
+            Kind::PeFailed { pe, callback } => {
+                self.core.fire(&callback, RedData::U64(vec![u64::from(pe)]));
             }
         }
         self.apply_deferred();
@@ -925,7 +1057,7 @@ impl PeRuntime {
                     }
                 }
             }
-            Dest::Group(coll) => match self.colls.get_mut(&coll) {
+            Dest::Group(coll) => match self.colls.get_mut(&coll).map(|b| &mut **b) {
                 Some(Collection {
                     members: Members::Group { member, .. },
                     ..
@@ -1110,15 +1242,15 @@ impl PeRuntime {
             };
             self.colls.insert(
                 coll,
-                Collection {
+                Box::new(Collection {
                     ty,
                     members: Members::Group {
                         member,
                         contributed: 0,
                     },
                     census,
-                    reductions: BTreeMap::new(),
-                },
+                    reductions: Pending::default(),
+                }),
             );
         }
         let waiting = self.waiting_for_coll.remove(&coll);
@@ -1148,7 +1280,7 @@ impl PeRuntime {
         self.announce_collection(coll);
         self.core.register_array(coll, shape.clone(), map);
         let me = self.core.me;
-        let mut elements = HashMap::new();
+        let mut elements = HashMap::default();
         for addr in shape.addresses() {
             match self.core.locate(coll, &addr) {
                 Ok(pe) if pe == me => {
@@ -1180,15 +1312,15 @@ impl PeRuntime {
         };
         self.colls.insert(
             coll,
-            Collection {
+            Box::new(Collection {
                 ty,
                 members: Members::Array {
                     elements,
                     seq_floor: 0,
                 },
                 census,
-                reductions: BTreeMap::new(),
-            },
+                reductions: Pending::default(),
+            }),
         );
         self.advance_census(coll);
         let waiting = self.waiting_for_coll.remove(&coll);
@@ -1221,7 +1353,7 @@ impl PeRuntime {
                     seq_floor,
                 },
             ..
-        }) = self.colls.get_mut(&coll)
+        }) = self.colls.get_mut(&coll).map(|b| &mut **b)
         {
             elements.insert(
                 key,
@@ -1282,7 +1414,7 @@ impl PeRuntime {
             );
             self.core.post(p, env);
         }
-        let seqs: Vec<u64> = self.colls[&coll].reductions.keys().copied().collect();
+        let seqs: Vec<u64> = self.colls[&coll].reductions.seqs();
         for seq in seqs {
             self.try_complete(coll, seq);
         }
@@ -1327,7 +1459,7 @@ impl PeRuntime {
             if let Some(p) = self
                 .colls
                 .get_mut(&lc.coll)
-                .and_then(|c| c.reductions.get_mut(&seq))
+                .and_then(|c| c.reductions.get_mut(seq))
             {
                 p.local += 1;
             }
@@ -1347,7 +1479,7 @@ impl PeRuntime {
             if let Some(p) = self
                 .colls
                 .get_mut(&coll)
-                .and_then(|c| c.reductions.get_mut(&seq))
+                .and_then(|c| c.reductions.get_mut(seq))
             {
                 p.children += 1;
             }
@@ -1368,7 +1500,7 @@ impl PeRuntime {
         let Some(c) = self.colls.get_mut(&coll) else {
             return false;
         };
-        let pending = c.reductions.entry(seq).or_insert_with(|| PendingReduction {
+        let pending = c.reductions.get_or_insert_with(seq, || PendingReduction {
             reducer,
             callback,
             partial: None,
@@ -1408,14 +1540,14 @@ impl PeRuntime {
         let Some(c) = self.colls.get_mut(&coll) else {
             return;
         };
-        let Some(p) = c.reductions.get(&seq) else {
+        let Some(p) = c.reductions.get(seq) else {
             return;
         };
         let census = &c.census;
         if !census.done || p.local < census.local || p.children < census.active_children.len() {
             return;
         }
-        let Some(p) = c.reductions.remove(&seq) else {
+        let Some(p) = c.reductions.remove(seq) else {
             return;
         };
         if let Members::Array { seq_floor, .. } = &mut c.members {

@@ -55,6 +55,14 @@ impl<T> ReadyQueue<T> {
         }
     }
 
+    /// Free the queues' memory when nothing is queued (the sim layer's idle PEs).
+    pub(crate) fn release_if_empty(&mut self) {
+        if self.len == 0 {
+            self.expedited = VecDeque::new();
+            self.normal = VecDeque::new();
+        }
+    }
+
     /// True if an expedited message is waiting.
     pub(crate) fn has_expedited(&self) -> bool {
         !self.expedited.is_empty()

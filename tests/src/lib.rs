@@ -5,7 +5,7 @@ use chorus_core::{Config, ErrorPolicy, Layer};
 
 /// The machine layers runtime tests run on.
 pub fn layers() -> Vec<Layer> {
-    vec![Layer::Threads]
+    vec![Layer::Threads, Layer::Sim]
 }
 
 /// A configuration for `pes` PEs on `layer` with the given error policy.

@@ -3,6 +3,7 @@
 #[cfg(feature = "baselines")]
 pub mod baselines;
 pub mod messaging;
+pub mod sim_scale;
 
 /// Median of a sample (sorts it).
 pub fn median(samples: &mut [f64]) -> f64 {

@@ -1,14 +1,16 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
-use chorus_apps::bench::messaging;
+use chorus_apps::bench::{messaging, sim_scale};
+use chorus_core::Config;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use std::process::ExitCode;
 
 // PEs allocate messages on one thread and free them on another; mimalloc handles
 // that pattern far better than glibc's arenas (chorus and the baselines alike).
+// `Cap` counts live heap bytes for the memory figures.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: cap::Cap<mimalloc::MiMalloc> = cap::Cap::new(mimalloc::MiMalloc, usize::MAX);
 
 #[derive(Parser)]
 #[command(about = "chorus performance measurements, each against a baseline in the same run")]
@@ -34,6 +36,65 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A broadcast and a sum reduction over a group on --pes simulated PEs (always the
+    /// sim layer; every --sim-* flag applies).
+    SimScale {
+        #[command(flatten)]
+        config: Config,
+        /// Print one JSON object instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Peak resident set size of this process in MiB, from /proc (Linux only).
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn sim_scale_cmd(config: Config, as_json: bool) -> Result<(), String> {
+    let _ = sim_scale::HEAP_BYTES.set(|| ALLOC.allocated());
+    let preset = config.sim.preset;
+    let r = sim_scale::run(config).map_err(|e| e.to_string())?;
+    if r.sum != r.pes {
+        return Err(format!(
+            "the reduction over {} PEs summed to {}: a contribution was lost or counted twice",
+            r.pes, r.sum
+        ));
+    }
+    let out = json!({
+        "pes": r.pes,
+        "preset": format!("{preset:?}").to_lowercase(),
+        "events": r.stats.events,
+        "events_per_s": r.stats.events_per_s,
+        "wall_s": r.stats.wall_s,
+        "virtual_time_us": r.virtual_time_us,
+        "makespan_us": r.stats.makespan_us,
+        "messages": r.stats.messages,
+        "bytes": r.stats.bytes,
+        "bytes_per_pe": r.bytes_per_pe,
+        "peak_rss_mib": peak_rss_mib(),
+        "sum": r.sum,
+        "digest": format!("{:016x}", r.stats.digest),
+    });
+    if as_json {
+        println!("{out}");
+    } else {
+        println!(
+            "{} PEs ({preset:?}): broadcast + sum reduction in {:.3} us virtual",
+            r.pes, r.virtual_time_us
+        );
+        println!("{}", r.stats.to_text());
+        println!(
+            "heap per PE at the reduction: {:.0} B; peak RSS {:.1} MiB",
+            r.bytes_per_pe,
+            peak_rss_mib().unwrap_or(f64::NAN)
+        );
+    }
+    Ok(())
 }
 
 fn best(
@@ -122,6 +183,7 @@ fn main() -> ExitCode {
             reps,
             json,
         } => messaging(messages, rounds, reps, json),
+        Command::SimScale { config, json } => sim_scale_cmd(config, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

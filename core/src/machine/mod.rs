@@ -1,7 +1,9 @@
 //! Machine layers: what moves envelopes between PEs and keeps time.
 
+pub mod sim;
 pub mod threads;
 
+use crate::callback::Callback;
 use crate::config::{Config, WorkMode};
 use crate::ctx::Ctx;
 use crate::error::RuntimeError;
@@ -13,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A PE's connection to the other PEs of its machine layer.
-pub trait Transport: Send {
+pub trait Transport {
     /// Deliver an envelope to another PE (possibly held until `flush`).
     fn send(&mut self, to: Pe, env: Envelope);
     /// Pass on everything `send` has held back; called after every handler.
@@ -27,6 +29,9 @@ pub trait Transport: Send {
     fn now(&self) -> f64;
     /// Spend `d` of compute as the layer models it.
     fn work(&mut self, d: Duration, mode: WorkMode);
+    /// Ask for `callback` to receive the number of every PE that fails from now on
+    /// (layers without failures never call it).
+    fn subscribe_failures(&mut self, _subscriber: Pe, _callback: Callback) {}
 }
 
 /// A program ready to run: its registry, configuration and main function.

@@ -139,6 +139,7 @@ impl MachineLayer for Threads {
             pes: npes,
             wall_s: start.elapsed().as_secs_f64(),
             per_pe,
+            sim: None,
         };
         crate::finish_run(report)
     }

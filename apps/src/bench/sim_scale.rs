@@ -1,0 +1,107 @@
+//! The sim layer at scale: a broadcast to a group member on every PE, then a sum
+//! reduction back to PE 0, with the simulator's own figures and memory per PE.
+
+use chorus_core::{
+    Callback, Chare, Config, Ctx, Entry, GroupProxy, Layer, Reducer, Registry, Runtime,
+    RuntimeError, SimStats,
+};
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// Reads the bytes currently allocated on the heap; set by a binary whose global
+/// allocator counts them.
+pub static HEAP_BYTES: OnceLock<fn() -> usize> = OnceLock::new();
+
+fn heap_bytes() -> Option<usize> {
+    HEAP_BYTES.get().map(|f| f())
+}
+
+/// A group member: answers the broadcast with a contribution of 1 to the member on
+/// PE 0, which gets the sum.
+struct Member {
+    done: Entry<Member, u64>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum MemberMsg {
+    Go,
+    Done(u64),
+}
+
+impl Chare for Member {
+    type Init = Entry<Member, u64>;
+    type Msg = MemberMsg;
+    fn create(done: Entry<Member, u64>, _: &mut Ctx) -> Self {
+        Member { done }
+    }
+    fn handle(&mut self, msg: MemberMsg, ctx: &mut Ctx) {
+        match msg {
+            MemberMsg::Go => {
+                let cb = match ctx.this_group::<Member>() {
+                    Some(g) => Callback::group_member(&g, 0, self.done),
+                    None => Callback::Exit,
+                };
+                ctx.contribute(1u64, Reducer::Sum, cb);
+            }
+            MemberMsg::Done(sum) => {
+                ctx.publish("sum", &sum);
+                ctx.publish("done_s", &ctx.now());
+                if let Some(b) = heap_bytes() {
+                    ctx.publish("heap_bytes", &(b as u64));
+                }
+                ctx.exit();
+            }
+        }
+    }
+}
+
+/// What one sim-scale run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleResult {
+    /// PEs simulated.
+    pub pes: u64,
+    /// The reduction's result (must equal `pes`).
+    pub sum: u64,
+    /// Virtual time when the sum reached PE 0, microseconds.
+    pub virtual_time_us: f64,
+    /// Heap bytes live when the sum arrived, over the heap before the run, per PE
+    /// (0 when the binary does not count heap bytes).
+    pub bytes_per_pe: f64,
+    /// The simulator's statistics.
+    pub stats: SimStats,
+}
+
+fn registry() -> (Registry, Entry<Member, u64>) {
+    let mut reg = Registry::new();
+    reg.chare::<Member>("Member");
+    let done = reg.entry::<Member, u64>("Member::done", MemberMsg::Done);
+    (reg, done)
+}
+
+/// Run the broadcast and reduction on `config.pes` simulated PEs.
+pub fn run(mut config: Config) -> Result<ScaleResult, RuntimeError> {
+    config.layer = Layer::Sim;
+    let pes = u64::from(config.pes);
+    let (reg, done) = registry();
+    let before = heap_bytes().unwrap_or(0);
+    let report = Runtime::new(reg, config).run(move |ctx| {
+        let group: GroupProxy<Member> = ctx.create_group(done);
+        group.broadcast(ctx, MemberMsg::Go);
+    })?;
+    let sum: u64 = report
+        .output("sum")
+        .ok_or_else(|| RuntimeError::Invalid("the reduction never reached PE 0".into()))?;
+    let done_s: f64 = report.output("done_s").unwrap_or(f64::NAN);
+    let heap: Option<u64> = report.output("heap_bytes");
+    let stats = report
+        .sim
+        .clone()
+        .ok_or_else(|| RuntimeError::Invalid("a sim run without sim statistics".into()))?;
+    Ok(ScaleResult {
+        pes,
+        sum,
+        virtual_time_us: done_s * 1e6,
+        bytes_per_pe: heap.map_or(0.0, |h| h.saturating_sub(before as u64) as f64 / pes as f64),
+        stats,
+    })
+}

@@ -1,0 +1,93 @@
+//! A simulated PE's transport: sends are stamped with virtual arrival times and
+//! collected for the simulator, and compute advances the running PE's clock.
+
+use super::network::{Links, NetworkModel};
+use crate::callback::Callback;
+use crate::config::WorkMode;
+use crate::ids::Pe;
+use crate::machine::Transport;
+use crate::runtime::Envelope;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// An envelope on its way, with the virtual time it arrives.
+pub(crate) struct Outgoing {
+    pub(crate) to: Pe,
+    pub(crate) arrive: u64,
+    pub(crate) bytes: u64,
+    pub(crate) env: Envelope,
+}
+
+/// State of whichever PE is running; every PE's port shares it, since the
+/// simulator runs one PE at a time.
+pub(crate) struct Cursor {
+    /// The running PE.
+    pub(crate) pe: Pe,
+    /// The running PE's virtual clock, nanoseconds.
+    pub(crate) clock: u64,
+    /// What it has sent so far in this step.
+    pub(crate) out: Vec<Outgoing>,
+    /// Failure subscriptions: (subscriber PE, callback).
+    pub(crate) subscribers: Vec<(Pe, Callback)>,
+    pub(crate) model: NetworkModel,
+    links: Option<Links>,
+}
+
+impl Cursor {
+    pub(crate) fn new(model: NetworkModel, npes: usize) -> Self {
+        Cursor {
+            pe: 0,
+            clock: 0,
+            out: Vec::new(),
+            subscribers: Vec::new(),
+            links: model.contention.then(|| Links::new(npes)),
+            model,
+        }
+    }
+
+    /// Start running `pe` at virtual time `t`.
+    pub(crate) fn begin(&mut self, pe: Pe, t: u64) {
+        self.pe = pe;
+        self.clock = t;
+    }
+}
+
+/// One PE's handle on the shared cursor.
+pub(crate) struct SimPort(pub(crate) Rc<RefCell<Cursor>>);
+
+impl Transport for SimPort {
+    fn send(&mut self, to: Pe, env: Envelope) {
+        let mut c = self.0.borrow_mut();
+        let bytes = env.wire_bytes();
+        let m = c.model;
+        let depart = c.clock + m.send_overhead_ns;
+        c.clock = depart;
+        let wire = m.wire_ns(bytes);
+        let from = c.pe as usize;
+        let arrive = match c.links.as_mut() {
+            Some(links) => links.book(from, to as usize, depart, wire, m.alpha_ns),
+            None => depart + m.alpha_ns + wire,
+        };
+        c.out.push(Outgoing {
+            to,
+            arrive,
+            bytes,
+            env,
+        });
+    }
+
+    fn now(&self) -> f64 {
+        self.0.borrow().clock as f64 * 1e-9
+    }
+
+    fn work(&mut self, d: Duration, _mode: WorkMode) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let mut c = self.0.borrow_mut();
+        c.clock = c.clock.saturating_add(ns);
+    }
+
+    fn subscribe_failures(&mut self, subscriber: Pe, callback: Callback) {
+        self.0.borrow_mut().subscribers.push((subscriber, callback));
+    }
+}

@@ -1,0 +1,82 @@
+//! What a simulation measured, and the digest of its event log.
+
+use serde::Serialize;
+
+/// Statistics of one sim run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SimStats {
+    /// Envelopes that crossed the simulated network.
+    pub messages: u64,
+    /// Bytes those envelopes carried, headers included.
+    pub bytes: u64,
+    /// Events the simulator processed (arrivals, wake-ups, failures).
+    pub events: u64,
+    /// Events per second of wall time.
+    pub events_per_s: f64,
+    /// Wall-clock seconds the simulation took.
+    pub wall_s: f64,
+    /// Virtual time when the last PE went idle for good, in microseconds.
+    pub makespan_us: f64,
+    /// Least busy time of any PE, microseconds.
+    pub busy_min_us: f64,
+    /// Mean busy time per PE, microseconds.
+    pub busy_mean_us: f64,
+    /// Most busy time of any PE, microseconds.
+    pub busy_max_us: f64,
+    /// PEs whose runtime was ever built (PEs nothing reached stay unbuilt).
+    pub pes_built: u64,
+    /// PEs stopped by `--sim-kill`.
+    pub pes_killed: u64,
+    /// Messages lost because their PE had failed (queued or arriving after).
+    pub dropped: u64,
+    /// Digest of the event log: equal for runs with the same program, flags and seed.
+    pub digest: u64,
+}
+
+impl SimStats {
+    /// Human-readable lines, one figure each.
+    pub fn to_text(&self) -> String {
+        format!(
+            "sim: {} events in {:.3} s wall ({:.0} events/s), virtual makespan {:.3} us\n\
+             sim: {} messages, {} bytes over the network\n\
+             sim: busy per PE (us): min {:.3}, mean {:.3}, max {:.3}; {} PEs built\n\
+             sim: {} PEs killed, {} messages dropped; event-log digest {:016x}",
+            self.events,
+            self.wall_s,
+            self.events_per_s,
+            self.makespan_us,
+            self.messages,
+            self.bytes,
+            self.busy_min_us,
+            self.busy_mean_us,
+            self.busy_max_us,
+            self.pes_built,
+            self.pes_killed,
+            self.dropped,
+            self.digest
+        )
+    }
+}
+
+/// A running FNV-1a-style digest over 64-bit words.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Digest(u64);
+
+impl Default for Digest {
+    fn default() -> Self {
+        Digest(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Digest {
+    /// Mix in one word.
+    pub(crate) fn add(&mut self, word: u64) {
+        self.0 = (self.0 ^ word).wrapping_mul(0x0000_0100_0000_01b3);
+        self.0 ^= self.0 >> 29;
+    }
+
+    /// The digest so far.
+    pub(crate) fn value(self) -> u64 {
+        self.0
+    }
+}
