@@ -71,6 +71,7 @@ fn sim_scale_cmd(config: Config, as_json: bool) -> Result<(), String> {
         "events": r.stats.events,
         "events_per_s": r.stats.events_per_s,
         "wall_s": r.stats.wall_s,
+        "event_loop_s": r.stats.events_s,
         "virtual_time_us": r.virtual_time_us,
         "makespan_us": r.stats.makespan_us,
         "messages": r.stats.messages,

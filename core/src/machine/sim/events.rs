@@ -3,8 +3,7 @@
 
 use crate::ids::Pe;
 use crate::runtime::Envelope;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
 /// What happens to a PE at an event's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,48 +27,114 @@ impl What {
     }
 }
 
-/// A scheduled event.
+/// `What` packed in 32 bits: an arrival's slab slot, or one of these markers.
+const WAKE: u32 = u32::MAX;
+const KILL: u32 = u32::MAX - 1;
+
+/// A scheduled event, 24 bytes so the heap stays compact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Event {
     pub(crate) time: u64,
     seq: u64,
     pub(crate) pe: Pe,
-    pub(crate) what: What,
+    what: u32,
 }
 
-impl Ord for Event {
-    /// Reversed, so the max-heap pops the earliest event first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+impl Event {
+    pub(crate) fn what(&self) -> What {
+        match self.what {
+            WAKE => What::Wake,
+            KILL => What::Kill,
+            slot => What::Arrive(slot),
+        }
     }
 }
 
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Pending events, plus the envelopes of arrivals kept out of the heap so heap
+/// Pending events, plus the envelopes of arrivals kept out of the queue so its
 /// entries stay small.
-#[derive(Default)]
+///
+/// A radix heap on the time: the simulator never schedules into the past, so an
+/// event sits in the bucket numbered by the highest bit in which its time differs
+/// from the last popped time, and popping only ever moves events to lower buckets
+/// (O(1) amortised per event instead of a binary heap's O(log n) cache misses).
+/// Bucket 0 holds the events of the current time in scheduling order, so events pop
+/// by (time, scheduling order).
 pub(crate) struct EventList {
-    heap: BinaryHeap<Event>,
+    now: u64,
+    current: VecDeque<Event>,
+    buckets: Vec<Vec<Event>>,
+    len: usize,
     seq: u64,
     slab: Vec<Option<Envelope>>,
     free: Vec<u32>,
 }
 
+impl Default for EventList {
+    fn default() -> Self {
+        EventList {
+            now: 0,
+            current: VecDeque::new(),
+            buckets: (0..=64).map(|_| Vec::new()).collect(),
+            len: 0,
+            seq: 0,
+            slab: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
 impl EventList {
-    /// Schedule `what` for `pe` at `time`.
+    /// Bucket of an event at `time`, relative to the current time.
+    fn bucket(&self, time: u64) -> usize {
+        64 - (time ^ self.now).leading_zeros() as usize
+    }
+
+    /// Schedule `what` for `pe` at `time`; a time in the past counts as now.
     pub(crate) fn push(&mut self, time: u64, pe: Pe, what: What) {
+        let what = match what {
+            What::Arrive(slot) => slot,
+            What::Wake => WAKE,
+            What::Kill => KILL,
+        };
         self.seq += 1;
-        self.heap.push(Event {
-            time,
+        self.len += 1;
+        let ev = Event {
+            time: time.max(self.now),
             seq: self.seq,
             pe,
             what,
-        });
+        };
+        match self.bucket(ev.time) {
+            0 => self.current.push_back(ev),
+            b => self.buckets[b].push(ev),
+        }
+    }
+
+    /// The earliest event.
+    pub(crate) fn pop(&mut self) -> Option<Event> {
+        if self.current.is_empty() {
+            let b = (1..=64).find(|&b| !self.buckets[b].is_empty())?;
+            let moving = std::mem::take(&mut self.buckets[b]);
+            self.now = moving.iter().map(|e| e.time).min()?;
+            for ev in &moving {
+                match self.bucket(ev.time) {
+                    0 => self.current.push_back(*ev),
+                    lower => self.buckets[lower].push(*ev),
+                }
+            }
+            // Keep the emptied bucket's capacity for later events.
+            let mut moving = moving;
+            moving.clear();
+            if self.buckets[b].is_empty() {
+                self.buckets[b] = moving;
+            }
+            self.current
+                .make_contiguous()
+                .sort_unstable_by_key(|e| e.seq);
+        }
+        let ev = self.current.pop_front()?;
+        self.len -= 1;
+        Some(ev)
     }
 
     /// Schedule the arrival of `env` at `pe` at `time`.
@@ -87,11 +152,6 @@ impl EventList {
         self.push(time, pe, What::Arrive(slot));
     }
 
-    /// The earliest event.
-    pub(crate) fn pop(&mut self) -> Option<Event> {
-        self.heap.pop()
-    }
-
     /// Take the envelope of an arrival event.
     pub(crate) fn take(&mut self, slot: u32) -> Option<Envelope> {
         let env = self.slab.get_mut(slot as usize)?.take();
@@ -101,7 +161,7 @@ impl EventList {
 
     /// Events scheduled and not yet popped.
     pub(crate) fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
 }
 
@@ -120,5 +180,30 @@ mod tests {
             .map(|e| (e.time, e.pe))
             .collect();
         assert_eq!(order, vec![(5, 3), (10, 1), (10, 2), (20, 0)]);
+    }
+
+    #[test]
+    fn events_for_the_current_time_follow_those_scheduled_before() {
+        let mut l = EventList::default();
+        l.push(10, 1, What::Wake);
+        l.push(10, 2, What::Wake);
+        l.push(30, 9, What::Wake);
+        let first = l.pop().expect("an event");
+        assert_eq!((first.time, first.pe), (10, 1));
+        // Scheduled at time 10 while time is 10: after PE 2's earlier event, before 30.
+        l.push(10, 3, What::Kill);
+        l.push(20, 4, What::Wake);
+        let rest: Vec<(u64, Pe, What)> = std::iter::from_fn(|| l.pop())
+            .map(|e| (e.time, e.pe, e.what()))
+            .collect();
+        assert_eq!(
+            rest,
+            vec![
+                (10, 2, What::Wake),
+                (10, 3, What::Kill),
+                (20, 4, What::Wake),
+                (30, 9, What::Wake)
+            ]
+        );
     }
 }

@@ -45,8 +45,10 @@ impl MachineLayer for Sim {
         let start = Instant::now();
         let mut sim = Simulator::new(&job.config, job.registry);
         sim.run_main(job.main);
+        let events_start = Instant::now();
         sim.run();
-        sim.finish(start)
+        let events_s = events_start.elapsed().as_secs_f64();
+        sim.finish(start, events_s)
     }
 }
 
@@ -142,8 +144,9 @@ impl Simulator {
         while let Some(ev) = self.events.pop() {
             self.events_done += 1;
             self.digest.add(ev.time);
-            self.digest.add(u64::from(ev.pe) << 2 | ev.what.code());
-            match ev.what {
+            let what = ev.what();
+            self.digest.add(u64::from(ev.pe) << 2 | what.code());
+            match what {
                 What::Arrive(slot) => self.arrive(ev.pe, ev.time, slot),
                 What::Wake => self.wake(ev.pe, ev.time),
                 What::Kill => self.kill(ev.pe, ev.time),
@@ -267,8 +270,7 @@ impl Simulator {
         }
     }
 
-    fn finish(self, start: Instant) -> Result<RunReport, RuntimeError> {
-        let wall_s = start.elapsed().as_secs_f64();
+    fn finish(self, start: Instant, events_s: f64) -> Result<RunReport, RuntimeError> {
         let npes = self.pes.len();
         if !self.pes.iter().any(|p| p.exited) {
             let dead: Vec<usize> = (0..npes).filter(|&i| self.pes[i].dead).collect();
@@ -289,8 +291,9 @@ impl Simulator {
             messages: self.messages,
             bytes: self.bytes,
             events: self.events_done,
-            events_per_s: self.events_done as f64 / wall_s.max(1e-9),
-            wall_s,
+            events_per_s: self.events_done as f64 / events_s.max(1e-9),
+            events_s,
+            wall_s: 0.0,
             makespan_us: us(self.makespan),
             busy_min_us: us(busy.iter().copied().min().unwrap_or(0)),
             busy_mean_us: busy.iter().sum::<u64>() as f64 / 1e3 / npes as f64,
@@ -309,37 +312,14 @@ impl Simulator {
                 None => PeReport::new(i as Pe),
             })
             .collect();
+        let wall_s = start.elapsed().as_secs_f64();
         let report = RunReport {
             layer: "sim",
             pes: npes,
             wall_s,
             per_pe,
-            sim: Some(stats),
+            sim: Some(SimStats { wall_s, ..stats }),
         };
         crate::finish_run(report)
-    }
-}
-
-#[cfg(test)]
-mod size_probe {
-    #[test]
-    fn print_sizes() {
-        eprintln!(
-            "PeRuntime {}",
-            std::mem::size_of::<crate::runtime::PeRuntime>()
-        );
-        eprintln!("PeCore {}", std::mem::size_of::<crate::runtime::PeCore>());
-        eprintln!(
-            "PeReport {}",
-            std::mem::size_of::<crate::report::PeReport>()
-        );
-        eprintln!(
-            "ReadyQueue {}",
-            std::mem::size_of::<crate::scheduler::ReadyQueue<crate::runtime::Envelope>>()
-        );
-        eprintln!(
-            "Quiescence {}",
-            std::mem::size_of::<crate::quiescence::Quiescence>()
-        );
     }
 }

@@ -11,9 +11,12 @@ pub struct SimStats {
     pub bytes: u64,
     /// Events the simulator processed (arrivals, wake-ups, failures).
     pub events: u64,
-    /// Events per second of wall time.
+    /// Events per wall second of the event loop.
     pub events_per_s: f64,
-    /// Wall-clock seconds the simulation took.
+    /// Wall-clock seconds of the event loop.
+    pub events_s: f64,
+    /// Wall-clock seconds of the whole run: building PEs, the event loop, and
+    /// collecting every PE's report.
     pub wall_s: f64,
     /// Virtual time when the last PE went idle for good, in microseconds.
     pub makespan_us: f64,
@@ -37,13 +40,14 @@ impl SimStats {
     /// Human-readable lines, one figure each.
     pub fn to_text(&self) -> String {
         format!(
-            "sim: {} events in {:.3} s wall ({:.0} events/s), virtual makespan {:.3} us\n\
+            "sim: {} events in {:.3} s ({:.0} events/s; {:.3} s wall in all), virtual makespan {:.3} us\n\
              sim: {} messages, {} bytes over the network\n\
              sim: busy per PE (us): min {:.3}, mean {:.3}, max {:.3}; {} PEs built\n\
              sim: {} PEs killed, {} messages dropped; event-log digest {:016x}",
             self.events,
-            self.wall_s,
+            self.events_s,
             self.events_per_s,
+            self.wall_s,
             self.makespan_us,
             self.messages,
             self.bytes,
