@@ -168,6 +168,43 @@ impl EventList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any interleaving of pushes (never into the past) and pops comes out in
+        /// (time, scheduling order), as a sorted reference says.
+        #[test]
+        fn pops_in_time_then_scheduling_order(
+            ops in proptest::collection::vec((any::<bool>(), 0u64..4, 0u32..1 << 20), 1..400)
+        ) {
+            let mut l = EventList::default();
+            let mut reference = std::collections::BTreeSet::new();
+            let (mut now, mut seq) = (0u64, 0u64);
+            for (pop, scale, delta) in ops {
+                if pop {
+                    let got = l.pop().map(|e| (e.time, e.pe));
+                    let want = reference.pop_first().map(|(t, _, pe)| (t, pe));
+                    prop_assert_eq!(got, want);
+                    if let Some((t, _)) = got {
+                        now = t;
+                    }
+                } else {
+                    // Deltas of very different sizes exercise every bucket.
+                    let t = now + (u64::from(delta) << (scale * 12));
+                    seq += 1;
+                    let pe = seq as Pe;
+                    l.push(t, pe, What::Wake);
+                    reference.insert((t, seq, pe));
+                }
+                prop_assert_eq!(l.len(), reference.len());
+            }
+            while let Some((t, _, pe)) = reference.pop_first() {
+                let e = l.pop().expect("as many events as the reference");
+                prop_assert_eq!((e.time, e.pe), (t, pe));
+            }
+            prop_assert!(l.pop().is_none());
+        }
+    }
 
     #[test]
     fn earliest_first_then_in_scheduling_order() {

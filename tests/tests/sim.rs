@@ -1,0 +1,467 @@
+//! The sim layer itself: the network model to the nanosecond, determinism of the event
+//! log, fault injection, a job that never exits, and its flags.
+
+use chorus_core::{
+    Callback, Chare, ChareProxy, Config, Ctx, Entry, ErrorPolicy, KillSpec, Layer, Registry,
+    Runtime, RuntimeError, SimArgs, SimPreset, SimStats,
+};
+use chorus_tests::{config, splitmix64};
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+fn now_ns(ctx: &Ctx) -> u64 {
+    (ctx.now() * 1e9).round() as u64
+}
+
+fn sim(pes: u32, sim: SimArgs) -> Config {
+    Config {
+        sim,
+        ..config(Layer::Sim, pes, ErrorPolicy::Abort)
+    }
+}
+
+fn stats(r: &chorus_core::RunReport) -> &SimStats {
+    r.sim.as_ref().expect("a sim run reports sim statistics")
+}
+
+// ---------------------------------------------------------------- ping-pong model
+
+/// Serves a ball of `n` bytes to its peer once the peer says it is ready, and times
+/// its return; the peer sends every ball straight back. (Waiting for "ready" keeps
+/// the peer's own creation from delaying the ball.)
+struct Player {
+    bytes: usize,
+    served_at: Option<u64>,
+    peer: Option<ChareProxy<Player>>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum PlayMsg {
+    Ready(ChareProxy<Player>),
+    Ball(Vec<u8>),
+}
+
+impl Chare for Player {
+    /// The peer to announce itself to (for the returner), and the ball's size.
+    type Init = (Option<ChareProxy<Player>>, usize);
+    type Msg = PlayMsg;
+    fn create((peer, bytes): Self::Init, ctx: &mut Ctx) -> Self {
+        if let (Some(server), Some(me)) = (&peer, ctx.this_chare::<Player>()) {
+            server.send(ctx, PlayMsg::Ready(me));
+        }
+        Player {
+            bytes,
+            served_at: None,
+            peer,
+        }
+    }
+    fn handle(&mut self, msg: PlayMsg, ctx: &mut Ctx) {
+        match msg {
+            PlayMsg::Ready(returner) => {
+                self.served_at = Some(now_ns(ctx));
+                returner.send(ctx, PlayMsg::Ball(vec![7; self.bytes]));
+            }
+            PlayMsg::Ball(ball) => match (self.served_at, &self.peer) {
+                (Some(t0), _) => {
+                    ctx.publish("rtt_ns", &(now_ns(ctx) - t0));
+                    ctx.exit();
+                }
+                (None, Some(server)) => server.send(ctx, PlayMsg::Ball(ball)),
+                (None, None) => {}
+            },
+        }
+    }
+}
+
+fn pingpong_rtt_ns(bytes: usize, args: SimArgs) -> u64 {
+    let mut reg = Registry::new();
+    reg.chare::<Player>("Player");
+    let report = Runtime::new(reg, sim(2, args))
+        .run(move |ctx| {
+            let server = ctx.create_chare::<Player>((None, bytes), 0);
+            ctx.create_chare::<Player>((Some(server), 0), 1);
+        })
+        .expect("ping-pong runs");
+    report.output("rtt_ns").expect("the ball came back")
+}
+
+#[test]
+fn a_two_pe_ping_pong_takes_exactly_what_the_model_says() {
+    let (alpha, beta, o_send, o_recv, handler) = (1_500u64, 0.25f64, 300u64, 700u64, 100u64);
+    for gamma in [0.0f64, 0.5] {
+        for n in [0usize, 1, 1000, 65_536] {
+            let args = SimArgs {
+                preset: SimPreset::Ideal,
+                alpha_us: Some(alpha as f64 / 1e3),
+                beta_ns_per_byte: Some(beta),
+                send_overhead_us: Some(o_send as f64 / 1e3),
+                recv_overhead_us: Some(o_recv as f64 / 1e3),
+                gamma_ns_per_byte: Some(gamma),
+                handler_us: Some(handler as f64 / 1e3),
+                ..SimArgs::default()
+            };
+            // On the wire: 32-byte header, 12-byte chare address, then the bincode
+            // message: 4-byte enum tag, 8-byte vector length, the bytes.
+            let b = (32 + 12 + 4 + 8 + n) as f64;
+            let one_way = o_send
+                + alpha
+                + (beta * b).round() as u64
+                + o_recv
+                + (gamma * b).round() as u64
+                + handler;
+            assert_eq!(
+                pingpong_rtt_ns(n, args),
+                2 * one_way,
+                "{n} bytes, gamma {gamma}"
+            );
+        }
+    }
+}
+
+#[test]
+fn presets_order_as_their_machines_do() {
+    let preset = |p| SimArgs {
+        preset: p,
+        ..SimArgs::default()
+    };
+    let bgp = pingpong_rtt_ns(1024, preset(SimPreset::Bgp));
+    let cluster = pingpong_rtt_ns(1024, preset(SimPreset::Cluster));
+    let ideal = pingpong_rtt_ns(1024, preset(SimPreset::Ideal));
+    assert_eq!(ideal, 0, "the ideal machine costs nothing");
+    assert!(
+        bgp > 3 * cluster,
+        "Blue Gene/P {bgp} ns vs cluster {cluster} ns"
+    );
+}
+
+// ---------------------------------------------------------------- determinism
+
+/// Passes tokens around at random, charging random work; counts what it saw.
+struct Juggler {
+    peers: u32,
+    rng: u64,
+    seen: u64,
+    order: u64,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum JuggleMsg {
+    Token { id: u64, hops: u32 },
+    Report,
+}
+
+impl Chare for Juggler {
+    type Init = u32;
+    type Msg = JuggleMsg;
+    fn create(peers: u32, ctx: &mut Ctx) -> Self {
+        Juggler {
+            peers,
+            rng: ctx.seed() ^ u64::from(ctx.my_pe()),
+            seen: 0,
+            order: 0,
+        }
+    }
+    fn handle(&mut self, msg: JuggleMsg, ctx: &mut Ctx) {
+        match msg {
+            JuggleMsg::Token { id, hops } => {
+                self.seen += 1;
+                self.order = self.order.wrapping_mul(31).wrapping_add(id);
+                ctx.work(Duration::from_nanos(splitmix64(&mut self.rng) % 5_000));
+                if hops > 0 {
+                    let to = (splitmix64(&mut self.rng) % u64::from(self.peers)) as u32;
+                    let prio = (splitmix64(&mut self.rng) % 3) as i32;
+                    if let Some(g) = ctx.this_group::<Juggler>() {
+                        g.send_with(
+                            ctx,
+                            to,
+                            JuggleMsg::Token { id, hops: hops - 1 },
+                            chorus_core::SendOpts::prio(prio),
+                        );
+                    }
+                }
+            }
+            JuggleMsg::Report => {
+                let me = ctx.my_pe();
+                ctx.publish("seen", &(me, self.seen, self.order, now_ns(ctx)));
+            }
+        }
+    }
+}
+
+/// Callback target for quiescence: asks every juggler to report, then exits on the
+/// next quiescence.
+struct Referee {
+    group: chorus_core::GroupProxy<Juggler>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum RefereeMsg {
+    Quiet(()),
+}
+
+impl Chare for Referee {
+    type Init = chorus_core::GroupProxy<Juggler>;
+    type Msg = RefereeMsg;
+    fn create(group: chorus_core::GroupProxy<Juggler>, _: &mut Ctx) -> Self {
+        Referee { group }
+    }
+    fn handle(&mut self, _: RefereeMsg, ctx: &mut Ctx) {
+        self.group.broadcast(ctx, JuggleMsg::Report);
+        ctx.exit_on_quiescence();
+    }
+}
+
+type Seen = (u32, u64, u64, u64);
+
+fn juggle(seed: u64) -> (u64, Vec<Seen>) {
+    let mut reg = Registry::new();
+    reg.chare::<Juggler>("Juggler");
+    reg.chare::<Referee>("Referee");
+    let quiet: Entry<Referee, ()> = reg.entry("Referee::quiet", RefereeMsg::Quiet);
+    let pes = 16;
+    let cfg = Config {
+        seed,
+        ..sim(pes, SimArgs::default())
+    };
+    let report = Runtime::new(reg, cfg)
+        .run(move |ctx| {
+            let g = ctx.create_group::<Juggler>(pes);
+            let referee = ctx.create_chare::<Referee>(g.clone(), 3);
+            for id in 0..64u64 {
+                g.send(
+                    ctx,
+                    (id % u64::from(pes)) as u32,
+                    JuggleMsg::Token { id, hops: 40 },
+                );
+            }
+            ctx.start_quiescence(Callback::chare(&referee, quiet));
+        })
+        .expect("juggling runs");
+    let seen: Vec<Seen> = report.outputs("seen").into_iter().map(|(_, s)| s).collect();
+    (stats(&report).digest, seen)
+}
+
+#[test]
+fn one_seed_replays_the_identical_event_log_and_results() {
+    let (d1, s1) = juggle(11);
+    let (d2, s2) = juggle(11);
+    assert_eq!(d1, d2, "event-log digests differ between identical runs");
+    assert_eq!(s1, s2);
+    assert_eq!(s1.len(), 16, "every juggler reported");
+    let tokens: u64 = s1.iter().map(|s| s.1).sum();
+    assert_eq!(tokens, 64 * 41, "every hop of every token was seen once");
+    let (d3, s3) = juggle(12);
+    assert_ne!(d1, d3, "another seed gives another run");
+    assert_eq!(s3.iter().map(|s| s.1).sum::<u64>(), 64 * 41);
+}
+
+// ---------------------------------------------------------------- faults
+
+/// Keeps sending to a sink on another PE, charging 10 us of work per send.
+struct Feeder {
+    sink: ChareProxy<Sink>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum FeedMsg {
+    Tick,
+}
+
+impl Chare for Feeder {
+    type Init = ChareProxy<Sink>;
+    type Msg = FeedMsg;
+    fn create(sink: ChareProxy<Sink>, _: &mut Ctx) -> Self {
+        Feeder { sink }
+    }
+    fn handle(&mut self, _: FeedMsg, ctx: &mut Ctx) {
+        self.sink.send(ctx, SinkMsg::Item);
+        ctx.work(Duration::from_micros(10));
+        if let Some(me) = ctx.this_chare::<Feeder>() {
+            me.send(ctx, FeedMsg::Tick);
+        }
+    }
+}
+
+struct Sink;
+
+#[derive(Clone, Serialize, Deserialize)]
+enum SinkMsg {
+    Item,
+}
+
+impl Chare for Sink {
+    type Init = ();
+    type Msg = SinkMsg;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Sink
+    }
+    fn handle(&mut self, _: SinkMsg, ctx: &mut Ctx) {
+        ctx.work(Duration::from_micros(1));
+    }
+}
+
+/// Subscribes to failures when built; publishes the first one and ends the job.
+struct Watcher;
+
+#[derive(Clone, Serialize, Deserialize)]
+enum WatchMsg {
+    Failed(u32),
+}
+
+impl Chare for Watcher {
+    type Init = Entry<Watcher, u32>;
+    type Msg = WatchMsg;
+    fn create(entry: Entry<Watcher, u32>, ctx: &mut Ctx) -> Self {
+        if let Some(me) = ctx.this_chare::<Watcher>() {
+            ctx.on_pe_failure(Callback::chare(&me, entry));
+        }
+        Watcher
+    }
+    fn handle(&mut self, WatchMsg::Failed(pe): WatchMsg, ctx: &mut Ctx) {
+        ctx.publish("failed", &(pe, now_ns(ctx)));
+        ctx.exit();
+    }
+}
+
+#[test]
+fn a_killed_pe_drops_its_messages_and_subscribers_hear_of_it() {
+    let mut reg = Registry::new();
+    reg.chare::<Feeder>("Feeder");
+    reg.chare::<Sink>("Sink");
+    reg.chare::<Watcher>("Watcher");
+    let failed = reg.entry::<Watcher, u32>("Watcher::failed", WatchMsg::Failed);
+    let args = SimArgs {
+        kill: vec![KillSpec {
+            pe: 2,
+            at_ns: 100_000,
+        }],
+        ..SimArgs::default()
+    };
+    let report = Runtime::new(reg, sim(4, args))
+        .run(move |ctx| {
+            ctx.create_chare::<Watcher>(failed, 3);
+            let sink = ctx.create_chare::<Sink>((), 2);
+            let feeder = ctx.create_chare::<Feeder>(sink, 1);
+            feeder.send(ctx, FeedMsg::Tick);
+        })
+        .expect("the job survives the failure and exits");
+    let heard: Vec<(u32, u64)> = report
+        .outputs("failed")
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(heard.len(), 1, "one notification: {heard:?}");
+    assert_eq!(heard[0].0, 2, "the killed PE is named");
+    assert!(
+        heard[0].1 >= 100_000,
+        "notified at {} ns, before the kill",
+        heard[0].1
+    );
+    let s = stats(&report);
+    assert_eq!(s.pes_killed, 1);
+    assert!(
+        s.dropped >= 1,
+        "the feeder's items to the dead PE were dropped: {s:?}"
+    );
+    // The sink ran until the kill and never after.
+    assert!(
+        report.per_pe[2].processed >= 5,
+        "the sink worked before it died"
+    );
+}
+
+// ---------------------------------------------------------------- stall and flags
+
+struct Idler;
+
+impl Chare for Idler {
+    type Init = ();
+    type Msg = ();
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Idler
+    }
+    fn handle(&mut self, _: (), _: &mut Ctx) {}
+}
+
+#[test]
+fn a_job_that_never_exits_is_reported_as_stalled_not_hung() {
+    let mut reg = Registry::new();
+    reg.chare::<Idler>("Idler");
+    let err = Runtime::new(reg, sim(3, SimArgs::default()))
+        .run(|ctx| {
+            let c = ctx.create_chare::<Idler>((), 2);
+            c.send(ctx, ());
+        })
+        .expect_err("no exit");
+    assert!(matches!(err, RuntimeError::Stalled(_)), "{err:?}");
+    assert!(err.to_string().contains("ctx.exit()"), "{err}");
+}
+
+#[derive(Parser, Debug)]
+struct Cli {
+    #[command(flatten)]
+    chorus: Config,
+}
+
+#[test]
+fn sim_flags_parse_and_wrong_ones_are_named() {
+    let ok = Cli::try_parse_from([
+        "x",
+        "--layer",
+        "sim",
+        "--pes",
+        "131072",
+        "--sim-preset",
+        "bgp",
+        "--sim-alpha-us",
+        "3",
+        "--sim-kill",
+        "7@1.5ms",
+        "--sim-kill",
+        "9@250ns",
+        "--stats",
+    ])
+    .expect("valid");
+    let c = ok.chorus;
+    assert_eq!(c.layer, Layer::Sim);
+    assert_eq!(c.sim.preset, SimPreset::Bgp);
+    assert_eq!(
+        c.sim.kill,
+        vec![
+            KillSpec {
+                pe: 7,
+                at_ns: 1_500_000
+            },
+            KillSpec { pe: 9, at_ns: 250 }
+        ]
+    );
+    assert_eq!(c.stats, Some(chorus_core::StatsFormat::Text));
+    assert!(c.validate().is_ok());
+
+    for (args, says) in [
+        (vec!["x", "--sim-kill", "3"], "PE@TIME"),
+        (vec!["x", "--sim-kill", "3@soon"], "not a time"),
+        (vec!["x", "--sim-kill", "x@1us"], "not a PE number"),
+        (vec!["x", "--sim-preset", "cray"], "--sim-preset"),
+    ] {
+        let err = Cli::try_parse_from(&args).expect_err("invalid");
+        assert!(err.to_string().contains(says), "{args:?}: {err}");
+    }
+    for (args, says) in [
+        (
+            vec!["x", "--layer", "sim", "--sim-kill", "4@1us"],
+            "names PE 4",
+        ),
+        (vec!["x", "--sim-kill", "1@1us"], "needs --layer sim"),
+        (
+            vec!["x", "--layer", "sim", "--sim-alpha-us=-1"],
+            "--sim-alpha-us",
+        ),
+        (vec!["x", "--pes", "100000"], "--layer sim"),
+    ] {
+        let c = Cli::try_parse_from(&args).expect("parses").chorus;
+        let err = c.validate().expect_err("invalid");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
