@@ -227,7 +227,7 @@ fn juggle(seed: u64) -> (u64, Vec<Seen>) {
     let report = Runtime::new(reg, cfg)
         .run(move |ctx| {
             let g = ctx.create_group::<Juggler>(pes);
-            let referee = ctx.create_chare::<Referee>(g.clone(), 3);
+            let referee = ctx.create_chare::<Referee>(g, 3);
             for id in 0..64u64 {
                 g.send(
                     ctx,
