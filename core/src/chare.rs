@@ -47,17 +47,26 @@ impl<C: Chare> AnyChare for Cell<C> {
         payload: Payload,
         ctx: &mut Ctx,
     ) -> Result<Option<Payload>, RuntimeError> {
-        let Payload::Run(run) = payload else {
-            let msg = payload
-                .take::<C::Msg>()
-                .map_err(|_| Self::wrong_type(ctx))?;
+        let from_wire = matches!(payload, Payload::Bytes(_) | Payload::RunBytes(_));
+        // Bytes that do not decode are a decoding error; a moved value of another
+        // type is a message sent to the wrong chare.
+        let bad = |ctx: &Ctx, reason: String| {
+            if from_wire {
+                RuntimeError::Decode {
+                    pe: ctx.my_pe(),
+                    what: format!("a message for {}", std::any::type_name::<C>()),
+                    reason,
+                }
+            } else {
+                Self::wrong_type(ctx)
+            }
+        };
+        if !payload.is_run() {
+            let msg = payload.take::<C::Msg>().map_err(|e| bad(ctx, e))?;
             self.0.handle(msg, ctx);
             return Ok(None);
-        };
-        let msgs = run
-            .into_any()
-            .downcast::<Vec<C::Msg>>()
-            .map_err(|_| Self::wrong_type(ctx))?;
+        }
+        let msgs = payload.take_run::<C::Msg>().map_err(|e| bad(ctx, e))?;
         let mut msgs = msgs.into_iter();
         while let Some(msg) = msgs.next() {
             // Each message of a run fails alone, as it would have on its own.

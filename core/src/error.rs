@@ -64,6 +64,9 @@ pub enum RuntimeError {
     /// Invalid arguments given to a runtime call.
     #[error("{0}")]
     Invalid(String),
+    /// An error reported by a PE in another process, as its text.
+    #[error("{0}")]
+    Remote(String),
     /// The job can make no more progress and never exited.
     #[error("job stalled: {0}")]
     Stalled(String),

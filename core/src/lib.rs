@@ -23,6 +23,7 @@ pub mod report;
 mod runtime;
 mod scheduler;
 pub mod tree;
+pub mod wire;
 
 pub use array::{ArrayIndex, ArrayMap};
 pub use callback::Callback;

@@ -3,6 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::any::Any;
+use std::sync::Arc;
 
 /// A value that can be sent to a chare: moved within a process, bincode-encoded across
 /// processes, and cloned for broadcasts.
@@ -18,6 +19,8 @@ pub trait AnyMsg: Send {
     fn encode(&self) -> Result<Vec<u8>, String>;
     /// Bytes `encode` would produce.
     fn encoded_len(&self) -> u64;
+    /// Append the encoding to `out`.
+    fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String>;
     /// Give up the erased box to downcast it.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     /// Look at the concrete value.
@@ -37,6 +40,9 @@ impl<T: Message> AnyMsg for T {
         // A value that cannot be encoded fails when it crosses a process boundary;
         // for sizing it counts as empty.
         bincode::serialized_size(self).unwrap_or(0)
+    }
+    fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String> {
+        bincode::serialize_into(out, self).map_err(|e| e.to_string())
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
@@ -62,6 +68,8 @@ pub trait AnyRun: Any + Send {
     fn clone_box(&self) -> Box<dyn AnyRun>;
     /// Bytes the run's messages take when encoded one by one.
     fn encoded_len(&self) -> u64;
+    /// Append the encoding of the whole run (a length, then each message) to `out`.
+    fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String>;
     /// Give up the erased box to downcast it.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
@@ -76,6 +84,9 @@ impl<T: Message> AnyRun for Vec<T> {
     fn encoded_len(&self) -> u64 {
         self.iter().map(AnyMsg::encoded_len).sum()
     }
+    fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String> {
+        bincode::serialize_into(out, self).map_err(|e| e.to_string())
+    }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
@@ -85,11 +96,17 @@ impl<T: Message> AnyRun for Vec<T> {
 pub enum Payload {
     /// The value itself; never serialized.
     Local(Box<dyn AnyMsg>),
-    /// The bincode encoding of the value.
-    Bytes(Vec<u8>),
+    /// The bincode encoding of one value, as it came from another process (shared, so
+    /// a broadcast does not copy it per receiver).
+    Bytes(Arc<Vec<u8>>),
     /// Several values of one type, delivered in order.
     Run(Box<dyn AnyRun>),
+    /// The bincode encoding of a run (a `Vec` of values), from another process.
+    RunBytes(Arc<Vec<u8>>),
 }
+
+/// Bytes of the bincode length prefix of an encoded run.
+const RUN_LEN_BYTES: usize = 8;
 
 impl Payload {
     /// Wrap a typed value.
@@ -103,6 +120,7 @@ impl Payload {
             Payload::Local(b) => Payload::Local(b.clone_box()),
             Payload::Bytes(v) => Payload::Bytes(v.clone()),
             Payload::Run(r) => Payload::Run(r.clone_box()),
+            Payload::RunBytes(v) => Payload::RunBytes(v.clone()),
         }
     }
 
@@ -110,7 +128,60 @@ impl Payload {
     pub fn count(&self) -> usize {
         match self {
             Payload::Run(r) => r.len(),
+            Payload::RunBytes(v) => v
+                .get(..RUN_LEN_BYTES)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, |b| u64::from_le_bytes(b) as usize),
             _ => 1,
+        }
+    }
+
+    /// Append the payload's encoding to `out`; true if it is a run.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) -> Result<bool, String> {
+        match self {
+            Payload::Local(b) => b.encode_into(out).map(|()| false),
+            Payload::Run(r) => r.encode_into(out).map(|()| true),
+            Payload::Bytes(v) => {
+                out.extend_from_slice(v);
+                Ok(false)
+            }
+            Payload::RunBytes(v) => {
+                out.extend_from_slice(v);
+                Ok(true)
+            }
+        }
+    }
+
+    /// A payload received as bytes: one message, or a run.
+    pub(crate) fn from_wire(bytes: Vec<u8>, run: bool) -> Self {
+        if run {
+            Payload::RunBytes(Arc::new(bytes))
+        } else {
+            Payload::Bytes(Arc::new(bytes))
+        }
+    }
+
+    /// True if the payload is a run of messages.
+    pub(crate) fn is_run(&self) -> bool {
+        matches!(self, Payload::Run(_) | Payload::RunBytes(_))
+    }
+
+    /// The messages of a run of `T`s, decoding them if they came as bytes.
+    pub(crate) fn take_run<T: Message>(self) -> Result<Vec<T>, String> {
+        match self {
+            Payload::Run(r) => r
+                .into_any()
+                .downcast::<Vec<T>>()
+                .map(|v| *v)
+                .map_err(|_| format!("expected a run of {}", std::any::type_name::<T>())),
+            Payload::RunBytes(v) => bincode::deserialize(&v).map_err(|e| {
+                format!(
+                    "{} bytes are not a valid run of {}: {e}",
+                    v.len(),
+                    std::any::type_name::<T>()
+                )
+            }),
+            single => single.take::<T>().map(|m| vec![m]),
         }
     }
 
@@ -125,7 +196,7 @@ impl Payload {
                 None => Err(value),
             },
             Payload::Local(b) if b.as_any().is::<T>() => {
-                let Payload::Local(first) = std::mem::replace(self, Payload::Bytes(Vec::new()))
+                let Payload::Local(first) = std::mem::replace(self, Payload::Bytes(Arc::default()))
                 else {
                     unreachable!("matched Local above")
                 };
@@ -145,7 +216,7 @@ impl Payload {
     pub fn wire_len(&self) -> u64 {
         match self {
             Payload::Local(b) => b.encoded_len(),
-            Payload::Bytes(v) => v.len() as u64,
+            Payload::Bytes(v) | Payload::RunBytes(v) => v.len() as u64,
             Payload::Run(r) => r.encoded_len(),
         }
     }
@@ -167,10 +238,10 @@ impl Payload {
                     std::any::type_name::<T>()
                 )
             }),
-            Payload::Run(r) => Err(format!(
+            Payload::Run(_) | Payload::RunBytes(_) => Err(format!(
                 "expected one {}, found a run of {} messages",
                 std::any::type_name::<T>(),
-                r.len()
+                self.count()
             )),
         }
     }
@@ -182,6 +253,7 @@ impl std::fmt::Debug for Payload {
             Payload::Local(b) => write!(f, "Local({})", b.type_name()),
             Payload::Bytes(v) => write!(f, "Bytes({} B)", v.len()),
             Payload::Run(r) => write!(f, "Run({})", r.len()),
+            Payload::RunBytes(v) => write!(f, "RunBytes({} B)", v.len()),
         }
     }
 }

@@ -19,12 +19,13 @@ use crate::registry::Registry;
 use crate::report::PeReport;
 use crate::scheduler::ReadyQueue;
 use crate::tree;
+use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// What a user message is addressed to.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Dest {
     Chare(ChareId),
     Group(CollectionId),
@@ -41,12 +42,14 @@ impl Dest {
     }
 }
 
-/// The body of an envelope.
-#[derive(Debug)]
+/// The body of an envelope. On a wire its payload travels after it, raw (see
+/// `wire.rs`), so payload fields encode as nothing here.
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Kind {
     /// A message for one chare, group member or array element on the receiving PE.
     User {
         dest: Dest,
+        #[serde(with = "crate::wire::payload_slot")]
         payload: Payload,
         hops: u8,
     },
@@ -54,23 +57,27 @@ pub(crate) enum Kind {
     Bcast {
         dest: Dest,
         root: Pe,
+        #[serde(with = "crate::wire::payload_slot")]
         payload: Payload,
     },
     CreateChare {
         id: ChareId,
         ty: u32,
+        #[serde(with = "crate::wire::payload_slot")]
         init: Payload,
     },
     CreateGroup {
         coll: CollectionId,
         ty: u32,
         root: Pe,
+        #[serde(with = "crate::wire::payload_slot")]
         init: Payload,
     },
     CreateArray {
         coll: CollectionId,
         ty: u32,
         root: Pe,
+        #[serde(with = "crate::wire::payload_slot")]
         init: Payload,
         shape: Arc<Shape>,
         map: ArrayMap,
@@ -78,6 +85,7 @@ pub(crate) enum Kind {
     Insert {
         coll: CollectionId,
         addr: ElemAddr,
+        #[serde(with = "crate::wire::payload_slot")]
         init: Payload,
     },
     DoneInserting {
@@ -116,6 +124,7 @@ pub(crate) enum Kind {
     },
     Exit {
         root: Pe,
+        #[serde(with = "crate::wire::error_text")]
         error: Option<RuntimeError>,
     },
     /// The machine layer's notice that PE `pe` failed, for a subscriber's callback.

@@ -1,0 +1,477 @@
+//! The versioned wire form of an envelope, for layers whose PEs live in different
+//! processes.
+//!
+//! ```text
+//! offset size field
+//!      0    4 magic "CHRS"
+//!      4    2 version (1)
+//!      6    2 flags: 1 expedited, 2 counted, 4 payload is a run, 8 has a payload
+//!      8    4 source PE
+//!     12    4 destination PE
+//!     16    4 priority (i32)
+//!     20    2 kind: which runtime message this is (see KIND_NAMES)
+//!     22    2 reserved, 0
+//!     24    4 length of the kind's body
+//!     28    4 length of the payload
+//!     32      body: the kind, bincode (fixed-width integers), payload fields empty
+//!             payload: the message's own bincode encoding, raw
+//! ```
+//!
+//! Decoding checks every length against the bytes received before it allocates, so
+//! truncated, oversized or garbled input yields a `WireError` naming what was wrong.
+
+use crate::error::RuntimeError;
+use crate::ids::Pe;
+use crate::message::Payload;
+use crate::runtime::{Envelope, Kind};
+use bincode::Options;
+use thiserror::Error;
+
+/// The first four bytes of every envelope.
+pub const MAGIC: [u8; 4] = *b"CHRS";
+/// The wire version this build writes and reads.
+pub const VERSION: u16 = 1;
+/// Bytes of the fixed header.
+pub const HEADER_BYTES: usize = 32;
+
+const EXPEDITED: u16 = 1;
+const COUNTED: u16 = 2;
+const RUN: u16 = 4;
+const HAS_PAYLOAD: u16 = 8;
+
+/// Names of the kinds, by their number on the wire.
+pub const KIND_NAMES: [&str; 15] = [
+    "User",
+    "Bcast",
+    "CreateChare",
+    "CreateGroup",
+    "CreateArray",
+    "Insert",
+    "DoneInserting",
+    "Census",
+    "Contribute",
+    "QdRequest",
+    "QdWave",
+    "QdReply",
+    "Orphans",
+    "Exit",
+    "PeFailed",
+];
+
+/// What was wrong with bytes that should have been an envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WireError {
+    /// Fewer bytes than a header.
+    #[error("{len} bytes is shorter than the {HEADER_BYTES}-byte envelope header")]
+    Truncated { len: usize },
+    /// The magic number is wrong: not a chorus envelope.
+    #[error("bad magic {found:02x?} (expected {MAGIC:02x?}): not a chorus envelope")]
+    BadMagic { found: [u8; 4] },
+    /// Written by another wire version.
+    #[error("wire version {found}, but this build speaks version {VERSION}: run the same chorus build on every rank")]
+    Version { found: u16 },
+    /// The header's lengths disagree with the bytes received.
+    #[error("header says {header} bytes (body {body} + payload {payload}) but {actual} arrived")]
+    Length {
+        header: u64,
+        body: u32,
+        payload: u32,
+        actual: usize,
+    },
+    /// The header names a kind this build does not know.
+    #[error("unknown message kind {0}")]
+    UnknownKind(u16),
+    /// Addressed to another PE than the one that received it.
+    #[error("addressed to PE {dst}, but it reached PE {me}")]
+    WrongDestination { dst: Pe, me: Pe },
+    /// The body did not decode as the kind the header names.
+    #[error("the {kind} body does not decode: {reason}")]
+    Body { kind: &'static str, reason: String },
+    /// The header's flags disagree with the body.
+    #[error("the {kind} header says payload={has_payload}, which that kind never has")]
+    Flags {
+        kind: &'static str,
+        has_payload: bool,
+    },
+    /// A message could not be encoded for sending.
+    #[error("could not encode a {kind} envelope: {reason}")]
+    Encode { kind: &'static str, reason: String },
+}
+
+impl WireError {
+    /// The runtime error for bad bytes that reached PE `pe` from `source`.
+    pub fn at(self, pe: Pe, source: &str) -> RuntimeError {
+        RuntimeError::Decode {
+            pe,
+            what: format!("an envelope from {source}"),
+            reason: self.to_string(),
+        }
+    }
+}
+
+fn body_options() -> impl Options {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .reject_trailing_bytes()
+}
+
+fn kind_tag(kind: &Kind) -> u16 {
+    match kind {
+        Kind::User { .. } => 0,
+        Kind::Bcast { .. } => 1,
+        Kind::CreateChare { .. } => 2,
+        Kind::CreateGroup { .. } => 3,
+        Kind::CreateArray { .. } => 4,
+        Kind::Insert { .. } => 5,
+        Kind::DoneInserting { .. } => 6,
+        Kind::Census { .. } => 7,
+        Kind::Contribute { .. } => 8,
+        Kind::QdRequest { .. } => 9,
+        Kind::QdWave { .. } => 10,
+        Kind::QdReply { .. } => 11,
+        Kind::Orphans { .. } => 12,
+        Kind::Exit { .. } => 13,
+        Kind::PeFailed { .. } => 14,
+    }
+}
+
+fn payload_of(kind: &Kind) -> Option<&Payload> {
+    match kind {
+        Kind::User { payload, .. } | Kind::Bcast { payload, .. } => Some(payload),
+        Kind::CreateChare { init, .. }
+        | Kind::CreateGroup { init, .. }
+        | Kind::CreateArray { init, .. }
+        | Kind::Insert { init, .. } => Some(init),
+        _ => None,
+    }
+}
+
+fn payload_mut(kind: &mut Kind) -> Option<&mut Payload> {
+    match kind {
+        Kind::User { payload, .. } | Kind::Bcast { payload, .. } => Some(payload),
+        Kind::CreateChare { init, .. }
+        | Kind::CreateGroup { init, .. }
+        | Kind::CreateArray { init, .. }
+        | Kind::Insert { init, .. } => Some(init),
+        _ => None,
+    }
+}
+
+/// Append the wire form of `env`, bound for PE `dst`, to `out`.
+pub(crate) fn encode(env: &Envelope, dst: Pe, out: &mut Vec<u8>) -> Result<(), WireError> {
+    let tag = kind_tag(&env.kind);
+    let kind_name = KIND_NAMES[tag as usize];
+    let start = out.len();
+    out.resize(start + HEADER_BYTES, 0);
+    body_options()
+        .serialize_into(&mut *out, &env.kind)
+        .map_err(|e| WireError::Encode {
+            kind: kind_name,
+            reason: e.to_string(),
+        })?;
+    let body_len = out.len() - start - HEADER_BYTES;
+    let mut flags = 0;
+    if env.expedited {
+        flags |= EXPEDITED;
+    }
+    if env.counted {
+        flags |= COUNTED;
+    }
+    if let Some(p) = payload_of(&env.kind) {
+        flags |= HAS_PAYLOAD;
+        let run = p.encode_into(out).map_err(|reason| WireError::Encode {
+            kind: kind_name,
+            reason,
+        })?;
+        if run {
+            flags |= RUN;
+        }
+    }
+    let payload_len = out.len() - start - HEADER_BYTES - body_len;
+    let too_big = |what: &str| WireError::Encode {
+        kind: kind_name,
+        reason: format!("{what} is over 4 GiB"),
+    };
+    let body_len = u32::try_from(body_len).map_err(|_| too_big("the body"))?;
+    let payload_len = u32::try_from(payload_len).map_err(|_| too_big("the payload"))?;
+    let h = &mut out[start..start + HEADER_BYTES];
+    h[0..4].copy_from_slice(&MAGIC);
+    h[4..6].copy_from_slice(&VERSION.to_le_bytes());
+    h[6..8].copy_from_slice(&flags.to_le_bytes());
+    h[8..12].copy_from_slice(&env.src.to_le_bytes());
+    h[12..16].copy_from_slice(&dst.to_le_bytes());
+    h[16..20].copy_from_slice(&env.prio.to_le_bytes());
+    h[20..22].copy_from_slice(&tag.to_le_bytes());
+    h[24..28].copy_from_slice(&body_len.to_le_bytes());
+    h[28..32].copy_from_slice(&payload_len.to_le_bytes());
+    Ok(())
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Decode one envelope received by PE `me`.
+pub(crate) fn decode(bytes: &[u8], me: Pe) -> Result<Envelope, WireError> {
+    if bytes.len() < HEADER_BYTES {
+        return Err(WireError::Truncated { len: bytes.len() });
+    }
+    let magic = [bytes[0], bytes[1], bytes[2], bytes[3]];
+    if magic != MAGIC {
+        return Err(WireError::BadMagic { found: magic });
+    }
+    let version = u16_at(bytes, 4);
+    if version != VERSION {
+        return Err(WireError::Version { found: version });
+    }
+    let flags = u16_at(bytes, 6);
+    let src = u32_at(bytes, 8);
+    let dst = u32_at(bytes, 12);
+    let prio = u32_at(bytes, 16) as i32;
+    let tag = u16_at(bytes, 20);
+    let body_len = u32_at(bytes, 24);
+    let payload_len = u32_at(bytes, 28);
+    let total = HEADER_BYTES as u64 + u64::from(body_len) + u64::from(payload_len);
+    if total != bytes.len() as u64 {
+        return Err(WireError::Length {
+            header: total,
+            body: body_len,
+            payload: payload_len,
+            actual: bytes.len(),
+        });
+    }
+    let kind_name = *KIND_NAMES
+        .get(tag as usize)
+        .ok_or(WireError::UnknownKind(tag))?;
+    if dst != me {
+        return Err(WireError::WrongDestination { dst, me });
+    }
+    let body_end = HEADER_BYTES + body_len as usize;
+    let mut kind: Kind = body_options()
+        .with_limit(u64::from(body_len))
+        .deserialize(&bytes[HEADER_BYTES..body_end])
+        .map_err(|e| WireError::Body {
+            kind: kind_name,
+            reason: e.to_string(),
+        })?;
+    if kind_tag(&kind) != tag {
+        return Err(WireError::Body {
+            kind: kind_name,
+            reason: format!("it decodes as {}", KIND_NAMES[kind_tag(&kind) as usize]),
+        });
+    }
+    let has_payload = flags & HAS_PAYLOAD != 0;
+    match (payload_mut(&mut kind), has_payload) {
+        (Some(slot), true) => {
+            *slot = Payload::from_wire(bytes[body_end..].to_vec(), flags & RUN != 0);
+        }
+        (None, false) if payload_len == 0 => {}
+        _ => {
+            return Err(WireError::Flags {
+                kind: kind_name,
+                has_payload,
+            })
+        }
+    }
+    Ok(Envelope {
+        src,
+        prio,
+        expedited: flags & EXPEDITED != 0,
+        counted: flags & COUNTED != 0,
+        kind,
+    })
+}
+
+/// Decode `bytes` as an envelope for PE `me` and drop it: what a fuzzer drives.
+pub fn check(bytes: &[u8], me: Pe) -> Result<(), WireError> {
+    decode(bytes, me).map(drop)
+}
+
+/// Serde for payload fields inside a kind's body: nothing is written, and decoding
+/// leaves an empty payload that `decode` fills from the bytes after the body.
+pub(crate) mod payload_slot {
+    use crate::message::Payload;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(_: &Payload, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Payload, D::Error> {
+        <()>::deserialize(d)?;
+        Ok(Payload::Bytes(Default::default()))
+    }
+}
+
+/// Serde for an error carried by an exit: its text, which becomes a
+/// `RuntimeError::Remote` on the receiving side.
+pub(crate) mod error_text {
+    use crate::error::RuntimeError;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        e: &Option<RuntimeError>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        e.as_ref()
+            .map(|e| match e {
+                RuntimeError::Remote(text) => text.clone(),
+                e => e.to_string(),
+            })
+            .serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<RuntimeError>, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.map(RuntimeError::Remote))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::callback::Callback;
+    use crate::ids::ChareId;
+    use crate::runtime::Dest;
+
+    fn user(msg: Vec<u32>) -> Envelope {
+        Envelope {
+            src: 3,
+            prio: -7,
+            expedited: false,
+            counted: true,
+            kind: Kind::User {
+                dest: Dest::Chare(ChareId {
+                    pe: 1,
+                    creator: 0,
+                    seq: 9,
+                }),
+                payload: Payload::new(msg),
+                hops: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn a_user_message_round_trips() {
+        let mut out = Vec::new();
+        encode(&user(vec![1, 2, 3]), 1, &mut out).expect("encodes");
+        let env = decode(&out, 1).expect("decodes");
+        assert_eq!(
+            (env.src, env.prio, env.expedited, env.counted),
+            (3, -7, false, true)
+        );
+        let Kind::User { dest, payload, .. } = env.kind else {
+            panic!("not a user message")
+        };
+        assert!(matches!(dest, Dest::Chare(c) if c.seq == 9));
+        assert_eq!(payload.take::<Vec<u32>>().expect("payload"), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn runs_and_kinds_without_payload_round_trip() {
+        let mut env = user(vec![]);
+        if let Kind::User { payload, .. } = &mut env.kind {
+            *payload = Payload::new(5u64);
+            payload.absorb(6u64).expect("same type");
+            payload.absorb(7u64).expect("same type");
+        }
+        let mut out = Vec::new();
+        encode(&env, 1, &mut out).expect("encodes");
+        let back = decode(&out, 1).expect("decodes");
+        let Kind::User { payload, .. } = back.kind else {
+            panic!("not a user message")
+        };
+        assert_eq!(payload.count(), 3);
+        assert_eq!(payload.take_run::<u64>().expect("run"), vec![5, 6, 7]);
+
+        let qd = Envelope {
+            src: 0,
+            prio: 0,
+            expedited: true,
+            counted: false,
+            kind: Kind::QdRequest {
+                callback: Callback::Exit,
+            },
+        };
+        out.clear();
+        encode(&qd, 2, &mut out).expect("encodes");
+        let back = decode(&out, 2).expect("decodes");
+        assert!(matches!(
+            back.kind,
+            Kind::QdRequest {
+                callback: Callback::Exit
+            }
+        ));
+    }
+
+    proptest::proptest! {
+        /// Random bytes, and valid envelopes with random bytes overwritten or cut off,
+        /// decode to an envelope or a `WireError`, never a panic.
+        #[test]
+        fn garbled_bytes_never_panic(
+            noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            flips in proptest::collection::vec((0usize..200, proptest::prelude::any::<u8>()), 0..8),
+            cut in 0usize..200,
+        ) {
+            let _ = check(&noise, 1);
+            let mut good = Vec::new();
+            encode(&user(vec![7; 5]), 1, &mut good).expect("encodes");
+            for (at, b) in flips {
+                let n = good.len();
+                good[at % n] = b;
+            }
+            let _ = check(&good, 1);
+            let _ = check(&good[..cut.min(good.len())], 1);
+        }
+    }
+
+    #[test]
+    fn bad_bytes_are_named_not_panicked_on() {
+        let mut good = Vec::new();
+        encode(&user(vec![4; 10]), 1, &mut good).expect("encodes");
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (good[..10].to_vec(), "shorter than"),
+            ([b"XXXX", &good[4..]].concat(), "bad magic"),
+            (
+                {
+                    let mut b = good.clone();
+                    b[4] = 9;
+                    b
+                },
+                "wire version 9",
+            ),
+            (good[..good.len() - 1].to_vec(), "arrived"),
+            (
+                {
+                    let mut b = good.clone();
+                    b[20] = 99;
+                    b
+                },
+                "unknown message kind 99",
+            ),
+            (
+                {
+                    let mut b = good.clone();
+                    b[HEADER_BYTES] = 0xff;
+                    b[HEADER_BYTES + 1] = 0xff;
+                    b
+                },
+                "does not decode",
+            ),
+        ];
+        for (bytes, says) in cases {
+            let err = decode(&bytes, 1).expect_err("bad input");
+            assert!(err.to_string().contains(says), "{says}: {err}");
+        }
+        let err = decode(&good, 2).expect_err("wrong PE");
+        assert!(err.to_string().contains("reached PE 2"), "{err}");
+        let runtime = err.at(2, "rank 1");
+        assert!(runtime.to_string().contains("rank 1"), "{runtime}");
+    }
+}
