@@ -10,6 +10,8 @@ pub enum Layer {
     Threads,
     /// Every PE inside one deterministic discrete-event simulation, in virtual time.
     Sim,
+    /// One PE per MPI rank, under mpirun (needs the `mpi` cargo feature).
+    Mpi,
 }
 
 impl Layer {
@@ -18,6 +20,7 @@ impl Layer {
         match self {
             Layer::Threads => "threads",
             Layer::Sim => "sim",
+            Layer::Mpi => "mpi",
         }
     }
 }
@@ -147,7 +150,7 @@ pub const MAX_THREAD_PES: u32 = 4096;
 /// Job configuration; flatten it into an app's clap parser.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
-    /// Number of processing elements (threads layer: at most 4096).
+    /// Number of processing elements (threads layer: at most 4096; mpi: one per rank, this is ignored).
     #[arg(long, env = "CHORUS_PES", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
     pub pes: u32,
     /// Machine layer to run on.
@@ -205,6 +208,9 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         if self.pes == 0 {
             return Err("--pes must be at least 1".into());
+        }
+        if self.layer == Layer::Mpi && !cfg!(feature = "mpi") {
+            return Err("--layer mpi: this program was built without MPI; rebuild it with `cargo build --release --features mpi` (scripts/install-mpi.sh installs OpenMPI)".into());
         }
         if self.layer == Layer::Threads && self.pes > MAX_THREAD_PES {
             return Err(format!(

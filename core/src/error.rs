@@ -64,6 +64,12 @@ pub enum RuntimeError {
     /// Invalid arguments given to a runtime call.
     #[error("{0}")]
     Invalid(String),
+    /// MPI ranks registered different types (rank 0's registration is "this process").
+    #[error("rank {rank} registered different types than rank 0: {mismatch}")]
+    RegistryAcrossRanks {
+        rank: u32,
+        mismatch: RegistryMismatch,
+    },
     /// An error reported by a PE in another process, as its text.
     #[error("{0}")]
     Remote(String),

@@ -3,7 +3,10 @@
 //! Programs are chares — objects on one PE that react to typed messages — organised
 //! as singletons, groups (one member per PE) and chare arrays, with reductions to
 //! callbacks and quiescence detection. The same program runs on every machine layer.
-#![forbid(unsafe_code)]
+// Unsafe code is allowed only in the MPI machine layer (`machine::mpi`), where rsmpi's
+// nonblocking sends need it; everywhere else it is an error.
+#![cfg_attr(not(feature = "mpi"), forbid(unsafe_code))]
+#![cfg_attr(feature = "mpi", deny(unsafe_code))]
 
 pub mod array;
 pub mod callback;
@@ -32,6 +35,8 @@ pub use config::{Config, ErrorPolicy, KillSpec, Layer, SimArgs, SimPreset, Stats
 pub use ctx::Ctx;
 pub use error::{RegistryMismatch, RuntimeError};
 pub use ids::{ChareId, CollectionId, Pe};
+#[cfg(feature = "mpi")]
+pub use machine::mpi::MpiSession;
 pub use machine::sim::network::NetworkModel;
 pub use machine::sim::stats::SimStats;
 pub use message::Message;
@@ -65,6 +70,10 @@ impl Runtime {
         let layer: Box<dyn MachineLayer> = match self.config.layer {
             Layer::Threads => Box::new(machine::threads::Threads),
             Layer::Sim => Box::new(machine::sim::Sim),
+            #[cfg(feature = "mpi")]
+            Layer::Mpi => Box::new(machine::mpi::Mpi),
+            #[cfg(not(feature = "mpi"))]
+            Layer::Mpi => unreachable!("validate() rejects --layer mpi without the mpi feature"),
         };
         let stats = self.config.stats;
         let result = layer.run(Job {

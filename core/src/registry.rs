@@ -172,9 +172,14 @@ impl Registry {
 
     /// Compare with another process's manifest; the error names the first difference.
     pub fn verify_peer(&self, remote: &[String]) -> Result<(), RegistryMismatch> {
-        let n = self.manifest.len().max(remote.len());
+        Self::compare(&self.manifest, remote)
+    }
+
+    /// Compare two manifests (`local` first); the error names the first difference.
+    pub fn compare(local: &[String], remote: &[String]) -> Result<(), RegistryMismatch> {
+        let n = local.len().max(remote.len());
         for i in 0..n {
-            let (l, r) = (self.manifest.get(i), remote.get(i));
+            let (l, r) = (local.get(i), remote.get(i));
             if l != r {
                 let show = |s: Option<&String>| s.cloned().unwrap_or_else(|| "<none>".into());
                 return Err(RegistryMismatch {

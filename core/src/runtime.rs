@@ -279,8 +279,8 @@ impl PeCore {
         if to == self.me {
             let (prio, exp) = (env.prio, env.expedited);
             self.queue.push(env, prio, exp);
-        } else {
-            self.net.send(to, env);
+        } else if let Err(e) = self.net.send(to, env) {
+            self.fail(e);
         }
     }
 

@@ -158,7 +158,7 @@ fn payload_mut(kind: &mut Kind) -> Option<&mut Payload> {
 }
 
 /// Append the wire form of `env`, bound for PE `dst`, to `out`.
-pub(crate) fn encode(env: &Envelope, dst: Pe, out: &mut Vec<u8>) -> Result<(), WireError> {
+pub fn encode(env: &Envelope, dst: Pe, out: &mut Vec<u8>) -> Result<(), WireError> {
     let tag = kind_tag(&env.kind);
     let kind_name = KIND_NAMES[tag as usize];
     let start = out.len();

@@ -1,5 +1,8 @@
 //! Machine layers: what moves envelopes between PEs and keeps time.
 
+#[cfg(feature = "mpi")]
+#[allow(unsafe_code)]
+pub mod mpi;
 pub mod sim;
 pub mod threads;
 
@@ -16,8 +19,9 @@ use std::time::Duration;
 
 /// A PE's connection to the other PEs of its machine layer.
 pub trait Transport {
-    /// Deliver an envelope to another PE (possibly held until `flush`).
-    fn send(&mut self, to: Pe, env: Envelope);
+    /// Deliver an envelope to another PE (possibly held until `flush`); fails when it
+    /// cannot be put on the wire (a payload that does not encode).
+    fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError>;
     /// Pass on everything `send` has held back; called after every handler.
     fn flush(&mut self) {}
     /// The last envelope held for `to` and not yet flushed, so a run of messages to

@@ -34,12 +34,13 @@ struct ThreadNet {
 }
 
 impl Transport for ThreadNet {
-    fn send(&mut self, to: Pe, env: Envelope) {
+    fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
         let slot = &mut self.held[to as usize];
         if slot.is_empty() {
             self.dirty.push(to);
         }
         slot.push(env);
+        Ok(())
     }
 
     fn held_tail(&mut self, to: Pe) -> Option<&mut Envelope> {

@@ -4,6 +4,7 @@
 use super::network::{Links, NetworkModel};
 use crate::callback::Callback;
 use crate::config::WorkMode;
+use crate::error::RuntimeError;
 use crate::ids::Pe;
 use crate::machine::Transport;
 use crate::runtime::Envelope;
@@ -57,7 +58,7 @@ impl Cursor {
 pub(crate) struct SimPort(pub(crate) Rc<RefCell<Cursor>>);
 
 impl Transport for SimPort {
-    fn send(&mut self, to: Pe, env: Envelope) {
+    fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
         let mut c = self.0.borrow_mut();
         let bytes = env.wire_bytes();
         let m = c.model;
@@ -75,6 +76,7 @@ impl Transport for SimPort {
             bytes,
             env,
         });
+        Ok(())
     }
 
     fn now(&self) -> f64 {

@@ -1,0 +1,532 @@
+//! The mpi layer: one PE per MPI rank, under mpirun.
+//!
+//! One thread owns every MPI object (rsmpi communicators are not `Send`): the rank's
+//! thread runs its PE and drives MPI between handlers. Sends are nonblocking, from
+//! owned buffers that are freed once MPI reports them complete; receives are by
+//! matched probe, so a message is taken whole whatever its size. Envelopes travel in
+//! the versioned wire form of `crate::wire`; bad bytes become a `RuntimeError::Decode`
+//! naming the sending rank, handled by the job's `--on-error` policy.
+//!
+//! Startup: the registry digests of all ranks are compared (a mismatch ends every
+//! rank with an error naming the first differing type), and each rank measures its
+//! clock offset to rank 0 so times agree across ranks. Shutdown: after the job's exit,
+//! each rank keeps receiving (and dropping) while its own sends complete, then meets
+//! the others in a nonblocking barrier, so no rank finalizes while a peer still sends
+//! to it; finally the ranks exchange their reports, so every rank returns the whole
+//! job's `RunReport`.
+//!
+//! Several PEs per rank (Charm++'s SMP mode) would put worker PE threads behind this
+//! rank thread, which already owns all MPI traffic; only one PE per rank is built.
+
+use super::{real_work, Job, MachineLayer, Transport};
+use crate::config::WorkMode;
+use crate::error::RuntimeError;
+use crate::ids::Pe;
+use crate::registry::Registry;
+use crate::report::{PeReport, RunReport};
+use crate::runtime::{Envelope, PeRuntime, PeSetup};
+use crate::wire;
+use mpi::datatype::PartitionMut;
+use mpi::environment::Universe;
+use mpi::request::{Request, StaticScope};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Messages a PE runs between two looks at the network.
+const BATCH: usize = 64;
+/// Idle polls spent spinning, then yielding, before the rank starts to sleep.
+const SPIN_POLLS: u32 = 2_000;
+const YIELD_POLLS: u32 = 200;
+/// Longest sleep of an idle rank: bounds the latency a sleeping rank adds.
+const MAX_SLEEP: Duration = Duration::from_micros(500);
+
+thread_local! {
+    static SESSION: RefCell<Session> = const { RefCell::new(Session::Never) };
+}
+
+enum Session {
+    Never,
+    Active(Universe),
+    Finalized,
+}
+
+/// Keeps MPI initialised across several runs in one process, and finalises it when
+/// dropped. Without one, a run on the mpi layer initialises and finalises MPI itself.
+pub struct MpiSession {
+    /// MPI lives on the thread that initialised it.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl MpiSession {
+    /// Initialise MPI on this thread.
+    pub fn init() -> Result<Self, RuntimeError> {
+        start_mpi()?;
+        Ok(MpiSession {
+            _not_send: PhantomData,
+        })
+    }
+}
+
+impl Drop for MpiSession {
+    fn drop(&mut self) {
+        finish_mpi();
+    }
+}
+
+fn start_mpi() -> Result<(), RuntimeError> {
+    SESSION.with(|s| {
+        let mut s = s.borrow_mut();
+        match &*s {
+            Session::Active(_) => Ok(()),
+            Session::Finalized => Err(RuntimeError::Invalid(
+                "MPI was already finalised in this process; hold a chorus_core::MpiSession to run several jobs".into(),
+            )),
+            Session::Never => {
+                let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+                    .ok_or_else(|| {
+                        RuntimeError::Invalid("MPI could not be initialised (was it already initialised outside chorus?)".into())
+                    })?;
+                *s = Session::Active(universe);
+                Ok(())
+            }
+        }
+    })
+}
+
+fn finish_mpi() {
+    SESSION.with(|s| {
+        // Dropping the universe finalises MPI.
+        *s.borrow_mut() = Session::Finalized;
+    });
+}
+
+fn session_active() -> bool {
+    SESSION.with(|s| matches!(&*s.borrow(), Session::Active(_)))
+}
+
+fn world() -> Option<SimpleCommunicator> {
+    SESSION.with(|s| match &*s.borrow() {
+        Session::Active(u) => Some(u.world()),
+        _ => None,
+    })
+}
+
+/// One PE per MPI rank.
+pub struct Mpi;
+
+impl MachineLayer for Mpi {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
+        let one_shot = !session_active();
+        start_mpi()?;
+        let world =
+            world().ok_or_else(|| RuntimeError::Invalid("MPI is not initialised".into()))?;
+        let outcome = catch_unwind(AssertUnwindSafe(|| run_rank(&world, job)));
+        let result = match outcome {
+            Ok(r) => r,
+            Err(p) => {
+                // A bug in the runtime itself: take the whole job down with the
+                // message rather than leave the other ranks waiting.
+                eprintln!(
+                    "chorus: rank {} panicked: {}; aborting the MPI job",
+                    world.rank(),
+                    crate::runtime::panic_message(p)
+                );
+                world.abort(70);
+            }
+        };
+        if one_shot {
+            finish_mpi();
+        }
+        result
+    }
+}
+
+/// An nonblocking send in flight and the buffer it reads.
+struct PendingSend {
+    /// Always `Some` until completion; taken to call `test`.
+    req: Option<Request<'static, [u8], StaticScope>>,
+    buf: Vec<u8>,
+}
+
+/// A rank's side of the network: its communicator and its sends in flight.
+struct Link {
+    comm: SimpleCommunicator,
+    pending: Vec<PendingSend>,
+    /// Completed send buffers kept for reuse.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Link {
+    fn send(&mut self, to: Pe, env: &Envelope) -> Result<(), RuntimeError> {
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        wire::encode(env, to, &mut buf)
+            .map_err(|e| RuntimeError::Invalid(format!("PE {}: {e}", env.src)))?;
+        // SAFETY: the slice covers `buf`'s heap allocation, which stays where it is
+        // when the Vec moves into `PendingSend`, and is neither written nor freed until
+        // MPI reports the send complete: a `PendingSend` leaves `pending` only in
+        // `progress` (after `test` succeeded) or `finish_sends` (after `wait`), and
+        // the rank never returns with sends pending.
+        let slice: &'static [u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
+        let req = self
+            .comm
+            .process_at_rank(to as i32)
+            .immediate_send(StaticScope, slice);
+        self.pending.push(PendingSend {
+            req: Some(req),
+            buf,
+        });
+        Ok(())
+    }
+
+    /// Complete every send MPI has finished with; true if any did.
+    fn progress(&mut self) -> bool {
+        let mut any = false;
+        let mut i = 0;
+        while i < self.pending.len() {
+            let Some(req) = self.pending[i].req.take() else {
+                i += 1;
+                continue;
+            };
+            match req.test() {
+                Ok(_) => {
+                    let done = self.pending.swap_remove(i);
+                    if self.spare.len() < 64 {
+                        self.spare.push(done.buf);
+                    }
+                    any = true;
+                }
+                Err(req) => {
+                    self.pending[i].req = Some(req);
+                    i += 1;
+                }
+            }
+        }
+        any
+    }
+
+    /// Take one message that has arrived, with its source rank.
+    fn receive(&mut self) -> Option<(Vec<u8>, i32)> {
+        let (msg, status) = self.comm.any_process().immediate_matched_probe()?;
+        let source = status.source_rank();
+        let (bytes, _) = (msg, status).matched_receive_vec::<u8>();
+        Some((bytes, source))
+    }
+}
+
+/// The PE's transport: sends go straight to MPI.
+struct MpiNet {
+    link: Rc<RefCell<Link>>,
+    /// MPI time of this rank's job start, aligned to rank 0's.
+    epoch: f64,
+}
+
+impl Transport for MpiNet {
+    fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
+        self.link.borrow_mut().send(to, &env)
+    }
+
+    fn flush(&mut self) {
+        self.link.borrow_mut().progress();
+    }
+
+    fn now(&self) -> f64 {
+        mpi::time() - self.epoch
+    }
+
+    fn work(&mut self, d: Duration, mode: WorkMode) {
+        real_work(d, mode);
+    }
+}
+
+/// How an idle rank waits: spin, then yield, then sleep with growing naps.
+struct Backoff(u32);
+
+impl Backoff {
+    fn reset(&mut self) {
+        self.0 = 0;
+    }
+
+    fn wait(&mut self) {
+        self.0 = self.0.saturating_add(1);
+        if self.0 <= SPIN_POLLS {
+            std::hint::spin_loop();
+        } else if self.0 <= SPIN_POLLS + YIELD_POLLS {
+            std::thread::yield_now();
+        } else {
+            let naps = self.0 - SPIN_POLLS - YIELD_POLLS;
+            let sleep = Duration::from_micros(u64::from(naps.min(500))).min(MAX_SLEEP);
+            std::thread::sleep(sleep);
+        }
+    }
+}
+
+fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeError> {
+    let start = Instant::now();
+    // A communicator of our own, so user MPI traffic on the world never matches ours.
+    let comm = world.duplicate();
+    let rank = comm.rank() as Pe;
+    let npes = comm.size() as usize;
+    check_registry(&comm, &job.registry)?;
+    let epoch = clock_epoch(&comm);
+    let link = Rc::new(RefCell::new(Link {
+        comm,
+        pending: Vec::new(),
+        spare: Vec::new(),
+    }));
+    let cfg = &job.config;
+    let setup = PeSetup {
+        me: rank,
+        npes,
+        arity: cfg.tree_arity as usize,
+        seed: cfg.seed,
+        policy: cfg.on_error,
+        work_mode: cfg.work,
+    };
+    let net = MpiNet {
+        link: link.clone(),
+        epoch,
+    };
+    let mut rt = PeRuntime::new(setup, job.registry.clone(), Box::new(net));
+    if rank == 0 {
+        rt.run_main(job.main);
+    }
+    pe_loop(&mut rt, &link);
+    shut_down(&link);
+    let report = rt.into_report();
+    let per_pe = exchange_reports(&link.borrow().comm, report);
+    let report = RunReport {
+        layer: "mpi",
+        pes: npes,
+        wall_s: start.elapsed().as_secs_f64(),
+        per_pe,
+        sim: None,
+    };
+    crate::finish_run(report)
+}
+
+/// Run the PE until the job exits, taking messages from the network between handlers.
+fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
+    let me = rt.core.me;
+    let mut backoff = Backoff(0);
+    while !rt.exiting() {
+        let mut busy = false;
+        loop {
+            let got = link.borrow_mut().receive();
+            let Some((bytes, source)) = got else { break };
+            busy = true;
+            match wire::decode(&bytes, me) {
+                Ok(env) => rt.accept(env),
+                Err(e) => rt.core.fail(e.at(me, &format!("rank {source}"))),
+            }
+        }
+        busy |= link.borrow_mut().progress();
+        let mut ran = 0;
+        while ran < BATCH && !rt.exiting() && rt.step() {
+            ran += 1;
+        }
+        if rt.exiting() {
+            break;
+        }
+        if ran == 0 {
+            rt.on_idle();
+        }
+        if busy || ran > 0 {
+            backoff.reset();
+        } else {
+            backoff.wait();
+        }
+    }
+}
+
+/// After the exit: finish our sends while dropping whatever still arrives, then wait
+/// for every rank to get here.
+fn shut_down(link: &Rc<RefCell<Link>>) {
+    let mut backoff = Backoff(0);
+    let drain = |link: &mut Link, backoff: &mut Backoff| {
+        let mut any = link.progress();
+        while link.receive().is_some() {
+            any = true;
+        }
+        if any {
+            backoff.reset();
+        } else {
+            backoff.wait();
+        }
+    };
+    loop {
+        let mut l = link.borrow_mut();
+        if l.pending.is_empty() {
+            break;
+        }
+        drain(&mut l, &mut backoff);
+    }
+    let mut barrier = Some(link.borrow().comm.immediate_barrier());
+    while let Some(req) = barrier.take() {
+        match req.test() {
+            Ok(_) => {}
+            Err(req) => {
+                barrier = Some(req);
+                drain(&mut link.borrow_mut(), &mut backoff);
+            }
+        }
+    }
+    // Messages sent before a peer reached the barrier may still be queued here.
+    while link.borrow_mut().receive().is_some() {}
+}
+
+/// Every rank's registry digest, compared; on a mismatch, every rank returns the
+/// same error naming the first differing registration.
+fn check_registry(comm: &SimpleCommunicator, reg: &Registry) -> Result<(), RuntimeError> {
+    let digest = reg.digest();
+    let mut all = vec![0u64; comm.size() as usize];
+    comm.all_gather_into(&digest, &mut all[..]);
+    let Some(odd) = all.iter().position(|&d| d != all[0]) else {
+        return Ok(());
+    };
+    let manifest_of = |root: usize| -> Vec<String> {
+        let mut bytes = if comm.rank() as usize == root {
+            bincode::serialize(reg.manifest()).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut len = bytes.len() as u64;
+        comm.process_at_rank(root as i32).broadcast_into(&mut len);
+        bytes.resize(len as usize, 0);
+        comm.process_at_rank(root as i32)
+            .broadcast_into(&mut bytes[..]);
+        bincode::deserialize(&bytes).unwrap_or_default()
+    };
+    let first = manifest_of(0);
+    let other = manifest_of(odd);
+    let mismatch =
+        Registry::compare(&first, &other)
+            .err()
+            .unwrap_or_else(|| crate::error::RegistryMismatch {
+                index: 0,
+                local: "(same types, different digest)".into(),
+                remote: "(same types, different digest)".into(),
+            });
+    Err(RuntimeError::RegistryAcrossRanks {
+        rank: odd as u32,
+        mismatch,
+    })
+}
+
+/// This rank's job-start time on its own MPI clock, aligned to rank 0's: rank 0
+/// exchanges a few timestamps with each rank and keeps the round trip with the
+/// least delay, as NTP does.
+fn clock_epoch(comm: &SimpleCommunicator) -> f64 {
+    const ROUNDS: usize = 5;
+    let rank = comm.rank();
+    let mut offset = 0.0f64;
+    for peer in 1..comm.size() {
+        if rank == 0 {
+            let mut best = (f64::INFINITY, 0.0);
+            for _ in 0..ROUNDS {
+                let t0 = mpi::time();
+                comm.process_at_rank(peer).send(&t0);
+                let (t_peer, _) = comm.process_at_rank(peer).receive::<f64>();
+                let t1 = mpi::time();
+                if t1 - t0 < best.0 {
+                    best = (t1 - t0, t_peer - (t0 + t1) / 2.0);
+                }
+            }
+            comm.process_at_rank(peer).send(&best.1);
+        } else if rank == peer {
+            for _ in 0..ROUNDS {
+                let (_, _) = comm.process_at_rank(0).receive::<f64>();
+                comm.process_at_rank(0).send(&mpi::time());
+            }
+            offset = comm.process_at_rank(0).receive::<f64>().0;
+        }
+    }
+    let mut start0 = if rank == 0 { mpi::time() } else { 0.0 };
+    comm.process_at_rank(0).broadcast_into(&mut start0);
+    start0 + offset
+}
+
+/// A PE's report as it crosses ranks: errors as text.
+#[derive(Serialize, Deserialize)]
+struct WireReport {
+    pe: Pe,
+    sent: u64,
+    processed: u64,
+    unprocessed: u64,
+    errors: Vec<String>,
+    outputs: Vec<(String, Vec<u8>)>,
+    qd_waves: u64,
+    aborted: bool,
+}
+
+/// Every rank's PE report, on every rank.
+fn exchange_reports(comm: &SimpleCommunicator, mine: PeReport) -> Vec<PeReport> {
+    let wire = WireReport {
+        pe: mine.pe,
+        sent: mine.sent,
+        processed: mine.processed,
+        unprocessed: mine.unprocessed,
+        errors: mine.errors.iter().map(|e| e.to_string()).collect(),
+        outputs: mine.outputs.clone(),
+        qd_waves: mine.qd_waves,
+        aborted: mine.aborted,
+    };
+    let bytes = bincode::serialize(&wire).unwrap_or_default();
+    let n = comm.size() as usize;
+    let mut counts = vec![0i32; n];
+    comm.all_gather_into(&(bytes.len() as i32), &mut counts[..]);
+    let displs: Vec<i32> = counts
+        .iter()
+        .scan(0i32, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let mut all = vec![0u8; total];
+    {
+        let mut part = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+        comm.all_gather_varcount_into(&bytes[..], &mut part);
+    }
+    let me = comm.rank() as usize;
+    (0..n)
+        .map(|r| {
+            if r == me {
+                return mine.clone();
+            }
+            let (d, c) = (displs[r] as usize, counts[r] as usize);
+            match bincode::deserialize::<WireReport>(&all[d..d + c]) {
+                Ok(w) => PeReport {
+                    pe: w.pe,
+                    sent: w.sent,
+                    processed: w.processed,
+                    unprocessed: w.unprocessed,
+                    errors: w.errors.into_iter().map(RuntimeError::Remote).collect(),
+                    outputs: w.outputs,
+                    qd_waves: w.qd_waves,
+                    aborted: w.aborted,
+                },
+                Err(e) => {
+                    let mut r = PeReport::new(r as Pe);
+                    r.errors.push(RuntimeError::Decode {
+                        pe: me as Pe,
+                        what: format!("rank {r}'s report", r = r.pe),
+                        reason: e.to_string(),
+                    });
+                    r
+                }
+            }
+        })
+        .collect()
+}
