@@ -96,13 +96,28 @@ impl<T: Message> AnyRun for Vec<T> {
 pub enum Payload {
     /// The value itself; never serialized.
     Local(Box<dyn AnyMsg>),
-    /// The bincode encoding of one value, as it came from another process (shared, so
-    /// a broadcast does not copy it per receiver).
-    Bytes(Arc<Vec<u8>>),
+    /// The bincode encoding of one value, as it came from another process.
+    Bytes(WireBytes),
     /// Several values of one type, delivered in order.
     Run(Box<dyn AnyRun>),
     /// The bincode encoding of a run (a `Vec` of values), from another process.
-    RunBytes(Arc<Vec<u8>>),
+    RunBytes(WireBytes),
+}
+
+/// Encoded message bytes inside a received buffer: shared, so a broadcast does not
+/// copy them per receiver, and kept in the buffer they arrived in, so receiving does
+/// not copy them out of it.
+#[derive(Clone, Default)]
+pub struct WireBytes {
+    buf: Arc<Vec<u8>>,
+    start: usize,
+}
+
+impl std::ops::Deref for WireBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.buf.get(self.start..).unwrap_or_default()
+    }
 }
 
 /// Bytes of the bincode length prefix of an encoded run.
@@ -152,12 +167,16 @@ impl Payload {
         }
     }
 
-    /// A payload received as bytes: one message, or a run.
-    pub(crate) fn from_wire(bytes: Vec<u8>, run: bool) -> Self {
+    /// A payload received as the bytes of `buf` from `start` on: one message, or a run.
+    pub(crate) fn from_wire(buf: Vec<u8>, start: usize, run: bool) -> Self {
+        let bytes = WireBytes {
+            buf: Arc::new(buf),
+            start,
+        };
         if run {
-            Payload::RunBytes(Arc::new(bytes))
+            Payload::RunBytes(bytes)
         } else {
-            Payload::Bytes(Arc::new(bytes))
+            Payload::Bytes(bytes)
         }
     }
 
@@ -196,7 +215,8 @@ impl Payload {
                 None => Err(value),
             },
             Payload::Local(b) if b.as_any().is::<T>() => {
-                let Payload::Local(first) = std::mem::replace(self, Payload::Bytes(Arc::default()))
+                let Payload::Local(first) =
+                    std::mem::replace(self, Payload::Bytes(WireBytes::default()))
                 else {
                     unreachable!("matched Local above")
                 };

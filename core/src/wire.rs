@@ -215,8 +215,9 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-/// Decode one envelope received by PE `me`.
-pub(crate) fn decode(bytes: &[u8], me: Pe) -> Result<Envelope, WireError> {
+/// Decode one envelope received by PE `me`; the payload stays in `buf`.
+pub(crate) fn decode(buf: Vec<u8>, me: Pe) -> Result<Envelope, WireError> {
+    let bytes = &buf[..];
     if bytes.len() < HEADER_BYTES {
         return Err(WireError::Truncated { len: bytes.len() });
     }
@@ -265,9 +266,10 @@ pub(crate) fn decode(bytes: &[u8], me: Pe) -> Result<Envelope, WireError> {
         });
     }
     let has_payload = flags & HAS_PAYLOAD != 0;
+    let run = flags & RUN != 0;
     match (payload_mut(&mut kind), has_payload) {
         (Some(slot), true) => {
-            *slot = Payload::from_wire(bytes[body_end..].to_vec(), flags & RUN != 0);
+            *slot = Payload::from_wire(buf, body_end, run);
         }
         (None, false) if payload_len == 0 => {}
         _ => {
@@ -288,7 +290,7 @@ pub(crate) fn decode(bytes: &[u8], me: Pe) -> Result<Envelope, WireError> {
 
 /// Decode `bytes` as an envelope for PE `me` and drop it: what a fuzzer drives.
 pub fn check(bytes: &[u8], me: Pe) -> Result<(), WireError> {
-    decode(bytes, me).map(drop)
+    decode(bytes.to_vec(), me).map(drop)
 }
 
 /// Serde for payload fields inside a kind's body: nothing is written, and decoding
@@ -361,7 +363,7 @@ mod tests {
     fn a_user_message_round_trips() {
         let mut out = Vec::new();
         encode(&user(vec![1, 2, 3]), 1, &mut out).expect("encodes");
-        let env = decode(&out, 1).expect("decodes");
+        let env = decode(out, 1).expect("decodes");
         assert_eq!(
             (env.src, env.prio, env.expedited, env.counted),
             (3, -7, false, true)
@@ -383,7 +385,7 @@ mod tests {
         }
         let mut out = Vec::new();
         encode(&env, 1, &mut out).expect("encodes");
-        let back = decode(&out, 1).expect("decodes");
+        let back = decode(out.clone(), 1).expect("decodes");
         let Kind::User { payload, .. } = back.kind else {
             panic!("not a user message")
         };
@@ -401,7 +403,7 @@ mod tests {
         };
         out.clear();
         encode(&qd, 2, &mut out).expect("encodes");
-        let back = decode(&out, 2).expect("decodes");
+        let back = decode(out, 2).expect("decodes");
         assert!(matches!(
             back.kind,
             Kind::QdRequest {
@@ -466,10 +468,10 @@ mod tests {
             ),
         ];
         for (bytes, says) in cases {
-            let err = decode(&bytes, 1).expect_err("bad input");
+            let err = decode(bytes, 1).expect_err("bad input");
             assert!(err.to_string().contains(says), "{says}: {err}");
         }
-        let err = decode(&good, 2).expect_err("wrong PE");
+        let err = decode(good, 2).expect_err("wrong PE");
         assert!(err.to_string().contains("reached PE 2"), "{err}");
         let runtime = err.at(2, "rank 1");
         assert!(runtime.to_string().contains("rank 1"), "{runtime}");

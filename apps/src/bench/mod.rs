@@ -3,6 +3,8 @@
 #[cfg(feature = "baselines")]
 pub mod baselines;
 pub mod messaging;
+#[cfg(feature = "mpi")]
+pub mod mpi_pingpong;
 pub mod sim_scale;
 
 /// Median of a sample (sorts it).

@@ -36,6 +36,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Chare latency and bandwidth on the mpi layer against raw MPI, between ranks 0
+    /// and 1 (run under mpirun -n 2; needs a build with --features mpi).
+    MpiPingpong {
+        #[command(flatten)]
+        config: Config,
+        /// Message sizes in bytes.
+        #[arg(long, value_delimiter = ',', default_value = "8,1024,65536,1048576")]
+        sizes: Vec<usize>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// A broadcast and a sum reduction over a group on --pes simulated PEs (always the
     /// sim layer; every --sim-* flag applies).
     SimScale {
@@ -45,6 +57,52 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[cfg(feature = "mpi")]
+fn mpi_pingpong_cmd(config: Config, sizes: &[usize], as_json: bool) -> Result<(), String> {
+    use chorus_apps::bench::mpi_pingpong;
+    let session = chorus_core::MpiSession::init().map_err(|e| e.to_string())?;
+    let Some(rows) = mpi_pingpong::run(&session, &config, sizes).map_err(|e| e.to_string())? else {
+        return Ok(());
+    };
+    let col = |f: fn(&mpi_pingpong::SizeResult) -> f64| rows.iter().map(f).collect::<Vec<_>>();
+    let out = json!({
+        "sizes": rows.iter().map(|r| r.bytes).collect::<Vec<_>>(),
+        "chorus_latency_us": col(|r| r.chorus_latency_us),
+        "raw_latency_us": col(|r| r.raw_latency_us),
+        "chorus_bandwidth_mb_s": col(|r| r.chorus_bandwidth_mb_s),
+        "raw_bandwidth_mb_s": col(|r| r.raw_bandwidth_mb_s),
+        "latency_ratio": col(|r| r.chorus_latency_us / r.raw_latency_us),
+        "bandwidth_ratio": col(|r| r.chorus_bandwidth_mb_s / r.raw_bandwidth_mb_s),
+    });
+    if as_json {
+        println!("{out}");
+    } else {
+        println!(
+            "{:>9} {:>12} {:>12} {:>7} {:>14} {:>14} {:>7}",
+            "bytes", "chorus us", "raw us", "ratio", "chorus MB/s", "raw MB/s", "ratio"
+        );
+        for r in &rows {
+            println!(
+                "{:>9} {:>12.2} {:>12.2} {:>7.2} {:>14.1} {:>14.1} {:>7.2}",
+                r.bytes,
+                r.chorus_latency_us,
+                r.raw_latency_us,
+                r.chorus_latency_us / r.raw_latency_us,
+                r.chorus_bandwidth_mb_s,
+                r.raw_bandwidth_mb_s,
+                r.chorus_bandwidth_mb_s / r.raw_bandwidth_mb_s
+            );
+        }
+        println!("targets: latency ratio at 8 B <= 2, bandwidth ratio at 1 MiB >= 0.8");
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_pingpong_cmd(_: Config, _: &[usize], _: bool) -> Result<(), String> {
+    Err("mpi-pingpong needs MPI: rebuild with `cargo build --release --features mpi` and run it under `mpirun -n 2`".into())
 }
 
 /// Peak resident set size of this process in MiB, from /proc (Linux only).
@@ -185,6 +243,11 @@ fn main() -> ExitCode {
             json,
         } => messaging(messages, rounds, reps, json),
         Command::SimScale { config, json } => sim_scale_cmd(config, json),
+        Command::MpiPingpong {
+            config,
+            sizes,
+            json,
+        } => mpi_pingpong_cmd(config, &sizes, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

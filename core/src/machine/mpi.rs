@@ -73,6 +73,14 @@ impl MpiSession {
     }
 }
 
+impl MpiSession {
+    /// MPI's world communicator, for programs that also use MPI directly (chorus
+    /// itself talks on a duplicate of it, so the two never mix).
+    pub fn world(&self) -> SimpleCommunicator {
+        world().expect("an MpiSession keeps MPI initialised")
+    }
+}
+
 impl Drop for MpiSession {
     fn drop(&mut self) {
         finish_mpi();
@@ -325,7 +333,7 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
             let got = link.borrow_mut().receive();
             let Some((bytes, source)) = got else { break };
             busy = true;
-            match wire::decode(&bytes, me) {
+            match wire::decode(bytes, me) {
                 Ok(env) => rt.accept(env),
                 Err(e) => rt.core.fail(e.at(me, &format!("rank {source}"))),
             }

@@ -1,0 +1,277 @@
+//! Chare messaging on the mpi layer against raw rsmpi send/receive, in one run:
+//! one-way latency (half the median round trip) and streaming bandwidth between
+//! ranks 0 and 1, for several message sizes.
+
+use super::median;
+use chorus_core::{
+    Chare, ChareProxy, Config, Ctx, Layer, MpiSession, Registry, Runtime, RuntimeError,
+};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use serde::{Deserialize, Serialize};
+use serde_bytes::ByteBuf;
+
+/// What the pair of chares is asked to do.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+enum Mode {
+    /// `rounds` round trips of a message of `bytes`.
+    PingPong { rounds: u32, bytes: usize },
+    /// `count` messages of `bytes` streamed one way, then one acknowledgement.
+    Stream { count: u32, bytes: usize },
+}
+
+/// Rank 0's side: times round trips or a stream.
+struct Pitcher {
+    mode: Mode,
+    catcher: Option<ChareProxy<Catcher>>,
+    sent_at: f64,
+    rtts: Vec<f64>,
+}
+
+/// Rank 1's side: returns balls, or counts a stream and acknowledges it.
+struct Catcher {
+    pitcher: ChareProxy<Pitcher>,
+    mode: Mode,
+    got: u32,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum PitchMsg {
+    /// The catcher exists; start.
+    Ready(ChareProxy<Catcher>),
+    Ball(ByteBuf),
+    Ack,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum CatchMsg {
+    Ball(ByteBuf),
+}
+
+impl Chare for Pitcher {
+    type Init = Mode;
+    type Msg = PitchMsg;
+    fn create(mode: Mode, _: &mut Ctx) -> Self {
+        Pitcher {
+            mode,
+            catcher: None,
+            sent_at: 0.0,
+            rtts: Vec::new(),
+        }
+    }
+    fn handle(&mut self, msg: PitchMsg, ctx: &mut Ctx) {
+        match (msg, self.mode) {
+            (PitchMsg::Ready(catcher), Mode::PingPong { bytes, .. }) => {
+                self.catcher = Some(catcher);
+                self.sent_at = ctx.now();
+                catcher.send(ctx, CatchMsg::Ball(ByteBuf::from(vec![1u8; bytes])));
+            }
+            (PitchMsg::Ready(catcher), Mode::Stream { count, bytes }) => {
+                self.sent_at = ctx.now();
+                let ball = ByteBuf::from(vec![1u8; bytes]);
+                for _ in 0..count {
+                    catcher.send(ctx, CatchMsg::Ball(ball.clone()));
+                }
+            }
+            (PitchMsg::Ball(ball), Mode::PingPong { rounds, .. }) => {
+                self.rtts.push(ctx.now() - self.sent_at);
+                if self.rtts.len() as u32 >= rounds {
+                    ctx.publish("rtt_s", &self.rtts);
+                    ctx.exit();
+                } else if let Some(c) = self.catcher {
+                    self.sent_at = ctx.now();
+                    c.send(ctx, CatchMsg::Ball(ball));
+                }
+            }
+            (PitchMsg::Ack, Mode::Stream { .. }) => {
+                ctx.publish("stream_s", &(ctx.now() - self.sent_at));
+                ctx.exit();
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Chare for Catcher {
+    type Init = (ChareProxy<Pitcher>, Mode);
+    type Msg = CatchMsg;
+    fn create((pitcher, mode): Self::Init, ctx: &mut Ctx) -> Self {
+        if let Some(me) = ctx.this_chare::<Catcher>() {
+            pitcher.send(ctx, PitchMsg::Ready(me));
+        }
+        Catcher {
+            pitcher,
+            mode,
+            got: 0,
+        }
+    }
+    fn handle(&mut self, CatchMsg::Ball(ball): CatchMsg, ctx: &mut Ctx) {
+        match self.mode {
+            Mode::PingPong { .. } => self.pitcher.send(ctx, PitchMsg::Ball(ball)),
+            Mode::Stream { count, .. } => {
+                self.got += 1;
+                if self.got == count {
+                    self.pitcher.send(ctx, PitchMsg::Ack);
+                }
+            }
+        }
+    }
+}
+
+fn chorus_run(config: &Config, mode: Mode) -> Result<chorus_core::RunReport, RuntimeError> {
+    let mut reg = Registry::new();
+    reg.chare::<Pitcher>("Pitcher").chare::<Catcher>("Catcher");
+    let config = Config {
+        layer: Layer::Mpi,
+        ..config.clone()
+    };
+    Runtime::new(reg, config).run(move |ctx| {
+        let pitcher = ctx.create_chare::<Pitcher>(mode, 0);
+        ctx.create_chare::<Catcher>((pitcher, mode), 1);
+    })
+}
+
+/// Half the median chare round trip, in microseconds (after `rounds / 10` warm-up
+/// round trips, which are dropped).
+fn chorus_latency_us(config: &Config, bytes: usize, rounds: u32) -> Result<f64, RuntimeError> {
+    let warm = rounds / 10;
+    let report = chorus_run(
+        config,
+        Mode::PingPong {
+            rounds: rounds + warm,
+            bytes,
+        },
+    )?;
+    let rtts: Vec<f64> = report
+        .output("rtt_s")
+        .ok_or_else(|| RuntimeError::Invalid("the ping-pong published no times".into()))?;
+    let mut kept = rtts[warm as usize..].to_vec();
+    Ok(median(&mut kept) / 2.0 * 1e6)
+}
+
+/// Bytes per second of a stream of `count` chare messages of `bytes`, in MB/s.
+fn chorus_bandwidth_mb_s(config: &Config, bytes: usize, count: u32) -> Result<f64, RuntimeError> {
+    let report = chorus_run(config, Mode::Stream { count, bytes })?;
+    let secs: f64 = report
+        .output("stream_s")
+        .ok_or_else(|| RuntimeError::Invalid("the stream published no time".into()))?;
+    Ok(bytes as f64 * f64::from(count) / secs / 1e6)
+}
+
+/// Half the median raw MPI round trip between ranks 0 and 1, in microseconds.
+fn raw_latency_us(world: &SimpleCommunicator, bytes: usize, rounds: u32) -> Option<f64> {
+    let buf = vec![1u8; bytes];
+    let warm = rounds / 10;
+    let mut rtts = Vec::with_capacity(rounds as usize);
+    world.barrier();
+    for i in 0..rounds + warm {
+        match world.rank() {
+            0 => {
+                let t0 = mpi::time();
+                world.process_at_rank(1).send(&buf[..]);
+                let (back, _) = world.process_at_rank(1).receive_vec::<u8>();
+                if i >= warm {
+                    rtts.push(mpi::time() - t0);
+                }
+                debug_assert_eq!(back.len(), bytes);
+            }
+            1 => {
+                let (got, _) = world.process_at_rank(0).receive_vec::<u8>();
+                world.process_at_rank(0).send(&got[..]);
+            }
+            _ => {}
+        }
+    }
+    world.barrier();
+    (world.rank() == 0).then(|| median(&mut rtts) / 2.0 * 1e6)
+}
+
+/// Raw MPI streaming bandwidth from rank 0 to rank 1 (nonblocking sends, all
+/// received, one acknowledgement), in MB/s.
+fn raw_bandwidth_mb_s(world: &SimpleCommunicator, bytes: usize, count: u32) -> Option<f64> {
+    let buf = vec![1u8; bytes];
+    world.barrier();
+    let out = match world.rank() {
+        0 => {
+            let t0 = mpi::time();
+            mpi::request::multiple_scope(count as usize, |scope, coll| {
+                for _ in 0..count {
+                    coll.add(world.process_at_rank(1).immediate_send(scope, &buf[..]));
+                }
+                let mut statuses = Vec::new();
+                coll.wait_all(&mut statuses);
+            });
+            let (_, _) = world.process_at_rank(1).receive::<u8>();
+            Some(bytes as f64 * f64::from(count) / (mpi::time() - t0) / 1e6)
+        }
+        1 => {
+            for _ in 0..count {
+                let (_, _) = world.process_at_rank(0).receive_vec::<u8>();
+            }
+            world.process_at_rank(0).send(&1u8);
+            None
+        }
+        _ => None,
+    };
+    world.barrier();
+    out
+}
+
+/// Figures for one message size.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeResult {
+    /// Message size in bytes.
+    pub bytes: usize,
+    /// Chare one-way latency, microseconds.
+    pub chorus_latency_us: f64,
+    /// Raw MPI one-way latency, microseconds.
+    pub raw_latency_us: f64,
+    /// Chare streaming bandwidth, MB/s.
+    pub chorus_bandwidth_mb_s: f64,
+    /// Raw MPI streaming bandwidth, MB/s.
+    pub raw_bandwidth_mb_s: f64,
+}
+
+/// Round trips for a latency measurement of `bytes`.
+fn rounds_for(bytes: usize) -> u32 {
+    (((32 << 20) / bytes.max(1)) as u32).clamp(50, 2000)
+}
+
+/// Messages in a bandwidth measurement of `bytes`.
+fn count_for(bytes: usize) -> u32 {
+    (((128 << 20) / bytes.max(1)) as u32).clamp(64, 20_000)
+}
+
+/// Measure every size on chorus and on raw MPI, alternating them; rank 0 gets the
+/// figures, the other ranks `None`. Needs at least two ranks.
+pub fn run(
+    session: &MpiSession,
+    config: &Config,
+    sizes: &[usize],
+) -> Result<Option<Vec<SizeResult>>, RuntimeError> {
+    let world = session.world();
+    if world.size() < 2 {
+        return Err(RuntimeError::Invalid(
+            "mpi-pingpong needs at least 2 ranks: mpirun -n 2 chorus-bench mpi-pingpong".into(),
+        ));
+    }
+    let mut out = Vec::new();
+    for &bytes in sizes {
+        let rounds = rounds_for(bytes);
+        let count = count_for(bytes);
+        let raw_lat = raw_latency_us(&world, bytes, rounds);
+        let chorus_lat = chorus_latency_us(config, bytes, rounds)?;
+        let raw_bw = raw_bandwidth_mb_s(&world, bytes, count);
+        let chorus_bw = chorus_bandwidth_mb_s(config, bytes, count)?;
+        if let (Some(raw_latency_us), Some(raw_bandwidth_mb_s)) = (raw_lat, raw_bw) {
+            out.push(SizeResult {
+                bytes,
+                chorus_latency_us: chorus_lat,
+                raw_latency_us,
+                chorus_bandwidth_mb_s: chorus_bw,
+                raw_bandwidth_mb_s,
+            });
+        }
+    }
+    Ok((world.rank() == 0).then_some(out))
+}
