@@ -12,7 +12,9 @@ case "${1:-}" in
   *) echo "usage: $0 [--openmpi|--mpich]" >&2; exit 2 ;;
 esac
 
-if command -v mpicc >/dev/null 2>&1 && { [ -e /usr/lib/llvm-14/lib/libclang.so ] || ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; }; then
+# bindgen needs libclang itself (libclang.so / libclang-N.so), not libclang-cpp.
+if command -v mpicc >/dev/null 2>&1 \
+  && ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1; then
   echo "install-mpi: $(mpicc --showme:version 2>/dev/null || mpicc -v 2>&1 | head -1) and libclang already present"
   exit 0
 fi
