@@ -327,6 +327,8 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
 fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
     let me = rt.core.me;
     let mut backoff = Backoff(0);
+    // Quiescence detection hears of idleness once per idle spell, not on every poll.
+    let mut idle_told = false;
     while !rt.exiting() {
         let mut busy = false;
         loop {
@@ -338,7 +340,12 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
                 Err(e) => rt.core.fail(e.at(me, &format!("rank {source}"))),
             }
         }
-        busy |= link.borrow_mut().progress();
+        {
+            let mut l = link.borrow_mut();
+            if !l.pending.is_empty() {
+                busy |= l.progress();
+            }
+        }
         let mut ran = 0;
         while ran < BATCH && !rt.exiting() && rt.step() {
             ran += 1;
@@ -346,11 +353,12 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
         if rt.exiting() {
             break;
         }
-        if ran == 0 {
-            rt.on_idle();
-        }
         if busy || ran > 0 {
+            idle_told = false;
             backoff.reset();
+        } else if !idle_told {
+            rt.on_idle();
+            idle_told = true;
         } else {
             backoff.wait();
         }
