@@ -1,0 +1,277 @@
+//! Receives full per-PE buffers and streams them to one spool file on disk.
+//!
+//! Spool file format (`<output>.spool-<process id>-<n>`, deleted when the collector
+//! is dropped): the 8 magic bytes `CHTRSPL1`, then chunks. A chunk is one flushed
+//! buffer of one PE: a 16-byte header (`pe`, `pid`, `count`, `0`, each a little-endian
+//! u32) followed by `count` 32-byte [`Record`]s. A PE's chunks appear in the order it
+//! flushed them, interleaved with other PEs' chunks. The collector also keeps the
+//! chunk offsets in memory (16 bytes per flush) so the writer can read one PE at a time.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::chrome::{self, WriteStats};
+use crate::config::TraceConfig;
+use crate::error::TraceError;
+use crate::names::Names;
+use crate::record::{Record, RECORD_BYTES};
+
+/// Magic bytes at the start of a spool file.
+pub const SPOOL_MAGIC: &[u8; 8] = b"CHTRSPL1";
+
+/// Size of a chunk header in the spool file.
+pub const CHUNK_HEADER_BYTES: usize = 16;
+
+/// Distinguishes the spool files of several collectors in one process (tests, tools).
+static SPOOL_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Where one flushed buffer lies in the spool file.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Chunk {
+    pub pe: u32,
+    pub pid: u32,
+    /// Offset of the chunk's first record (just past its header).
+    pub offset: u64,
+    pub count: u32,
+}
+
+/// What the writer needs from the collector, taken under the locks once.
+pub(crate) struct SpoolView {
+    pub path: PathBuf,
+    pub chunks: Vec<Chunk>,
+    /// Every registered PE and its pid, including PEs that recorded nothing.
+    pub tracks: BTreeMap<u32, u32>,
+    pub arg_keys: Vec<&'static str>,
+    pub process_label: String,
+    pub flow_every: u64,
+}
+
+struct Spool {
+    out: BufWriter<File>,
+    /// Bytes written so far (the next chunk header's offset).
+    len: u64,
+    chunks: Vec<Chunk>,
+    records: u64,
+    largest_chunk: usize,
+    /// First write failure; recording calls cannot return errors, so it waits here.
+    error: Option<String>,
+}
+
+/// Gathers every PE's flushed buffers into one spool file and writes the Chrome trace.
+///
+/// Shared by all recorders as an `Arc<Collector>`. Memory use is bounded: buffers are
+/// written to disk as they arrive; only the chunk index stays in memory.
+pub struct Collector {
+    config: TraceConfig,
+    spool_path: PathBuf,
+    spool: Mutex<Spool>,
+    tracks: Mutex<BTreeMap<u32, u32>>,
+    arg_keys: Mutex<Vec<&'static str>>,
+}
+
+impl std::fmt::Debug for Collector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collector")
+            .field("config", &self.config)
+            .field("spool_path", &self.spool_path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Every critical section leaves its data consistent before anything can panic,
+    // so a poisoned lock is safe to keep using.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Collector {
+    /// Creates the spool file next to the configured output (creating its directory).
+    pub fn new(config: TraceConfig) -> Result<Self, TraceError> {
+        let out = config.output_file();
+        let dir = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| TraceError::io(&dir, e))?;
+        let file_name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| crate::config::DEFAULT_FILE_NAME.to_owned());
+        let spool_path = dir.join(format!(
+            "{file_name}.spool-{}-{}",
+            std::process::id(),
+            SPOOL_SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&spool_path)
+            .map_err(|e| TraceError::io(&spool_path, e))?;
+        let mut out = BufWriter::with_capacity(256 * 1024, file);
+        out.write_all(SPOOL_MAGIC)
+            .map_err(|e| TraceError::io(&spool_path, e))?;
+        Ok(Collector {
+            config,
+            spool_path,
+            spool: Mutex::new(Spool {
+                out,
+                len: SPOOL_MAGIC.len() as u64,
+                chunks: Vec::new(),
+                records: 0,
+                largest_chunk: 0,
+                error: None,
+            }),
+            tracks: Mutex::new(BTreeMap::new()),
+            arg_keys: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The settings this run was started with.
+    pub fn config(&self) -> &TraceConfig {
+        &self.config
+    }
+
+    /// The temporary spool file.
+    pub fn spool_path(&self) -> &Path {
+        &self.spool_path
+    }
+
+    /// Records that PE `pe` exists in process `pid`, so it gets a named track even if
+    /// it records nothing.
+    pub fn register(&self, pe: u32, pid: u32) {
+        lock(&self.tracks).insert(pe, pid);
+    }
+
+    /// Takes one flushed buffer of PE `pe` and appends it to the spool file.
+    pub fn accept(&self, pe: u32, pid: u32, records: &[Record]) {
+        if records.is_empty() {
+            return;
+        }
+        let mut s = lock(&self.spool);
+        if s.error.is_some() {
+            return;
+        }
+        let count = u32::try_from(records.len()).expect("buffer of more than 2^32 records");
+        let result = (|| -> std::io::Result<()> {
+            let mut header = [0u8; CHUNK_HEADER_BYTES];
+            header[0..4].copy_from_slice(&pe.to_le_bytes());
+            header[4..8].copy_from_slice(&pid.to_le_bytes());
+            header[8..12].copy_from_slice(&count.to_le_bytes());
+            s.out.write_all(&header)?;
+            for r in records {
+                s.out.write_all(&r.to_bytes())?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => {
+                let offset = s.len + CHUNK_HEADER_BYTES as u64;
+                s.chunks.push(Chunk {
+                    pe,
+                    pid,
+                    offset,
+                    count,
+                });
+                s.len = offset + u64::from(count) * RECORD_BYTES as u64;
+                s.records += u64::from(count);
+                s.largest_chunk = s.largest_chunk.max(records.len());
+            }
+            Err(e) => s.error = Some(e.to_string()),
+        }
+    }
+
+    /// The id of a phase argument key; keys are `&'static str` so recorders cache ids
+    /// by pointer and only come here once per key.
+    pub(crate) fn arg_key(&self, key: &'static str) -> u32 {
+        let mut keys = lock(&self.arg_keys);
+        if let Some(i) = keys.iter().position(|k| *k == key) {
+            return i as u32;
+        }
+        keys.push(key);
+        (keys.len() - 1) as u32
+    }
+
+    /// Records spooled to disk so far.
+    pub fn spooled_records(&self) -> u64 {
+        lock(&self.spool).records
+    }
+
+    /// The largest buffer any recorder handed over (never above `buffer_events`).
+    pub fn largest_chunk(&self) -> usize {
+        lock(&self.spool).largest_chunk
+    }
+
+    /// Merges everything spooled into one Chrome Trace Event JSON file at `out`.
+    ///
+    /// Call it after every [`crate::Recorder`] has finished (or been dropped): records
+    /// still in a live recorder's buffer are not on disk yet. Holds one PE's records
+    /// in memory at a time.
+    pub fn write_chrome(&self, names: &Names, out: &Path) -> Result<WriteStats, TraceError> {
+        let view = self.view()?;
+        chrome::write(&view, names, out)
+    }
+
+    /// Flushes the spool and copies out the index the writer needs.
+    pub(crate) fn view(&self) -> Result<SpoolView, TraceError> {
+        let chunks = {
+            let mut s = lock(&self.spool);
+            if let Some(message) = &s.error {
+                return Err(TraceError::Spool {
+                    path: self.spool_path.clone(),
+                    message: message.clone(),
+                });
+            }
+            s.out
+                .flush()
+                .map_err(|e| TraceError::io(&self.spool_path, e))?;
+            s.chunks.clone()
+        };
+        let mut tracks = lock(&self.tracks).clone();
+        for c in &chunks {
+            tracks.entry(c.pe).or_insert(c.pid);
+        }
+        Ok(SpoolView {
+            path: self.spool_path.clone(),
+            chunks,
+            tracks,
+            arg_keys: lock(&self.arg_keys).clone(),
+            process_label: self.config.process_label.clone(),
+            flow_every: self.config.flow_every.max(1),
+        })
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        // The spool is scratch space; the Chrome file is the product.
+        let _ = std::fs::remove_file(&self.spool_path);
+    }
+}
+
+/// Reads the records of one chunk from an open spool file into `buf` (appending).
+pub(crate) fn read_chunk(
+    file: &mut File,
+    path: &Path,
+    chunk: &Chunk,
+    buf: &mut Vec<Record>,
+    bytes: &mut Vec<u8>,
+) -> Result<(), TraceError> {
+    let n = chunk.count as usize * RECORD_BYTES;
+    bytes.resize(n, 0);
+    file.seek(SeekFrom::Start(chunk.offset))
+        .and_then(|_| file.read_exact(bytes))
+        .map_err(|e| TraceError::io(path, e))?;
+    buf.reserve(chunk.count as usize);
+    for rec in bytes.chunks_exact(RECORD_BYTES) {
+        let mut a = [0u8; RECORD_BYTES];
+        a.copy_from_slice(rec);
+        buf.push(Record::from_bytes(&a));
+    }
+    Ok(())
+}

@@ -1,0 +1,53 @@
+//! chorus-traces: Projections-like tracing for the chorus runtime.
+//!
+//! The runtime gives each PE a [`Recorder`] that appends 32-byte [`Record`]s to a
+//! bounded buffer; full buffers go to a shared [`Collector`], which streams them to a
+//! spool file next to the output. At the end, [`Collector::write_chrome`] merges the
+//! spool into one Chrome Trace Event JSON file (Perfetto / chrome://tracing), which
+//! [`read_chrome`] reads back for [`summarize`] (utilisation, time profile, entry
+//! table, message matrix) and [`render_report`] (a self-contained HTML report). The
+//! `chorus-trace` binary wraps the last three for people.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use chorus_traces::{Collector, Names, Recorder, TraceConfig};
+//!
+//! let names = Names::new();
+//! let sink = Arc::new(Collector::new(TraceConfig::new("run.json"))?);
+//! let go = names.intern("Worker::go");
+//! let mut pe0 = Recorder::new(0, 0, sink.clone());
+//! pe0.send(100, 7, 1, 64);
+//! let mut pe1 = Recorder::new(1, 0, sink.clone());
+//! pe1.entry_begin(250, go, 0, 64, Some(7));
+//! pe1.entry_end(900);
+//! pe0.finish();
+//! pe1.finish();
+//! let stats = sink.write_chrome(&names, "run.json".as_ref())?;
+//! println!("{} events, {:.1} bytes/event", stats.events, stats.bytes_per_event);
+//! # Ok::<(), chorus_traces::TraceError>(())
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod chrome;
+pub mod collector;
+pub mod config;
+pub mod error;
+pub mod names;
+pub mod read;
+pub mod record;
+pub mod recorder;
+pub mod report_html;
+pub mod summary;
+pub mod validate;
+
+pub use chrome::WriteStats;
+pub use collector::Collector;
+pub use config::TraceConfig;
+pub use error::TraceError;
+pub use names::{NameId, Names};
+pub use read::{parse_chrome, read_chrome, Flow, FlowEnd, Instant, Slice, Trace, Track};
+pub use record::{flow_kept, Event, Record, RECORD_BYTES};
+pub use recorder::Recorder;
+pub use report_html::{render_report, ReportOptions};
+pub use summary::{render_text, summarize, EntryStats, MessageCell, PeUsage, Summary, TimeProfile};
+pub use validate::validate;
