@@ -1,0 +1,97 @@
+//! The `chorus-trace` binary: working commands and clear failures on bad input.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use chorus_traces::TraceConfig;
+use common::{record, scenario, scratch};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chorus-trace"))
+        .args(args)
+        .output()
+        .expect("run chorus-trace")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn sample(dir: &Path) -> String {
+    let out = dir.join("t.json");
+    let s = scenario(4, 300, 11);
+    record(&s, TraceConfig::new(&out))
+        .write_chrome(&s.names, &out)
+        .unwrap();
+    out.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn commands_work() {
+    let dir = scratch("cli_ok");
+    let file = sample(&dir);
+
+    let o = run(&["summary", &file, "--bins", "5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for heading in ["Utilisation per PE", "Time profile", "Entry methods", "Messages PE to PE"] {
+        assert!(text.contains(heading), "missing {heading}:\n{text}");
+    }
+
+    let o = run(&["summary", &file, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["pe_count"], 4);
+    assert_eq!(v["time_profile"]["busy"].as_array().unwrap().len(), 20);
+
+    let html = dir.join("r.html");
+    let o = run(&["report", &file, "-o", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+
+    let o = run(&["check", &file]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_input_fails_clearly() {
+    let dir = scratch("cli_bad");
+    let missing = dir.join("missing.json");
+    let o = run(&["summary", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("chorus-trace: error:"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.json"));
+
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"traceEvents\":[{\"ph\":").unwrap();
+    let o = run(&["report", bad.to_str().unwrap(), "-o", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not a Chrome trace JSON"), "{}", stderr(&o));
+
+    std::fs::write(&bad, "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":\"x\",\"ts\":1}]}").unwrap();
+    let o = run(&["summary", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("pid"), "{}", stderr(&o));
+
+    let o = run(&["summary", bad.to_str().unwrap(), "--frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--frobnicate"));
+    let o = run(&["summary", bad.to_str().unwrap(), "--bins", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["report", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "report needs -o");
+    assert!(stderr(&o).contains("--output"));
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let good = sample(&dir);
+    let o = run(&["report", &good, "-o", dir.join("no/such/dir/r.html").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("r.html"));
+}
