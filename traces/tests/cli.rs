@@ -40,7 +40,12 @@ fn commands_work() {
     let o = run(&["summary", &file, "--bins", "5"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    for heading in ["Utilisation per PE", "Time profile", "Entry methods", "Messages PE to PE"] {
+    for heading in [
+        "Utilisation per PE",
+        "Time profile",
+        "Entry methods",
+        "Messages PE to PE",
+    ] {
         assert!(text.contains(heading), "missing {heading}:\n{text}");
     }
 
@@ -65,16 +70,28 @@ fn bad_input_fails_clearly() {
     let missing = dir.join("missing.json");
     let o = run(&["summary", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("chorus-trace: error:"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("chorus-trace: error:"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("missing.json"));
 
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"traceEvents\":[{\"ph\":").unwrap();
     let o = run(&["report", bad.to_str().unwrap(), "-o", "/dev/null"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("not a Chrome trace JSON"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a Chrome trace JSON"),
+        "{}",
+        stderr(&o)
+    );
 
-    std::fs::write(&bad, "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":\"x\",\"ts\":1}]}").unwrap();
+    std::fs::write(
+        &bad,
+        "{\"traceEvents\":[{\"ph\":\"X\",\"pid\":\"x\",\"ts\":1}]}",
+    )
+    .unwrap();
     let o = run(&["summary", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("pid"), "{}", stderr(&o));
@@ -91,7 +108,12 @@ fn bad_input_fails_clearly() {
     assert_eq!(o.status.code(), Some(2));
 
     let good = sample(&dir);
-    let o = run(&["report", &good, "-o", dir.join("no/such/dir/r.html").to_str().unwrap()]);
+    let o = run(&[
+        "report",
+        &good,
+        "-o",
+        dir.join("no/such/dir/r.html").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("r.html"));
 }

@@ -65,10 +65,7 @@ fn small_run_has_one_row_per_pe() {
         assert_eq!(rows(&doc), (0..8).map(|p| (p, p)).collect::<Vec<_>>());
         let svgs = doc.descendants().filter(|n| n.has_tag_name("svg")).count();
         assert_eq!(svgs, 3, "overview, usage profile, time profile");
-        let table_rows = doc
-            .descendants()
-            .filter(|n| n.has_tag_name("tr"))
-            .count();
+        let table_rows = doc.descendants().filter(|n| n.has_tag_name("tr")).count();
         assert_eq!(table_rows, sum.entries.len() + 1);
         let text: String = doc
             .descendants()
@@ -111,7 +108,10 @@ fn ten_thousand_pes_aggregate_rows() {
     assert_eq!(stats.flows, u64::from(PES));
     let trace = read_chrome(&out).unwrap();
     assert_eq!(trace.tracks.len(), PES as usize);
-    assert_eq!(trace.tracks[0].process_name.as_deref(), Some("node group 0"));
+    assert_eq!(
+        trace.tracks[0].process_name.as_deref(),
+        Some("node group 0")
+    );
     let sum = summarize(&trace, 50);
     let html = render_report(&trace, &sum, &ReportOptions::default());
     let doc = parse(&html);
