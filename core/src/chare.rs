@@ -61,12 +61,23 @@ impl<C: Chare> AnyChare for Cell<C> {
                 Self::wrong_type(ctx)
             }
         };
+        // Traced entries start before decoding, which is part of their cost; a run of
+        // messages is one slice named after its first message.
+        let traced_at = ctx.core.trace_now();
         if !payload.is_run() {
             let msg = payload.take::<C::Msg>().map_err(|e| bad(ctx, e))?;
+            if let (Some(ts), Some(t)) = (traced_at, ctx.core.trace.as_deref_mut()) {
+                t.entry_begin::<C, _>(ts, &msg);
+            }
             self.0.handle(msg, ctx);
             return Ok(None);
         }
         let msgs = payload.take_run::<C::Msg>().map_err(|e| bad(ctx, e))?;
+        if let (Some(ts), Some(t), Some(first)) =
+            (traced_at, ctx.core.trace.as_deref_mut(), msgs.first())
+        {
+            t.entry_begin::<C, _>(ts, first);
+        }
         let mut msgs = msgs.into_iter();
         while let Some(msg) = msgs.next() {
             // Each message of a run fails alone, as it would have on its own.
@@ -96,6 +107,11 @@ pub(crate) fn construct<C: Chare>(
     init: Payload,
     ctx: &mut Ctx,
 ) -> Result<Box<dyn AnyChare>, RuntimeError> {
+    if let Some(ts) = ctx.core.trace_now() {
+        if let Some(t) = ctx.core.trace.as_deref_mut() {
+            t.create_begin::<C>(ts);
+        }
+    }
     let init = init
         .take::<C::Init>()
         .map_err(|reason| RuntimeError::Decode {

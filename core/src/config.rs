@@ -162,6 +162,12 @@ pub struct Config {
     /// Write a Chrome/Perfetto trace of the run to this file.
     #[arg(long, env = "CHORUS_TRACE")]
     pub trace: Option<PathBuf>,
+    /// Draw 1 in N message arrows in the trace (1 = all), so huge runs stay viewable.
+    #[arg(long = "trace-flow-every", env = "CHORUS_TRACE_FLOW_EVERY", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub trace_flow_every: u64,
+    /// Write the runtime's own tracing spans (thread-level debugging of chorus) as Chrome JSON.
+    #[arg(long = "debug-trace", env = "CHORUS_DEBUG_TRACE")]
+    pub debug_trace: Option<PathBuf>,
     /// What to do on an undeliverable message or a failed handler.
     #[arg(long = "on-error", env = "CHORUS_ON_ERROR", value_enum, default_value_t = ErrorPolicy::Abort)]
     pub on_error: ErrorPolicy,
@@ -186,6 +192,8 @@ impl Default for Config {
             layer: Layer::Threads,
             seed: 1,
             trace: None,
+            trace_flow_every: 1,
+            debug_trace: None,
             on_error: ErrorPolicy::Abort,
             work: WorkMode::Sleep,
             tree_arity: 4,
@@ -244,6 +252,11 @@ impl Config {
                     return Err(format!("{flag} must be a finite number >= 0, got {v}"));
                 }
             }
+        }
+        if self.trace_flow_every == 0 {
+            return Err(
+                "--trace-flow-every must be at least 1 (1 draws every message arrow)".into(),
+            );
         }
         if !(2..=64).contains(&self.tree_arity) {
             return Err(format!(

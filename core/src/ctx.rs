@@ -46,6 +46,50 @@ impl Ctx<'_> {
         self.core.work(d);
     }
 
+    /// True when the job is traced (`--trace FILE`), so costly trace labels can be skipped.
+    pub fn tracing(&self) -> bool {
+        self.core.trace.is_some()
+    }
+
+    /// Mark an instant named `name` on this PE's trace track.
+    pub fn trace_event(&mut self, name: &str) {
+        if let Some(ts) = self.core.trace_now() {
+            if let Some(t) = self.core.trace.as_deref_mut() {
+                t.user_event(ts, name);
+            }
+        }
+    }
+
+    /// Open a user span named `name` on this PE's trace track; close it with
+    /// [`Ctx::trace_span_end`] before the handler returns.
+    pub fn trace_span_begin(&mut self, name: &str) {
+        if let Some(ts) = self.core.trace_now() {
+            if let Some(t) = self.core.trace.as_deref_mut() {
+                t.span_begin(ts, name);
+            }
+        }
+    }
+
+    /// Close the innermost user span opened by [`Ctx::trace_span_begin`].
+    pub fn trace_span_end(&mut self) {
+        if let Some(ts) = self.core.trace_now() {
+            if let Some(t) = self.core.trace.as_deref_mut() {
+                t.span_end(ts);
+            }
+        }
+    }
+
+    /// Record a phase (a section-creation step, a load-balancing round) that began at
+    /// `since` (a value of [`Ctx::now`]) and ends now, with numeric arguments.
+    pub fn trace_phase(&mut self, name: &str, since: f64, args: &[(&'static str, u64)]) {
+        if let Some(ts) = self.core.trace_now() {
+            let start = crate::trace::ns(since).min(ts);
+            if let Some(t) = self.core.trace.as_deref_mut() {
+                t.phase(start, ts - start, name, args);
+            }
+        }
+    }
+
     /// Have `callback` receive the number (a `Pe`) of every PE that fails from now on.
     /// Only the sim layer injects failures (`--sim-kill`); elsewhere it never fires.
     pub fn on_pe_failure(&mut self, callback: Callback) {

@@ -13,9 +13,11 @@ pub mod callback;
 pub mod chare;
 pub mod config;
 pub mod ctx;
+mod entry_name;
 pub mod error;
 mod fixed_hash;
 pub mod ids;
+pub mod logging;
 pub mod machine;
 pub mod message;
 pub mod proxy;
@@ -25,6 +27,7 @@ pub mod registry;
 pub mod report;
 mod runtime;
 mod scheduler;
+pub mod trace;
 pub mod tree;
 pub mod wire;
 
@@ -45,6 +48,7 @@ pub use reduction::{Encoded, RedData, Reducer, Reducible};
 pub use registry::{Entry, Registry};
 pub use report::{PeReport, RunReport};
 pub use runtime::Envelope;
+pub use trace::TraceReport;
 
 use machine::{Job, MachineLayer};
 use std::sync::Arc;
@@ -67,6 +71,8 @@ impl Runtime {
         main: impl FnOnce(&mut Ctx) + Send + 'static,
     ) -> Result<RunReport, RuntimeError> {
         self.config.validate().map_err(RuntimeError::Invalid)?;
+        let _log = logging::init(&self.config)?;
+        let _job = tracing::info_span!("chorus_job", layer = ?self.config.layer).entered();
         let layer: Box<dyn MachineLayer> = match self.config.layer {
             Layer::Threads => Box::new(machine::threads::Threads),
             Layer::Sim => Box::new(machine::sim::Sim),

@@ -4,6 +4,7 @@ use crate::config::StatsFormat;
 use crate::error::RuntimeError;
 use crate::ids::Pe;
 use crate::machine::sim::stats::SimStats;
+use crate::trace::TraceReport;
 use serde::de::DeserializeOwned;
 
 /// One PE's statistics and outputs.
@@ -49,6 +50,8 @@ pub struct RunReport {
     pub per_pe: Vec<PeReport>,
     /// What the simulator measured (sim layer only).
     pub sim: Option<SimStats>,
+    /// The trace written under `--trace`.
+    pub trace: Option<TraceReport>,
 }
 
 impl RunReport {

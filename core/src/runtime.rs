@@ -18,6 +18,7 @@ use crate::reduction::{self, Partial, RedData, Reducer};
 use crate::registry::Registry;
 use crate::report::PeReport;
 use crate::scheduler::ReadyQueue;
+use crate::trace::{ns, PeTrace};
 use crate::tree;
 use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -138,6 +139,8 @@ pub(crate) enum Kind {
 #[derive(Debug)]
 pub struct Envelope {
     pub(crate) src: Pe,
+    /// The sender's sequence number: with `src`, names the message (trace arrows).
+    pub(crate) seq: u32,
     pub(crate) prio: i32,
     pub(crate) expedited: bool,
     /// Counted by quiescence detection (everything but the detector's own messages).
@@ -145,11 +148,39 @@ pub struct Envelope {
     pub(crate) kind: Kind,
 }
 
-/// Bytes every envelope takes on a wire before its body: magic, version, lengths,
-/// kind, source, priority and flags (the sim layer's network model charges these).
-pub(crate) const WIRE_HEADER_BYTES: u64 = 32;
+/// Bytes every envelope takes on a wire before its body (the sim layer's network
+/// model charges them too).
+pub(crate) const WIRE_HEADER_BYTES: u64 = crate::wire::HEADER_BYTES as u64;
+
+impl Kind {
+    /// The trace name of a runtime-internal message's handler; `None` for user
+    /// messages and creations, whose chare entry or constructor is traced instead.
+    fn runtime_entry(&self) -> Option<&'static str> {
+        Some(match self {
+            Kind::User { .. }
+            | Kind::Bcast { .. }
+            | Kind::CreateChare { .. }
+            | Kind::CreateGroup { .. }
+            | Kind::CreateArray { .. }
+            | Kind::Insert { .. } => return None,
+            Kind::DoneInserting { .. } | Kind::Census { .. } => "chorus::census",
+            Kind::Contribute { .. } => "chorus::reduction",
+            Kind::QdRequest { .. } | Kind::QdWave { .. } | Kind::QdReply { .. } => {
+                "chorus::quiescence"
+            }
+            Kind::Orphans { .. } => "chorus::orphans",
+            Kind::Exit { .. } => "chorus::exit",
+            Kind::PeFailed { .. } => "chorus::pe_failed",
+        })
+    }
+}
 
 impl Envelope {
+    /// A job-wide name for this message: its sender and the sender's sequence number.
+    pub(crate) fn msg_id(&self) -> u64 {
+        u64::from(self.src) << 32 | u64::from(self.seq)
+    }
+
     /// Bytes this envelope would take on a wire: the header, the address and the body.
     pub(crate) fn wire_bytes(&self) -> u64 {
         let dest_bytes = |d: &Dest| match d {
@@ -249,12 +280,32 @@ pub(crate) struct PeCore {
     pub(crate) qd: Quiescence,
     pub(crate) exiting: bool,
     pub(crate) report: PeReport,
+    /// Sequence number of the last envelope made here.
+    next_seq: u32,
+    /// This PE's recorder under `--trace`.
+    pub(crate) trace: Option<Box<PeTrace>>,
 }
 
 impl PeCore {
-    fn envelope(&self, kind: Kind, opts: SendOpts) -> Envelope {
+    /// The layer clock in trace nanoseconds, when this PE is traced.
+    pub(crate) fn trace_now(&self) -> Option<u64> {
+        self.trace.as_ref().map(|_| ns(self.net.now()))
+    }
+
+    /// Close the entry slices a handler left open (it returned, or panicked).
+    pub(crate) fn trace_entries_end(&mut self) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            if t.in_entry() {
+                t.entries_end(ns(self.net.now()));
+            }
+        }
+    }
+
+    fn envelope(&mut self, kind: Kind, opts: SendOpts) -> Envelope {
+        self.next_seq = self.next_seq.wrapping_add(1);
         Envelope {
             src: self.me,
+            seq: self.next_seq,
             prio: opts.prio,
             expedited: opts.expedited,
             counted: true,
@@ -275,6 +326,9 @@ impl PeCore {
         }
         if env.counted {
             self.sent += env.weight();
+        }
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.send(ns(self.net.now()), env.msg_id(), to, env.wire_bytes());
         }
         if to == self.me {
             let (prio, exp) = (env.prio, env.expedited);
@@ -682,6 +736,8 @@ pub(crate) struct PeSetup {
     pub(crate) seed: u64,
     pub(crate) policy: ErrorPolicy,
     pub(crate) work_mode: WorkMode,
+    /// This PE's recorder when the job is traced.
+    pub(crate) trace: Option<Box<PeTrace>>,
 }
 
 impl PeRuntime {
@@ -707,6 +763,8 @@ impl PeRuntime {
                 qd: Quiescence::default(),
                 exiting: false,
                 report: PeReport::new(setup.me),
+                next_seq: 0,
+                trace: setup.trace,
             },
             chare_slab: Vec::new(),
             chare_slot: HashMap::default(),
@@ -723,6 +781,9 @@ impl PeRuntime {
     pub(crate) fn run_main(&mut self, main: Box<dyn FnOnce(&mut Ctx) + Send>) {
         let core = &mut self.core;
         core.current = Current::Main;
+        if let Some(t) = core.trace.as_deref_mut() {
+            t.runtime_begin(ns(core.net.now()), "chorus::main");
+        }
         let outcome = catch_unwind(AssertUnwindSafe(|| main(&mut Ctx { core: &mut *core })));
         if let Err(p) = outcome {
             let message = panic_message(p);
@@ -732,6 +793,7 @@ impl PeRuntime {
                 message,
             });
         }
+        core.trace_entries_end();
         self.apply_deferred();
         self.core.net.flush();
     }
@@ -787,13 +849,9 @@ impl PeRuntime {
     /// Queue the machine layer's notice that `pe` failed for `callback`. It is counted
     /// as a message sent here so quiescence detection waits for it.
     pub(crate) fn notify_failure(&mut self, pe: Pe, callback: Callback) {
-        let env = Envelope {
-            src: self.core.me,
-            prio: 0,
-            expedited: true,
-            counted: true,
-            kind: Kind::PeFailed { pe, callback },
-        };
+        let env = self
+            .core
+            .envelope(Kind::PeFailed { pe, callback }, SendOpts::expedited());
         self.core.post(self.core.me, env);
     }
 
@@ -812,6 +870,13 @@ impl PeRuntime {
         self.core.net.flush();
     }
 
+    /// Mark the start of an idle period in the trace (it ends when a message runs).
+    pub(crate) fn trace_idle(&mut self) {
+        if let Some(t) = self.core.trace.as_deref_mut() {
+            t.idle_begin(ns(self.core.net.now()));
+        }
+    }
+
     /// True once this PE has seen the job's exit.
     pub(crate) fn exiting(&self) -> bool {
         self.core.exiting
@@ -820,6 +885,14 @@ impl PeRuntime {
     fn process(&mut self, env: Envelope) {
         if env.counted {
             self.core.processed += env.weight();
+        }
+        if let Some(t) = self.core.trace.as_deref_mut() {
+            let ts = ns(self.core.net.now());
+            t.idle_end(ts);
+            t.incoming(env.src, env.msg_id(), env.wire_bytes());
+            if let Some(what) = env.kind.runtime_entry() {
+                t.runtime_begin(ts, what);
+            }
         }
         if self.target_missing(&env) {
             return self.wait_or_fail(env);
@@ -921,6 +994,7 @@ impl PeRuntime {
                 self.core.fire(&callback, RedData::U64(vec![u64::from(pe)]));
             }
         }
+        self.core.trace_entries_end();
         self.apply_deferred();
     }
 
@@ -1614,6 +1688,7 @@ fn guarded<R>(
     core.current = current;
     let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut Ctx { core: &mut *core })));
     core.current = Current::Main;
+    core.trace_entries_end();
     match outcome {
         Ok(Ok(r)) => Some(r),
         Ok(Err(e)) => {
@@ -1644,6 +1719,7 @@ fn invoke(
         chare.deliver(payload, &mut Ctx { core: &mut *core })
     }));
     core.current = Current::Main;
+    core.trace_entries_end();
     match outcome {
         Ok(Ok(rest)) => rest,
         Ok(Err(e)) => {

@@ -5,12 +5,12 @@
 //! offset size field
 //!      0    4 magic "CHRS"
 //!      4    2 version (1)
-//!      6    2 flags: 1 expedited, 2 counted, 4 payload is a run, 8 has a payload
+//!      6    1 flags: 1 expedited, 2 counted, 4 payload is a run, 8 has a payload
+//!      7    1 kind: which runtime message this is (see KIND_NAMES)
 //!      8    4 source PE
 //!     12    4 destination PE
 //!     16    4 priority (i32)
-//!     20    2 kind: which runtime message this is (see KIND_NAMES)
-//!     22    2 reserved, 0
+//!     20    4 the sender's sequence number of this message
 //!     24    4 length of the kind's body
 //!     28    4 length of the payload
 //!     32      body: the kind, bincode (fixed-width integers), payload fields empty
@@ -34,10 +34,10 @@ pub const VERSION: u16 = 1;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 32;
 
-const EXPEDITED: u16 = 1;
-const COUNTED: u16 = 2;
-const RUN: u16 = 4;
-const HAS_PAYLOAD: u16 = 8;
+const EXPEDITED: u8 = 1;
+const COUNTED: u8 = 2;
+const RUN: u8 = 4;
+const HAS_PAYLOAD: u8 = 8;
 
 /// Names of the kinds, by their number on the wire.
 pub const KIND_NAMES: [&str; 15] = [
@@ -80,7 +80,7 @@ pub enum WireError {
     },
     /// The header names a kind this build does not know.
     #[error("unknown message kind {0}")]
-    UnknownKind(u16),
+    UnknownKind(u8),
     /// Addressed to another PE than the one that received it.
     #[error("addressed to PE {dst}, but it reached PE {me}")]
     WrongDestination { dst: Pe, me: Pe },
@@ -115,7 +115,7 @@ fn body_options() -> impl Options {
         .reject_trailing_bytes()
 }
 
-fn kind_tag(kind: &Kind) -> u16 {
+fn kind_tag(kind: &Kind) -> u8 {
     match kind {
         Kind::User { .. } => 0,
         Kind::Bcast { .. } => 1,
@@ -197,11 +197,12 @@ pub fn encode(env: &Envelope, dst: Pe, out: &mut Vec<u8>) -> Result<(), WireErro
     let h = &mut out[start..start + HEADER_BYTES];
     h[0..4].copy_from_slice(&MAGIC);
     h[4..6].copy_from_slice(&VERSION.to_le_bytes());
-    h[6..8].copy_from_slice(&flags.to_le_bytes());
+    h[6] = flags;
+    h[7] = tag;
     h[8..12].copy_from_slice(&env.src.to_le_bytes());
     h[12..16].copy_from_slice(&dst.to_le_bytes());
     h[16..20].copy_from_slice(&env.prio.to_le_bytes());
-    h[20..22].copy_from_slice(&tag.to_le_bytes());
+    h[20..24].copy_from_slice(&env.seq.to_le_bytes());
     h[24..28].copy_from_slice(&body_len.to_le_bytes());
     h[28..32].copy_from_slice(&payload_len.to_le_bytes());
     Ok(())
@@ -229,11 +230,12 @@ pub(crate) fn decode(buf: Vec<u8>, me: Pe) -> Result<Envelope, WireError> {
     if version != VERSION {
         return Err(WireError::Version { found: version });
     }
-    let flags = u16_at(bytes, 6);
+    let flags = bytes[6];
+    let tag = bytes[7];
     let src = u32_at(bytes, 8);
     let dst = u32_at(bytes, 12);
     let prio = u32_at(bytes, 16) as i32;
-    let tag = u16_at(bytes, 20);
+    let seq = u32_at(bytes, 20);
     let body_len = u32_at(bytes, 24);
     let payload_len = u32_at(bytes, 28);
     let total = HEADER_BYTES as u64 + u64::from(body_len) + u64::from(payload_len);
@@ -281,6 +283,7 @@ pub(crate) fn decode(buf: Vec<u8>, me: Pe) -> Result<Envelope, WireError> {
     }
     Ok(Envelope {
         src,
+        seq,
         prio,
         expedited: flags & EXPEDITED != 0,
         counted: flags & COUNTED != 0,
@@ -344,6 +347,7 @@ mod tests {
     fn user(msg: Vec<u32>) -> Envelope {
         Envelope {
             src: 3,
+            seq: 41,
             prio: -7,
             expedited: false,
             counted: true,
@@ -394,6 +398,7 @@ mod tests {
 
         let qd = Envelope {
             src: 0,
+            seq: 1,
             prio: 0,
             expedited: true,
             counted: false,
@@ -452,7 +457,7 @@ mod tests {
             (
                 {
                     let mut b = good.clone();
-                    b[20] = 99;
+                    b[7] = 99;
                     b
                 },
                 "unknown message kind 99",

@@ -300,6 +300,7 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
         seed: cfg.seed,
         policy: cfg.on_error,
         work_mode: cfg.work,
+        trace: None,
     };
     let net = MpiNet {
         link: link.clone(),
@@ -319,6 +320,7 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
         wall_s: start.elapsed().as_secs_f64(),
         per_pe,
         sim: None,
+        trace: None,
     };
     crate::finish_run(report)
 }

@@ -6,6 +6,7 @@ use crate::error::RuntimeError;
 use crate::ids::Pe;
 use crate::report::{PeReport, RunReport};
 use crate::runtime::{Envelope, PeRuntime, PeSetup};
+use crate::trace::JobTrace;
 use crossbeam_channel::{unbounded, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,6 +87,7 @@ impl MachineLayer for Threads {
         let npes = cfg.pes as usize;
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..npes).map(|_| unbounded()).unzip();
         let peers: Arc<[Sender<Packet>]> = txs.into();
+        let trace = JobTrace::start(&cfg, "process", npes)?;
         let start = Instant::now();
         let mut main = Some(job.main);
         let mut handles = Vec::with_capacity(npes);
@@ -97,6 +99,7 @@ impl MachineLayer for Threads {
                 seed: cfg.seed,
                 policy: cfg.on_error,
                 work_mode: cfg.work,
+                trace: trace.as_ref().map(|t| t.pe(pe as Pe, 0)),
             };
             let net = ThreadNet {
                 peers: peers.clone(),
@@ -109,6 +112,7 @@ impl MachineLayer for Threads {
             let handle = std::thread::Builder::new()
                 .name(format!("chorus-pe-{pe}"))
                 .spawn(move || {
+                    let _pe = tracing::debug_span!("pe", pe).entered();
                     let mut rt = PeRuntime::new(setup, reg, Box::new(net));
                     if let Some(main) = main {
                         rt.run_main(main);
@@ -135,12 +139,14 @@ impl MachineLayer for Threads {
                 }
             }
         }
+        let wall_s = start.elapsed().as_secs_f64();
         let report = RunReport {
             layer: self.name(),
             pes: npes,
-            wall_s: start.elapsed().as_secs_f64(),
+            wall_s,
             per_pe,
             sim: None,
+            trace: trace.map(JobTrace::finish).transpose()?,
         };
         crate::finish_run(report)
     }
@@ -177,6 +183,7 @@ fn pe_loop(rt: &mut PeRuntime, rx: &Receiver<Packet>) {
             }
             continue;
         }
+        rt.trace_idle();
         match wait(rx) {
             Some(packet) => accept(rt, packet),
             None => return,

@@ -28,6 +28,7 @@ use crate::ids::Pe;
 use crate::registry::Registry;
 use crate::report::{PeReport, RunReport};
 use crate::runtime::{PeRuntime, PeSetup};
+use crate::trace::{JobTrace, SIM_PES_PER_GROUP};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -43,7 +44,7 @@ impl MachineLayer for Sim {
 
     fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
         let start = Instant::now();
-        let mut sim = Simulator::new(&job.config, job.registry);
+        let mut sim = Simulator::new(&job.config, job.registry)?;
         sim.run_main(job.main);
         let events_start = Instant::now();
         sim.run();
@@ -84,17 +85,19 @@ struct Simulator {
     makespan: u64,
     digest: Digest,
     progress: Progress,
+    trace: Option<JobTrace>,
 }
 
 impl Simulator {
-    fn new(config: &Config, registry: Arc<Registry>) -> Self {
+    fn new(config: &Config, registry: Arc<Registry>) -> Result<Self, RuntimeError> {
         let npes = config.pes as usize;
         let model = NetworkModel::from_args(&config.sim);
         let mut events = EventList::default();
         for k in &config.sim.kill {
             events.push(k.at_ns, k.pe, What::Kill);
         }
-        Simulator {
+        let trace = JobTrace::start(config, "node group", npes)?;
+        Ok(Simulator {
             pes: (0..npes).map(|_| SimPe::default()).collect(),
             events,
             cursor: Rc::new(RefCell::new(Cursor::new(model, npes))),
@@ -109,13 +112,14 @@ impl Simulator {
             makespan: 0,
             digest: Digest::default(),
             progress: Progress::new(),
-        }
+            trace,
+        })
     }
 
     /// PE `pe`'s runtime, built on first use.
     fn runtime(&mut self, pe: Pe) -> &mut PeRuntime {
         let cfg = &self.config;
-        let (registry, cursor) = (&self.registry, &self.cursor);
+        let (registry, cursor, trace) = (&self.registry, &self.cursor, &self.trace);
         self.pes[pe as usize].rt.get_or_insert_with(|| {
             let setup = PeSetup {
                 me: pe,
@@ -124,6 +128,7 @@ impl Simulator {
                 seed: cfg.seed,
                 policy: cfg.on_error,
                 work_mode: cfg.work,
+                trace: trace.as_ref().map(|t| t.pe(pe, pe / SIM_PES_PER_GROUP)),
             };
             Box::new(PeRuntime::new(
                 setup,
@@ -221,6 +226,9 @@ impl Simulator {
             .expect("a PE that ran has a runtime");
         if !rt.exiting() && rt.queued() == 0 {
             rt.on_idle();
+            if rt.queued() == 0 {
+                rt.trace_idle();
+            }
         }
         let (exiting, queued) = (rt.exiting(), rt.queued());
         if queued == 0 {
@@ -319,6 +327,7 @@ impl Simulator {
             wall_s,
             per_pe,
             sim: Some(SimStats { wall_s, ..stats }),
+            trace: self.trace.map(JobTrace::finish).transpose()?,
         };
         crate::finish_run(report)
     }
