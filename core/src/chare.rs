@@ -63,7 +63,7 @@ impl<C: Chare> AnyChare for Cell<C> {
         };
         // Traced entries start before decoding, which is part of their cost; a run of
         // messages is one slice named after its first message.
-        let traced_at = ctx.core.trace_now();
+        let traced_at = ctx.core.trace_entry_ts();
         if !payload.is_run() {
             let msg = payload.take::<C::Msg>().map_err(|e| bad(ctx, e))?;
             if let (Some(ts), Some(t)) = (traced_at, ctx.core.trace.as_deref_mut()) {
@@ -107,7 +107,7 @@ pub(crate) fn construct<C: Chare>(
     init: Payload,
     ctx: &mut Ctx,
 ) -> Result<Box<dyn AnyChare>, RuntimeError> {
-    if let Some(ts) = ctx.core.trace_now() {
+    if let Some(ts) = ctx.core.trace_entry_ts() {
         if let Some(t) = ctx.core.trace.as_deref_mut() {
             t.create_begin::<C>(ts);
         }

@@ -292,6 +292,13 @@ impl PeCore {
         self.trace.as_ref().map(|_| ns(self.net.now()))
     }
 
+    /// When the entry about to start began, when this PE is traced (saves a clock
+    /// read when the delivery already took the time).
+    pub(crate) fn trace_entry_ts(&self) -> Option<u64> {
+        let net = &self.net;
+        self.trace.as_ref().map(|t| t.entry_ts(|| ns(net.now())))
+    }
+
     /// Close the entry slices a handler left open (it returned, or panicked).
     pub(crate) fn trace_entries_end(&mut self) {
         if let Some(t) = self.trace.as_deref_mut() {
@@ -889,7 +896,7 @@ impl PeRuntime {
         if let Some(t) = self.core.trace.as_deref_mut() {
             let ts = ns(self.core.net.now());
             t.idle_end(ts);
-            t.incoming(env.src, env.msg_id(), env.wire_bytes());
+            t.incoming(ts, env.src, env.msg_id(), env.wire_bytes());
             if let Some(what) = env.kind.runtime_entry() {
                 t.runtime_begin(ts, what);
             }

@@ -6,6 +6,8 @@ use crate::entry_name::variant_of;
 use crate::error::RuntimeError;
 use crate::ids::Pe;
 use chorus_traces::{Collector, NameId, Names, Recorder, TraceConfig, WriteStats};
+#[cfg(any(feature = "mpi", test))]
+use chorus_traces::{Record, RECORD_BYTES};
 use serde::Serialize;
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -30,6 +32,21 @@ pub struct TraceReport {
     pub stats: WriteStats,
     /// Seconds spent merging the spool into the file.
     pub write_s: f64,
+}
+
+impl std::fmt::Display for TraceReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "trace {}: {} events, {} bytes ({:.1} bytes/event), written in {:.3} s; open it in ui.perfetto.dev or run `chorus-trace summary {}`",
+            self.file.display(),
+            self.stats.events,
+            self.stats.bytes,
+            self.stats.bytes_per_event,
+            self.write_s,
+            self.file.display()
+        )
+    }
 }
 
 /// One job's tracing: the shared name table and the collector every PE flushes to.
@@ -89,6 +106,115 @@ impl JobTrace {
     }
 }
 
+/// A process's name tables, sent ahead of its records to the process that writes the
+/// merged trace (MPI rank 0).
+#[cfg(any(feature = "mpi", test))]
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct TraceTables {
+    names: Vec<String>,
+    arg_keys: Vec<String>,
+}
+
+/// Maps another process's name and key ids to this process's.
+#[cfg(any(feature = "mpi", test))]
+pub(crate) struct Importer {
+    names: Vec<NameId>,
+    keys: Vec<u32>,
+}
+
+// Merging the traces of several processes (the MPI layer's ranks).
+#[cfg(any(feature = "mpi", test))]
+impl JobTrace {
+    /// This process's name tables.
+    pub(crate) fn tables(&self) -> TraceTables {
+        TraceTables {
+            names: self.names.snapshot(),
+            arg_keys: self
+                .collector
+                .arg_keys()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        }
+    }
+
+    /// Calls `f` with each spooled buffer encoded for the wire: PE and pid (u32 LE
+    /// each), then the records.
+    pub(crate) fn export(&self, mut f: impl FnMut(Vec<u8>)) -> Result<(), RuntimeError> {
+        self.collector
+            .for_each_chunk(|pe, pid, records| {
+                let mut out = Vec::with_capacity(8 + records.len() * RECORD_BYTES);
+                out.extend_from_slice(&pe.to_le_bytes());
+                out.extend_from_slice(&pid.to_le_bytes());
+                for r in records {
+                    out.extend_from_slice(&r.to_bytes());
+                }
+                f(out);
+                Ok(())
+            })
+            .map_err(|e| trace_error(&self.out, e))
+    }
+
+    /// Interns another process's names here.
+    pub(crate) fn importer(&self, tables: &TraceTables) -> Importer {
+        Importer {
+            names: tables.names.iter().map(|n| self.names.intern(n)).collect(),
+            keys: tables
+                .arg_keys
+                .iter()
+                .map(|k| self.collector.arg_key_from(k))
+                .collect(),
+        }
+    }
+
+    /// Adds one buffer made by [`JobTrace::export`] in process `from` to this trace.
+    pub(crate) fn import(
+        &self,
+        imp: &Importer,
+        from: &str,
+        bytes: &[u8],
+    ) -> Result<(), RuntimeError> {
+        let bad = |why: &str| {
+            RuntimeError::Invalid(format!(
+                "--trace {}: the trace records from {from} are malformed: {why}",
+                self.out.display()
+            ))
+        };
+        if bytes.len() < 8 || !bytes[8..].chunks_exact(RECORD_BYTES).remainder().is_empty() {
+            return Err(bad(&format!(
+                "{} bytes is not a whole number of records",
+                bytes.len()
+            )));
+        }
+        let word =
+            |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        let (pe, pid) = (word(0), word(4));
+        let mut records = Vec::with_capacity((bytes.len() - 8) / RECORD_BYTES);
+        for raw in bytes[8..].chunks_exact(RECORD_BYTES) {
+            let mut a = [0u8; RECORD_BYTES];
+            a.copy_from_slice(raw);
+            let r = Record::from_bytes(&a);
+            let mut unknown = false;
+            let r = r.remap(
+                |n| {
+                    imp.names.get(n as usize).copied().unwrap_or_else(|| {
+                        unknown = true;
+                        n
+                    })
+                },
+                |k| imp.keys.get(k as usize).copied().unwrap_or(k),
+            );
+            if unknown {
+                return Err(bad("a record names an entry missing from its name table"));
+            }
+            records.push(r);
+        }
+        self.collector.register(pe, pid);
+        self.collector.accept(pe, pid, &records);
+        Ok(())
+    }
+}
+
 fn trace_error(out: &std::path::Path, e: chorus_traces::TraceError) -> RuntimeError {
     RuntimeError::Invalid(format!("--trace {}: {e}", out.display()))
 }
@@ -99,6 +225,9 @@ struct Incoming {
     src: Pe,
     msg_id: u64,
     bytes: u64,
+    /// When delivery started, so the entry needs no second clock read; cleared when
+    /// something is recorded in between, as records of a PE must stay in time order.
+    ts: Option<u64>,
 }
 
 /// One PE's tracing state, owned by its `PeCore`.
@@ -130,9 +259,23 @@ impl PeTrace {
         }
     }
 
-    /// A message of `bytes` from `src` named `msg_id` is about to be handled here.
-    pub(crate) fn incoming(&mut self, src: Pe, msg_id: u64, bytes: u64) {
-        self.incoming = Some(Incoming { src, msg_id, bytes });
+    /// A message of `bytes` from `src` named `msg_id` is about to be handled here at `ts`.
+    pub(crate) fn incoming(&mut self, ts: u64, src: Pe, msg_id: u64, bytes: u64) {
+        self.incoming = Some(Incoming {
+            src,
+            msg_id,
+            bytes,
+            ts: Some(ts),
+        });
+    }
+
+    /// When the entry about to start began: the delivery's time for the first entry a
+    /// message reaches, `now` for the others (array elements of one broadcast).
+    pub(crate) fn entry_ts(&self, now: impl FnOnce() -> u64) -> u64 {
+        match self.incoming.and_then(|i| i.ts) {
+            Some(ts) => ts,
+            None => now(),
+        }
     }
 
     /// The entry of chare type `C` handling `msg` starts at `ts` (ns).
@@ -199,6 +342,9 @@ impl PeTrace {
 
     /// A message named `msg_id` of `bytes` leaves for `to` at `ts`.
     pub(crate) fn send(&mut self, ts: u64, msg_id: u64, to: Pe, bytes: u64) {
+        if let Some(i) = &mut self.incoming {
+            i.ts = None;
+        }
         self.rec.send(ts, msg_id, to, bytes);
     }
 
@@ -289,7 +435,69 @@ pub(crate) fn ns(seconds: f64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::short_type_name;
+    use super::{short_type_name, JobTrace};
+    use crate::config::Config;
+
+    struct Alpha;
+    struct Beta;
+
+    #[derive(serde::Serialize)]
+    enum Msg {
+        Go,
+        Stop,
+    }
+
+    fn job(file: &std::path::Path) -> JobTrace {
+        let cfg = Config {
+            trace: Some(file.to_path_buf()),
+            ..Config::default()
+        };
+        JobTrace::start(&cfg, "rank", 2)
+            .expect("trace opens")
+            .expect("tracing is on")
+    }
+
+    #[test]
+    fn another_process_records_merge_with_their_own_names() {
+        let dir = std::env::temp_dir().join(format!("chorus-trace-merge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (root, other) = (job(&dir.join("root.json")), job(&dir.join("other.json")));
+        // The two processes intern names in different orders, so their ids differ.
+        let mut p0 = root.pe(0, 0);
+        p0.entry_begin::<Alpha, _>(10, &Msg::Go);
+        p0.entries_end(20);
+        p0.phase(5, 30, "setup", &[("members", 2)]);
+        drop(p0);
+        let mut p1 = other.pe(1, 1);
+        p1.entry_begin::<Beta, _>(12, &Msg::Stop);
+        p1.entries_end(18);
+        p1.entry_begin::<Alpha, _>(21, &Msg::Go);
+        p1.entries_end(25);
+        p1.phase(1, 2, "setup", &[("rounds", 3)]);
+        drop(p1);
+
+        let tables: super::TraceTables =
+            bincode::deserialize(&bincode::serialize(&other.tables()).unwrap()).unwrap();
+        let imp = root.importer(&tables);
+        let mut chunks = Vec::new();
+        other.export(|c| chunks.push(c)).unwrap();
+        assert!(!chunks.is_empty());
+        for c in &chunks {
+            root.import(&imp, "rank 1", c).unwrap();
+        }
+        assert!(root.import(&imp, "rank 1", &chunks[0][..9]).is_err());
+        let report = root.finish().unwrap();
+        let trace = chorus_traces::read_chrome(&report.file).unwrap();
+        let names = |pe: u32| -> Vec<String> {
+            let t = trace.tracks.iter().find(|t| t.tid == pe).unwrap();
+            t.slices.iter().map(|s| s.name.clone()).collect()
+        };
+        assert_eq!(names(0), ["setup", "Alpha::Go"]);
+        assert_eq!(names(1), ["setup", "Beta::Stop", "Alpha::Go"]);
+        let setup1 = &trace.tracks.iter().find(|t| t.tid == 1).unwrap().slices[0];
+        assert_eq!(setup1.arg_u64("rounds"), Some(3));
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn type_names_lose_their_paths() {

@@ -269,8 +269,9 @@ fn pair_records(
                 bytes,
                 msg_id,
             } => {
-                let ts = clamp(ts);
+                // The plan keys records by their recorded time, before clamping.
                 let flow_in = msg_id.is_some_and(|m| plan.recvs.get(&m) == Some(&(pe, ts)));
+                let ts = clamp(ts);
                 open.push((OpenKind::Entry, t.slices.len()));
                 t.slices.push(Slice {
                     start: ts,
@@ -315,8 +316,9 @@ fn pair_records(
                 close(&mut open, &mut t.slices, OpenKind::Idle, clamp(ts), stats)
             }
             Event::Send { ts, msg_id, .. } => {
+                let drawn = plan.sends.get(&msg_id) == Some(&(pe, ts));
                 let ts = clamp(ts);
-                if plan.sends.get(&msg_id) == Some(&(pe, ts)) {
+                if drawn {
                     t.points.push(Point::FlowOut { ts, msg_id });
                 }
             }

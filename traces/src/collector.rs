@@ -197,6 +197,42 @@ impl Collector {
         (keys.len() - 1) as u32
     }
 
+    /// Interns a phase-argument key read from another process's trace (see
+    /// [`Collector::arg_keys`]); a key new to this collector is leaked once, as keys
+    /// are few and live as long as the trace.
+    pub fn arg_key_from(&self, key: &str) -> u32 {
+        let mut keys = lock(&self.arg_keys);
+        if let Some(i) = keys.iter().position(|k| *k == key) {
+            return i as u32;
+        }
+        keys.push(Box::leak(key.to_owned().into_boxed_str()));
+        (keys.len() - 1) as u32
+    }
+
+    /// The phase-argument keys interned so far, by id.
+    pub fn arg_keys(&self) -> Vec<&'static str> {
+        lock(&self.arg_keys).clone()
+    }
+
+    /// Calls `f` with every buffer spooled so far, in spool order, as (PE, pid, records):
+    /// how a process hands its records to the process that writes the merged file.
+    ///
+    /// Holds one buffer in memory at a time.
+    pub fn for_each_chunk(
+        &self,
+        mut f: impl FnMut(u32, u32, &[Record]) -> Result<(), TraceError>,
+    ) -> Result<(), TraceError> {
+        let view = self.view()?;
+        let mut file = File::open(&view.path).map_err(|e| TraceError::io(&view.path, e))?;
+        let (mut buf, mut bytes) = (Vec::new(), Vec::new());
+        for chunk in &view.chunks {
+            buf.clear();
+            read_chunk(&mut file, &view.path, chunk, &mut buf, &mut bytes)?;
+            f(chunk.pe, chunk.pid, &buf)?;
+        }
+        Ok(())
+    }
+
     /// Records spooled to disk so far.
     pub fn spooled_records(&self) -> u64 {
         lock(&self.spool).records

@@ -242,6 +242,49 @@ impl Record {
         })
     }
 
+    /// This record with its name ids passed through `name` and its phase-argument key
+    /// through `key` (merging another process's records, whose ids differ); records of
+    /// an unknown kind come back unchanged.
+    pub fn remap(
+        &self,
+        mut name: impl FnMut(NameId) -> NameId,
+        mut key: impl FnMut(u32) -> u32,
+    ) -> Record {
+        let Some(e) = self.event() else {
+            return *self;
+        };
+        Record::from_event(match e {
+            Event::EntryBegin {
+                ts,
+                name: n,
+                src_pe,
+                bytes,
+                msg_id,
+            } => Event::EntryBegin {
+                ts,
+                name: name(n),
+                src_pe,
+                bytes,
+                msg_id,
+            },
+            Event::User { ts, name: n } => Event::User { ts, name: name(n) },
+            Event::SpanBegin { ts, name: n } => Event::SpanBegin { ts, name: name(n) },
+            Event::Phase {
+                ts,
+                dur,
+                name: n,
+                nargs,
+            } => Event::Phase {
+                ts,
+                dur,
+                name: name(n),
+                nargs,
+            },
+            Event::PhaseArg { key: k, value } => Event::PhaseArg { key: key(k), value },
+            other => other,
+        })
+    }
+
     /// The on-disk form: the five fields in order, little-endian.
     pub fn to_bytes(&self) -> [u8; RECORD_BYTES] {
         let mut out = [0u8; RECORD_BYTES];

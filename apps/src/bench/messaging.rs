@@ -2,8 +2,9 @@
 //! two, and the ping-pong round trip between two PEs.
 
 use super::median;
-use chorus_core::{Chare, ChareProxy, Config, Ctx, Registry, Runtime, RuntimeError};
+use chorus_core::{Chare, ChareProxy, Config, Ctx, Registry, Runtime, RuntimeError, TraceReport};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// Messages a sender emits per handler before yielding to the scheduler.
 const BATCH: u64 = 1000;
@@ -106,10 +107,23 @@ impl Chare for Sink {
     }
 }
 
-fn flood(pes: u32, sink_pe: u32, total: u64) -> Result<f64, RuntimeError> {
+/// A job on `pes` threads-layer PEs, traced to `trace` if given.
+fn config(pes: u32, trace: Option<&Path>) -> Config {
+    Config {
+        trace: trace.map(Path::to_path_buf),
+        ..Config::with_pes(pes)
+    }
+}
+
+fn flood(
+    pes: u32,
+    sink_pe: u32,
+    total: u64,
+    trace: Option<&Path>,
+) -> Result<Measured, RuntimeError> {
     let mut reg = Registry::new();
     reg.chare::<Source>("Source").chare::<Sink>("Sink");
-    let report = Runtime::new(reg, Config::with_pes(pes)).run(move |ctx| {
+    let report = Runtime::new(reg, config(pes, trace)).run(move |ctx| {
         let sink = ctx.create_chare::<Sink>(total, sink_pe);
         let source = ctx.create_chare::<Source>(FloodInit { total, sink }, 0);
         sink.send(ctx, SinkMsg::Source(source));
@@ -118,19 +132,31 @@ fn flood(pes: u32, sink_pe: u32, total: u64) -> Result<f64, RuntimeError> {
     let (start, end) = (report.output::<f64>("start"), report.output::<f64>("end"));
     let checksum = report.output::<u64>("checksum");
     match (start, end, checksum) {
-        (Some(s), Some(e), Some(c)) if c == total * (total - 1) / 2 => Ok(total as f64 / (e - s)),
+        (Some(s), Some(e), Some(c)) if c == total * (total - 1) / 2 => Ok(Measured {
+            value: total as f64 / (e - s),
+            trace: report.trace,
+        }),
         _ => Err(RuntimeError::Invalid("flood run lost messages".into())),
     }
 }
 
+/// One measurement, and the trace it wrote when traced.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The figure measured (messages per second, or nanoseconds per round trip).
+    pub value: f64,
+    /// What the trace writer produced, if the run was traced.
+    pub trace: Option<TraceReport>,
+}
+
 /// Fire-and-forget messages per second between two chares on one PE.
-pub fn same_pe_msgs_per_s(total: u64) -> Result<f64, RuntimeError> {
-    flood(1, 0, total)
+pub fn same_pe_msgs_per_s(total: u64, trace: Option<&Path>) -> Result<Measured, RuntimeError> {
+    flood(1, 0, total, trace)
 }
 
 /// Fire-and-forget messages per second from a chare on PE 0 to one on PE 1.
-pub fn cross_pe_msgs_per_s(total: u64) -> Result<f64, RuntimeError> {
-    flood(2, 1, total)
+pub fn cross_pe_msgs_per_s(total: u64, trace: Option<&Path>) -> Result<Measured, RuntimeError> {
+    flood(2, 1, total, trace)
 }
 
 /// Bounces a ball with its partner, timing each round trip.
@@ -184,10 +210,10 @@ impl Chare for Player {
 }
 
 /// Median round trip in nanoseconds of a chare ping-pong between PE 0 and PE 1.
-pub fn pingpong_rtt_ns(rounds: u64) -> Result<f64, RuntimeError> {
+pub fn pingpong_rtt_ns(rounds: u64, trace: Option<&Path>) -> Result<Measured, RuntimeError> {
     let mut reg = Registry::new();
     reg.chare::<Player>("Player");
-    let report = Runtime::new(reg, Config::with_pes(2)).run(move |ctx| {
+    let report = Runtime::new(reg, config(2, trace)).run(move |ctx| {
         let a = ctx.create_chare::<Player>(rounds, 0);
         let b = ctx.create_chare::<Player>(rounds, 1);
         a.send(ctx, PlayerMsg::Serve(b));
@@ -195,5 +221,8 @@ pub fn pingpong_rtt_ns(rounds: u64) -> Result<f64, RuntimeError> {
     let mut rtts: Vec<f64> = report
         .output("rtts")
         .ok_or_else(|| RuntimeError::Invalid("ping-pong published no round trips".into()))?;
-    Ok(median(&mut rtts) * 1e9)
+    Ok(Measured {
+        value: median(&mut rtts) * 1e9,
+        trace: report.trace,
+    })
 }

@@ -3,7 +3,7 @@
 
 use chorus_core::{
     Callback, Chare, Config, Ctx, Entry, GroupProxy, Layer, Reducer, Registry, Runtime,
-    RuntimeError, SimStats,
+    RuntimeError, SimStats, TraceReport,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -69,6 +69,8 @@ pub struct ScaleResult {
     pub bytes_per_pe: f64,
     /// The simulator's statistics.
     pub stats: SimStats,
+    /// The trace written under `--trace`.
+    pub trace: Option<TraceReport>,
 }
 
 fn registry() -> (Registry, Entry<Member, u64>) {
@@ -103,5 +105,6 @@ pub fn run(mut config: Config) -> Result<ScaleResult, RuntimeError> {
         virtual_time_us: done_s * 1e6,
         bytes_per_pe: heap.map_or(0.0, |h| h.saturating_sub(before as u64) as f64 / pes as f64),
         stats,
+        trace: report.trace,
     })
 }

@@ -1,9 +1,10 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
 use chorus_apps::bench::{messaging, sim_scale};
-use chorus_core::Config;
+use chorus_core::{Config, TraceReport};
 use clap::{Parser, Subcommand};
 use serde_json::json;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 // PEs allocate messages on one thread and free them on another; mimalloc handles
@@ -35,6 +36,10 @@ enum Command {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        /// Also run every measurement traced to this file, interleaved with the
+        /// untraced runs, and report the cost of tracing.
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
     /// Chare latency and bandwidth on the mpi layer against raw MPI, between ranks 0
     /// and 1 (run under mpirun -n 2; needs a build with --features mpi).
@@ -138,6 +143,7 @@ fn sim_scale_cmd(config: Config, as_json: bool) -> Result<(), String> {
         "peak_rss_mib": peak_rss_mib(),
         "sum": r.sum,
         "digest": format!("{:016x}", r.stats.digest),
+        "trace": r.trace,
     });
     if as_json {
         println!("{out}");
@@ -152,6 +158,9 @@ fn sim_scale_cmd(config: Config, as_json: bool) -> Result<(), String> {
             r.bytes_per_pe,
             peak_rss_mib().unwrap_or(f64::NAN)
         );
+        if let Some(t) = &r.trace {
+            println!("{t}");
+        }
     }
     Ok(())
 }
@@ -173,19 +182,49 @@ fn best(
     out.ok_or_else(|| "no repetitions".into())
 }
 
-fn messaging(messages: u64, rounds: u64, reps: u32, as_json: bool) -> Result<(), String> {
-    let err = |e: chorus_core::RuntimeError| e.to_string();
-    let same = best(reps, true, || {
-        messaging::same_pe_msgs_per_s(messages).map_err(err)
+/// Best of `reps` runs of one measurement, untraced and (if `trace`) traced,
+/// alternating so both see the same machine noise; the traced run's trace report last.
+fn best_pair(
+    reps: u32,
+    higher_is_better: bool,
+    trace: Option<&Path>,
+    f: impl Fn(Option<&Path>) -> Result<messaging::Measured, chorus_core::RuntimeError>,
+) -> Result<(f64, Option<f64>, Option<TraceReport>), String> {
+    let pick = |o: Option<f64>, v: f64| match o {
+        None => v,
+        Some(o) if higher_is_better => o.max(v),
+        Some(o) => o.min(v),
+    };
+    let (mut plain, mut traced, mut last) = (None, None, None);
+    for _ in 0..reps.max(1) {
+        plain = Some(pick(plain, f(None).map_err(|e| e.to_string())?.value));
+        if let Some(path) = trace {
+            let m = f(Some(path)).map_err(|e| e.to_string())?;
+            traced = Some(pick(traced, m.value));
+            last = m.trace;
+        }
+    }
+    Ok((plain.unwrap_or(0.0), traced, last))
+}
+
+fn messaging(
+    messages: u64,
+    rounds: u64,
+    reps: u32,
+    as_json: bool,
+    trace: Option<&Path>,
+) -> Result<(), String> {
+    let (same, same_t, _) = best_pair(reps, true, trace, |t| {
+        messaging::same_pe_msgs_per_s(messages, t)
     })?;
-    let cross = best(reps, true, || {
-        messaging::cross_pe_msgs_per_s(messages).map_err(err)
+    let (cross, cross_t, cross_trace) = best_pair(reps, true, trace, |t| {
+        messaging::cross_pe_msgs_per_s(messages, t)
     })?;
-    let rtt = best(reps, false, || {
-        messaging::pingpong_rtt_ns(rounds).map_err(err)
+    let (rtt, rtt_t, _) = best_pair(reps, false, trace, |t| {
+        messaging::pingpong_rtt_ns(rounds, t)
     })?;
     let (cb_rtt, actix) = baselines(messages, rounds, reps)?;
-    let out = json!({
+    let mut out = json!({
         "same_pe_msgs_per_s": same,
         "cross_pe_msgs_per_s": cross,
         "pingpong_rtt_ns": rtt,
@@ -198,21 +237,46 @@ fn messaging(messages: u64, rounds: u64, reps: u32, as_json: bool) -> Result<(),
         "rounds": rounds,
         "reps": reps,
     });
+    if let (Some(st), Some(ct), Some(rt)) = (same_t, cross_t, rtt_t) {
+        out["traced"] = json!({
+            "same_pe_msgs_per_s": st,
+            "cross_pe_msgs_per_s": ct,
+            "pingpong_rtt_ns": rt,
+            "same_pe_throughput_ratio": st / same,
+            "cross_pe_throughput_ratio": ct / cross,
+            "pingpong_rtt_ratio": rt / rtt,
+            "cross_pe_trace": cross_trace,
+        });
+    }
     if as_json {
         println!("{out}");
-    } else {
-        println!("{:<34} {:>16}", "measurement", "value");
-        println!("{:<34} {:>16.0}", "chorus same-PE msgs/s", same);
-        println!("{:<34} {:>16.0}", "chorus cross-PE msgs/s", cross);
-        println!("{:<34} {:>16.0}", "actix msgs/s (100 actors)", actix);
-        println!("{:<34} {:>16.0}", "chorus ping-pong RTT ns", rtt);
-        println!("{:<34} {:>16.0}", "crossbeam ping-pong RTT ns", cb_rtt);
-        println!("same-PE / actix = {:.2}x (target >= 5x)", same / actix);
-        println!("cross-PE / actix = {:.2}x (target >= 1x)", cross / actix);
+        return Ok(());
+    }
+    println!("{:<34} {:>16} {:>16}", "measurement", "value", "traced");
+    let row = |name: &str, v: f64, t: Option<f64>| {
+        let t = t.map_or_else(|| "-".to_owned(), |t| format!("{t:.0}"));
+        println!("{name:<34} {v:>16.0} {t:>16}");
+    };
+    row("chorus same-PE msgs/s", same, same_t);
+    row("chorus cross-PE msgs/s", cross, cross_t);
+    row("actix msgs/s (100 actors)", actix, None);
+    row("chorus ping-pong RTT ns", rtt, rtt_t);
+    row("crossbeam ping-pong RTT ns", cb_rtt, None);
+    println!("same-PE / actix = {:.2}x (target >= 5x)", same / actix);
+    println!("cross-PE / actix = {:.2}x (target >= 1x)", cross / actix);
+    println!(
+        "ping-pong / crossbeam = {:.2}x (target <= 1.5x)",
+        rtt / cb_rtt
+    );
+    if let (Some(st), Some(ct)) = (same_t, cross_t) {
         println!(
-            "ping-pong / crossbeam = {:.2}x (target <= 1.5x)",
-            rtt / cb_rtt
+            "traced / untraced throughput: same-PE {:.3}, cross-PE {:.3} (target >= 0.9)",
+            st / same,
+            ct / cross
         );
+    }
+    if let Some(t) = cross_trace {
+        println!("cross-PE {t}");
     }
     Ok(())
 }
@@ -241,7 +305,8 @@ fn main() -> ExitCode {
             rounds,
             reps,
             json,
-        } => messaging(messages, rounds, reps, json),
+            trace,
+        } => messaging(messages, rounds, reps, json, trace.as_deref()),
         Command::SimScale { config, json } => sim_scale_cmd(config, json),
         Command::MpiPingpong {
             config,

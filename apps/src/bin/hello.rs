@@ -112,6 +112,9 @@ fn main() -> ExitCode {
                 report.messages_processed(),
                 report.wall_s
             );
+            if let Some(t) = &report.trace {
+                println!("{t}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

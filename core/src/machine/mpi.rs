@@ -25,6 +25,7 @@ use crate::ids::Pe;
 use crate::registry::Registry;
 use crate::report::{PeReport, RunReport};
 use crate::runtime::{Envelope, PeRuntime, PeSetup};
+use crate::trace::JobTrace;
 use crate::wire;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
@@ -40,6 +41,8 @@ use std::time::{Duration, Instant};
 
 /// Messages a PE runs between two looks at the network.
 const BATCH: usize = 64;
+/// Tag of the trace records ranks send to rank 0 after the job.
+const TRACE_TAG: i32 = 7;
 /// Idle polls spent spinning, then yielding, before the rank starts to sleep.
 const SPIN_POLLS: u32 = 2_000;
 const YIELD_POLLS: u32 = 200;
@@ -287,6 +290,7 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
     let npes = comm.size() as usize;
     check_registry(&comm, &job.registry)?;
     let epoch = clock_epoch(&comm);
+    let trace = start_trace(&comm, &job.config, npes)?;
     let link = Rc::new(RefCell::new(Link {
         comm,
         pending: Vec::new(),
@@ -300,7 +304,7 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
         seed: cfg.seed,
         policy: cfg.on_error,
         work_mode: cfg.work,
-        trace: None,
+        trace: trace.as_ref().map(|t| t.pe(rank, rank)),
     };
     let net = MpiNet {
         link: link.clone(),
@@ -314,13 +318,18 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
     shut_down(&link);
     let report = rt.into_report();
     let per_pe = exchange_reports(&link.borrow().comm, report);
+    let wall_s = start.elapsed().as_secs_f64();
+    let trace = match trace {
+        Some(t) => gather_trace(&link.borrow().comm, t)?,
+        None => None,
+    };
     let report = RunReport {
         layer: "mpi",
         pes: npes,
-        wall_s: start.elapsed().as_secs_f64(),
+        wall_s,
         per_pe,
         sim: None,
-        trace: None,
+        trace,
     };
     crate::finish_run(report)
 }
@@ -360,6 +369,7 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
             backoff.reset();
         } else if !idle_told {
             rt.on_idle();
+            rt.trace_idle();
             idle_told = true;
         } else {
             backoff.wait();
@@ -401,6 +411,86 @@ fn shut_down(link: &Rc<RefCell<Link>>) {
     }
     // Messages sent before a peer reached the barrier may still be queued here.
     while link.borrow_mut().receive().is_some() {}
+}
+
+/// Every rank opens its part of the trace; if any rank cannot, every rank returns an
+/// error (rather than some ranks running on while others left).
+fn start_trace(
+    comm: &SimpleCommunicator,
+    cfg: &crate::config::Config,
+    npes: usize,
+) -> Result<Option<JobTrace>, RuntimeError> {
+    let mine = JobTrace::start(cfg, "rank", npes);
+    // 0: could not open, 1: not tracing, 2: tracing.
+    let state: u8 = match &mine {
+        Err(_) => 0,
+        Ok(None) => 1,
+        Ok(Some(_)) => 2,
+    };
+    let mut all = vec![0u8; comm.size() as usize];
+    comm.all_gather_into(&state, &mut all[..]);
+    if let Err(e) = mine {
+        return Err(e);
+    }
+    if let Some(bad) = all.iter().position(|&s| s == 0) {
+        return Err(RuntimeError::Remote(format!(
+            "rank {bad} could not open its trace spool next to --trace"
+        )));
+    }
+    if let Some(odd) = all.iter().position(|&s| s != state) {
+        return Err(RuntimeError::Invalid(format!(
+            "rank {odd} and rank {} disagree on --trace: give every rank the same arguments and CHORUS_TRACE",
+            comm.rank()
+        )));
+    }
+    mine
+}
+
+/// Every rank sends its trace records to rank 0, which writes the one merged file;
+/// returns rank 0's report of the file (and `None` elsewhere).
+fn gather_trace(
+    comm: &SimpleCommunicator,
+    trace: JobTrace,
+) -> Result<Option<crate::trace::TraceReport>, RuntimeError> {
+    let rank = comm.rank();
+    if rank != 0 {
+        let root = comm.process_at_rank(0);
+        let tables = bincode::serialize(&trace.tables()).unwrap_or_default();
+        root.send_with_tag(&tables[..], TRACE_TAG);
+        // Buffers stream one at a time; an empty message ends them, sent even when the
+        // spool cannot be read so that rank 0 never waits for records that will not come.
+        let exported = trace.export(|chunk| root.send_with_tag(&chunk[..], TRACE_TAG));
+        root.send_with_tag(&[] as &[u8], TRACE_TAG);
+        return exported.map(|()| None);
+    }
+    for from in 1..comm.size() {
+        let peer = comm.process_at_rank(from);
+        let (tables, _) = peer.receive_vec_with_tag::<u8>(TRACE_TAG);
+        let who = format!("rank {from}");
+        let tables: Result<crate::trace::TraceTables, _> = bincode::deserialize(&tables);
+        let importer = tables.as_ref().map(|t| trace.importer(t));
+        let mut failed = None;
+        loop {
+            let (bytes, _) = peer.receive_vec_with_tag::<u8>(TRACE_TAG);
+            if bytes.is_empty() {
+                break;
+            }
+            // Keep receiving after a bad buffer so the sender can finish.
+            let imported = match &importer {
+                Ok(imp) => trace.import(imp, &who, &bytes),
+                Err(e) => Err(RuntimeError::Invalid(format!(
+                    "the trace name table from {who} does not decode: {e}"
+                ))),
+            };
+            if let Err(e) = imported {
+                failed.get_or_insert(e);
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    }
+    trace.finish().map(Some)
 }
 
 /// Every rank's registry digest, compared; on a mismatch, every rank returns the
