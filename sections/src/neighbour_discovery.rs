@@ -1,0 +1,195 @@
+//! Hash-based neighbour discovery (langer, section VI-C): a member that knows its rank
+//! and the section size finds the ids holding its parent and child ranks through
+//! intermediaries, the PEs a fixed hash of a rank picks.
+//!
+//! The paper's message counts fix the exchange: every member sends two messages —
+//! (rank, id, #children) to the intermediary of its own rank, and (rank, id) to the
+//! intermediary of its parent's rank — 2m in all; the intermediary of rank r, once it
+//! knows r's id and all its children's, sends r one message with the children's ids
+//! and each child one with r's id: t + m more, t the number of internal ranks. An
+//! intermediary receives and sends at most k + 1 messages each (the paper's 2k + 2).
+
+use crate::hash::permute;
+use crate::kary;
+use crate::protocol::{words, Wire};
+use serde::{Deserialize, Serialize};
+
+/// The intermediary of `rank`: a fixed keyed permutation of the ids 0..world.
+pub fn intermediary(rank: u32, world: u32, salt: u64) -> u32 {
+    permute(rank, world, salt)
+}
+
+/// A member's announcement to an intermediary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToIntermediary {
+    /// "I hold `rank` and have `children` children" (to the intermediary of `rank`).
+    Register { rank: u32, id: u32, children: u32 },
+    /// "I hold `rank`, a child of `parent`" (to the intermediary of `parent`).
+    ChildOf { parent: u32, rank: u32, id: u32 },
+}
+
+/// An intermediary's answer to a member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FromIntermediary {
+    /// The ids of your children, in rank order.
+    Children(Vec<u32>),
+    /// The id of your parent.
+    Parent(u32),
+}
+
+/// A member's side: waits for its parent and children ids.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    rank: u32,
+    parent: Option<Option<u32>>,
+    children: Option<Vec<u32>>,
+}
+
+impl Discovery {
+    /// Start discovery for the member `me` holding `rank` of `size` (k-ary tree).
+    pub fn start<M>(
+        me: u32,
+        rank: u32,
+        size: u32,
+        k: u32,
+        world: u32,
+        salt: u64,
+        out: &mut Vec<(u32, Wire<M>)>,
+    ) -> Self {
+        let n_children = kary::num_children(rank, size, k);
+        out.push((
+            intermediary(rank, world, salt),
+            Wire::ToIntermediary(ToIntermediary::Register {
+                rank,
+                id: me,
+                children: n_children,
+            }),
+        ));
+        let parent = kary::parent(rank, k);
+        if let Some(p) = parent {
+            out.push((
+                intermediary(p, world, salt),
+                Wire::ToIntermediary(ToIntermediary::ChildOf {
+                    parent: p,
+                    rank,
+                    id: me,
+                }),
+            ));
+        }
+        Discovery {
+            rank,
+            parent: parent.is_none().then_some(None),
+            children: (n_children == 0).then(Vec::new),
+        }
+    }
+
+    /// Take an intermediary's answer; false if it was not expected.
+    pub fn receive(&mut self, msg: FromIntermediary) -> bool {
+        match msg {
+            FromIntermediary::Parent(id) if self.parent.is_none() => {
+                self.parent = Some(Some(id));
+                true
+            }
+            FromIntermediary::Children(ids) if self.children.is_none() => {
+                self.children = Some(ids);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The member's rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// (parent, children) once both are known.
+    pub fn done(&self) -> Option<(Option<u32>, &[u32])> {
+        Some((self.parent?, self.children.as_deref()?))
+    }
+
+    /// Bytes of state held.
+    pub fn state_bytes(&self) -> usize {
+        words(3 + self.children.as_ref().map_or(0, Vec::len), 1)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    rank: u32,
+    id: Option<u32>,
+    expected: Option<u32>,
+    children: Vec<(u32, u32)>,
+}
+
+/// The ranks this PE is the intermediary of, while their exchange is open.
+#[derive(Debug, Clone, Default)]
+pub struct Intermediaries {
+    slots: Vec<Slot>,
+    peak: usize,
+}
+
+impl Intermediaries {
+    /// Take an announcement; answers go out once a rank's exchange is complete.
+    pub fn handle<M>(&mut self, msg: ToIntermediary, out: &mut Vec<(u32, Wire<M>)>) {
+        let rank = match msg {
+            ToIntermediary::Register { rank, .. } => rank,
+            ToIntermediary::ChildOf { parent, .. } => parent,
+        };
+        let at = match self.slots.iter().position(|s| s.rank == rank) {
+            Some(at) => at,
+            None => {
+                self.slots.push(Slot {
+                    rank,
+                    id: None,
+                    expected: None,
+                    children: Vec::new(),
+                });
+                self.slots.len() - 1
+            }
+        };
+        let slot = &mut self.slots[at];
+        match msg {
+            ToIntermediary::Register { id, children, .. } => {
+                slot.id = Some(id);
+                slot.expected = Some(children);
+            }
+            ToIntermediary::ChildOf { rank, id, .. } => slot.children.push((rank, id)),
+        }
+        self.peak = self.peak.max(self.state_bytes());
+        let slot = &self.slots[at];
+        let (Some(id), Some(expected)) = (slot.id, slot.expected) else {
+            return;
+        };
+        if slot.children.len() as u32 != expected {
+            return;
+        }
+        let mut slot = self.slots.swap_remove(at);
+        slot.children.sort_unstable();
+        if expected > 0 {
+            let ids = slot.children.iter().map(|&(_, c)| c).collect();
+            out.push((id, Wire::FromIntermediary(FromIntermediary::Children(ids))));
+        }
+        for &(_, child) in &slot.children {
+            out.push((child, Wire::FromIntermediary(FromIntermediary::Parent(id))));
+        }
+    }
+
+    /// True when no exchange is open here.
+    pub fn is_idle(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Bytes of state held now.
+    pub fn state_bytes(&self) -> usize {
+        self.slots
+            .iter()
+            .map(|s| words(4, 1) + words(s.children.len(), 2))
+            .sum()
+    }
+
+    /// The most state held at once, in bytes.
+    pub fn peak_state_bytes(&self) -> usize {
+        self.peak
+    }
+}

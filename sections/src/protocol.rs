@@ -1,0 +1,152 @@
+//! The shape every creation algorithm shares: one state machine per PE of the parent,
+//! driven by a local join and by messages, so that the same code runs on chares and
+//! in the in-memory harness.
+
+use crate::neighbour_discovery::{FromIntermediary, ToIntermediary};
+use crate::section::Placement;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::fmt::Debug;
+use thiserror::Error;
+
+/// How the upward pass fills a hole (a parent-tree vertex that does not join).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Filler {
+    /// Holes stay in the tree and only count (Shrink-and-Hash only).
+    None,
+    /// A joining child takes the hole's place and adopts its siblings.
+    Child,
+    /// A leaf of the hole's subtree takes its place.
+    Leaf,
+}
+
+/// A creation algorithm of the langer paper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Algorithm {
+    /// Gather the roster at the root, hand it down (section IV).
+    Centralized,
+    /// Shrink the parent tree, then move vertices until it is balanced (section V).
+    ShrinkAndBalance(Filler),
+    /// Count subtrees, hand out rank ranges, find neighbours by hashing (section VI).
+    ShrinkAndHash(Filler),
+}
+
+impl Algorithm {
+    /// Every algorithm and filler combination.
+    pub const ALL: [Algorithm; 6] = [
+        Algorithm::Centralized,
+        Algorithm::ShrinkAndBalance(Filler::Child),
+        Algorithm::ShrinkAndBalance(Filler::Leaf),
+        Algorithm::ShrinkAndHash(Filler::None),
+        Algorithm::ShrinkAndHash(Filler::Child),
+        Algorithm::ShrinkAndHash(Filler::Leaf),
+    ];
+
+    /// Short name, e.g. `shrink-and-hash/leaf`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Centralized => "centralized",
+            Algorithm::ShrinkAndBalance(Filler::None) => "shrink-and-balance/none",
+            Algorithm::ShrinkAndBalance(Filler::Child) => "shrink-and-balance/child",
+            Algorithm::ShrinkAndBalance(Filler::Leaf) => "shrink-and-balance/leaf",
+            Algorithm::ShrinkAndHash(Filler::None) => "shrink-and-hash/none",
+            Algorithm::ShrinkAndHash(Filler::Child) => "shrink-and-hash/child",
+            Algorithm::ShrinkAndHash(Filler::Leaf) => "shrink-and-hash/leaf",
+        }
+    }
+}
+
+/// What one PE knows when it joins a creation. Ids are whatever the host addresses
+/// PEs by (world PEs on chares, 0..n in the harness).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setup {
+    /// This PE's id.
+    pub me: u32,
+    /// Ids 0..world may serve as intermediaries (the hash's range).
+    pub world: u32,
+    /// True if this PE joins the new section.
+    pub member: bool,
+    /// Branching factor of the new section's tree.
+    pub k: u32,
+    /// Parent of this PE in the parent's spanning tree (None at its root).
+    pub tree_parent: Option<u32>,
+    /// Children of this PE in the parent's spanning tree, in order.
+    pub tree_children: Vec<u32>,
+    /// This PE's level in the parent's tree, 1 at the root (bounds leaf-filler lists).
+    pub generation: u32,
+    /// Key of the intermediary hash, the same on every PE of one creation.
+    pub salt: u64,
+    /// The new section's name, used only where the parent's root runs.
+    pub token: u64,
+}
+
+/// A message as it travels: to a creation's state machine, or to an intermediary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Wire<M> {
+    /// For the algorithm's state machine on the destination.
+    Role(M),
+    /// For the destination as the intermediary of a rank.
+    ToIntermediary(ToIntermediary),
+    /// An intermediary's answer, for the algorithm's state machine.
+    FromIntermediary(FromIntermediary),
+}
+
+/// Messages a handler sends: (destination id, message).
+pub type Outbox<M> = Vec<(u32, Wire<M>)>;
+
+/// A message a creation protocol cannot accept.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProtocolError {
+    /// The message does not fit the state the PE is in.
+    #[error("id {me}: unexpected {what} from {from}")]
+    Unexpected {
+        me: u32,
+        from: u32,
+        what: &'static str,
+    },
+    /// The counts that must agree between PEs do not.
+    #[error("id {me}: inconsistent counts: {detail}")]
+    Inconsistent { me: u32, detail: String },
+    /// A setup the algorithm cannot run with.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// One PE's part in creating a section.
+pub trait Protocol {
+    /// The messages its PEs exchange.
+    type Msg: Serialize + DeserializeOwned + Clone + Debug + Send + 'static;
+
+    /// The local PE joins (exactly once; messages may have come before).
+    fn start(&mut self, out: &mut Outbox<Self::Msg>) -> Result<(), ProtocolError>;
+
+    /// A message from `from` arrives.
+    fn handle(
+        &mut self,
+        from: u32,
+        msg: Self::Msg,
+        out: &mut Outbox<Self::Msg>,
+    ) -> Result<(), ProtocolError>;
+
+    /// An intermediary's answer arrives (only hashing algorithms expect one).
+    fn found(
+        &mut self,
+        from: u32,
+        msg: FromIntermediary,
+        out: &mut Outbox<Self::Msg>,
+    ) -> Result<(), ProtocolError>;
+
+    /// This member's place, once it is known.
+    fn placement(&self) -> Option<&Placement>;
+
+    /// True once this PE has done its whole part (no message for it is still to come).
+    fn finished(&self) -> bool;
+
+    /// The most state this PE has held at once, in bytes.
+    fn peak_state_bytes(&self) -> usize;
+}
+
+/// Bytes of the ids and counts in a slice of records of `words` 32-bit words each.
+pub(crate) fn words(len: usize, words: usize) -> usize {
+    len * words * 4
+}

@@ -1,0 +1,206 @@
+//! What creation produces: section identities, a member's place in the section tree,
+//! and the check that a set of places forms a valid section.
+
+use crate::kary;
+use chorus_core::Pe;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// `SectionId::creator` of the world section, which no PE created.
+pub const WORLD_CREATOR: Pe = Pe::MAX;
+
+/// Identity of a section, unique without global agreement (the RBC paper's context
+/// ids, section VI): a creator PE and that PE's local counter name a section built by
+/// an algorithm; a range keeps its base's pair and adds its first PE, stride, size and
+/// nesting depth, all computed locally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SectionId {
+    /// PE that named the base section (WORLD_CREATOR for the world).
+    pub creator: Pe,
+    /// The creator's count of sections it had named before this one.
+    pub counter: u32,
+    /// First world PE of a range (0 for a section that is not a range).
+    pub first: u32,
+    /// World-PE stride of a range (1 for a section that is not a range).
+    pub stride: u32,
+    /// Number of members.
+    pub count: u32,
+    /// How many range splits lead from the base to this section.
+    pub depth: u32,
+}
+
+impl SectionId {
+    /// The id of the world of `npes` PEs.
+    pub fn world(npes: u32) -> Self {
+        SectionId {
+            creator: WORLD_CREATOR,
+            counter: 0,
+            first: 0,
+            stride: 1,
+            count: npes,
+            depth: 0,
+        }
+    }
+
+    /// The id of a section of `count` members named by `creator`'s `counter`-th creation.
+    pub fn created(creator: Pe, counter: u32, count: u32) -> Self {
+        SectionId {
+            creator,
+            counter,
+            first: 0,
+            stride: 1,
+            count,
+            depth: 0,
+        }
+    }
+
+    /// The pair (creator, counter) packed into one word, as creation protocols carry it.
+    pub fn token(creator: Pe, counter: u32) -> u64 {
+        (u64::from(creator) << 32) | u64::from(counter)
+    }
+
+    /// The id named by a token for a section of `count` members.
+    pub fn from_token(token: u64, count: u32) -> Self {
+        SectionId::created((token >> 32) as Pe, token as u32, count)
+    }
+}
+
+/// A member's place in a new section, in the ids the creation protocol ran on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The creation's token (the new section's name, chosen at the parent's root).
+    pub token: u64,
+    /// The member's rank, 0..size.
+    pub rank: u32,
+    /// Number of members.
+    pub size: u32,
+    /// Branching factor of the tree.
+    pub k: u32,
+    /// Id of the member holding rank (rank-1)/k, None at rank 0.
+    pub parent: Option<u32>,
+    /// Ids of the members holding ranks k*rank+1 .., in rank order.
+    pub children: Vec<u32>,
+}
+
+/// A member's view of a section built by an algorithm: its id, rank, size and
+/// neighbours in the balanced k-ary tree, as PEs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Section {
+    /// The section's identity.
+    pub id: SectionId,
+    /// This member's rank, 0..size.
+    pub rank: u32,
+    /// Number of members.
+    pub size: u32,
+    /// Branching factor of the tree.
+    pub k: u32,
+    /// PE of the parent in the tree (rank (rank-1)/k), None at rank 0.
+    pub parent: Option<Pe>,
+    /// PEs of the children (ranks k*rank+1 ..), in rank order.
+    pub children: Vec<Pe>,
+}
+
+/// How a set of placements fails to be a section over the given members.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum InvalidSection {
+    /// A member ended without a place, or a non-member got one.
+    #[error("id {id}: member={member} but placed={placed}")]
+    Membership { id: u32, member: bool, placed: bool },
+    /// Members disagree on the size, the token or k, or the size is not the member count.
+    #[error("id {id}: size {size} token {token} k {k}, expected size {want_size} token {want_token} k {want_k}")]
+    Header {
+        id: u32,
+        size: u32,
+        token: u64,
+        k: u32,
+        want_size: u32,
+        want_token: u64,
+        want_k: u32,
+    },
+    /// Two members hold one rank, or a rank is out of range.
+    #[error("rank {rank} is held by ids {first:?} and {second}")]
+    Rank {
+        rank: u32,
+        first: Option<u32>,
+        second: u32,
+    },
+    /// A member's parent or children are not the members holding the tree ranks.
+    #[error("id {id} (rank {rank}): tree neighbours {got:?}, expected {want:?}")]
+    Tree {
+        id: u32,
+        rank: u32,
+        got: (Option<u32>, Vec<u32>),
+        want: (Option<u32>, Vec<u32>),
+    },
+}
+
+/// Check that `placed[id]` (one entry per id) is a section over exactly the ids with
+/// `members[id]`: ranks a bijection onto 0..m, one size, token and k, and every
+/// member's neighbours the holders of its parent and child ranks in the k-ary tree.
+pub fn check(
+    members: &[bool],
+    placed: &[Option<Placement>],
+    token: u64,
+    k: u32,
+) -> Result<(), InvalidSection> {
+    let m = members.iter().filter(|&&b| b).count() as u32;
+    let mut holder: Vec<Option<u32>> = vec![None; m as usize];
+    for (id, (&member, p)) in members.iter().zip(placed).enumerate() {
+        let id = id as u32;
+        let Some(p) = p else {
+            if member {
+                return Err(InvalidSection::Membership {
+                    id,
+                    member,
+                    placed: false,
+                });
+            }
+            continue;
+        };
+        if !member {
+            return Err(InvalidSection::Membership {
+                id,
+                member,
+                placed: true,
+            });
+        }
+        if p.size != m || p.token != token || p.k != k {
+            return Err(InvalidSection::Header {
+                id,
+                size: p.size,
+                token: p.token,
+                k: p.k,
+                want_size: m,
+                want_token: token,
+                want_k: k,
+            });
+        }
+        match holder.get_mut(p.rank as usize) {
+            Some(slot @ None) => *slot = Some(id),
+            other => {
+                return Err(InvalidSection::Rank {
+                    rank: p.rank,
+                    first: other.and_then(|s| *s),
+                    second: id,
+                })
+            }
+        }
+    }
+    for (id, p) in placed.iter().enumerate() {
+        let Some(p) = p else { continue };
+        let by_rank = |r: u32| holder[r as usize].expect("every rank is held");
+        let want = (
+            kary::parent(p.rank, k).map(by_rank),
+            kary::children(p.rank, m, k).map(by_rank).collect::<Vec<_>>(),
+        );
+        if (p.parent, &p.children) != (want.0, &want.1) {
+            return Err(InvalidSection::Tree {
+                id: id as u32,
+                rank: p.rank,
+                got: (p.parent, p.children.clone()),
+                want,
+            });
+        }
+    }
+    Ok(())
+}
