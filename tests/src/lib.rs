@@ -1,7 +1,11 @@
 //! Helpers shared by the integration tests: every runtime test runs on each machine
-//! layer this build has.
+//! layer this build has. The layer-parameterized test bodies live in [`suite`], so the
+//! cargo tests (threads and sim) and the `chorus-suite` binary (mpi, under mpirun) run
+//! the very same code.
 
 use chorus_core::{Config, ErrorPolicy, Layer};
+
+pub mod suite;
 
 /// The machine layers runtime tests run on.
 pub fn layers() -> Vec<Layer> {
@@ -16,6 +20,37 @@ pub fn config(layer: Layer, pes: u32, policy: ErrorPolicy) -> Config {
         on_error: policy,
         ..Config::default()
     }
+}
+
+/// The PE count a test gets when it asks for `wanted`: on mpi the number of ranks
+/// mpirun started (from `OMPI_COMM_WORLD_SIZE` or `PMI_SIZE`), elsewhere `wanted`.
+pub fn pes(layer: Layer, wanted: u32) -> u32 {
+    match layer {
+        Layer::Mpi => mpi_world_size().unwrap_or(wanted),
+        Layer::Threads | Layer::Sim => wanted,
+    }
+}
+
+/// The number of ranks of the MPI job this process belongs to, as its launcher
+/// announced it (OpenMPI: `OMPI_COMM_WORLD_SIZE`; MPICH and other PMI launchers:
+/// `PMI_SIZE`), or `None` outside mpirun.
+pub fn mpi_world_size() -> Option<u32> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
+}
+
+/// The distinct PE counts `pes` gives for each of `wanted`, in order: on mpi every
+/// request maps to the world size, so the list shrinks to one entry.
+pub fn pes_each(layer: Layer, wanted: &[u32]) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for &w in wanted {
+        let p = pes(layer, w);
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// splitmix64: a fixed, seedable generator for test traffic.

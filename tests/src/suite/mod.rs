@@ -1,0 +1,22 @@
+//! The runtime test suite, parameterized over machine layers: every test is a
+//! `pub fn name(layer: Layer)` that panics on failure. The cargo tests in `tests/tests`
+//! call them for threads and sim; the `chorus-suite` binary calls them on mpi under
+//! mpirun. On mpi every rank runs the same test (each gets the whole job's report).
+
+use chorus_core::Layer;
+
+pub mod arrays;
+pub mod bad_input;
+
+/// A named suite test.
+pub type Test = (&'static str, fn(Layer));
+
+/// Every module's tests, in a fixed order (names are `module::test`-free: unique).
+pub fn all() -> Vec<Test> {
+    [arrays::TESTS, bad_input::TESTS].concat()
+}
+
+/// The suite test called `name`, if there is one.
+pub fn find(name: &str) -> Option<Test> {
+    all().into_iter().find(|(n, _)| *n == name)
+}
