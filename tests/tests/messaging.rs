@@ -1,312 +1,35 @@
-//! Point-to-point messaging: a 10^6-message stress test, creation from any PE,
-//! priorities and the expedited path.
+//! Point-to-point messaging on every layer of this build: a 10^6-message stress test,
+//! creation from any PE, priorities and the expedited path (bodies in
+//! `chorus_tests::suite::messaging`).
 
-use chorus_core::{
-    ArrayMap, ArrayProxy, Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, Reducer, Registry,
-    Runtime, SendOpts,
-};
-use chorus_tests::{config, layers, splitmix64};
-use serde::{Deserialize, Serialize};
-
-const ELEMENTS: usize = 80;
-const TOKENS_PER_ELEMENT: u64 = 5;
-const HOPS: u64 = 2500;
-
-#[derive(Clone, Serialize, Deserialize)]
-struct StressInit {
-    total: Entry<Walker, u64>,
-    checksum: Entry<Walker, u64>,
-}
-
-struct Walker {
-    init: StressInit,
-    received: u64,
-    id_sum: u64,
-    rng: u64,
-}
-
-#[derive(Clone, Serialize, Deserialize)]
-enum WalkerMsg {
-    Start,
-    Token { id: u64, ttl: u64 },
-    Report,
-    Total(u64),
-    Checksum(u64),
-}
-
-impl Chare for Walker {
-    type Init = StressInit;
-    type Msg = WalkerMsg;
-
-    fn create(init: StressInit, ctx: &mut Ctx) -> Self {
-        let index: usize = ctx.this_index().expect("walkers are array elements");
-        Walker {
-            init,
-            received: 0,
-            id_sum: 0,
-            rng: index as u64 * 7919 + 1,
-        }
-    }
-
-    fn handle(&mut self, msg: WalkerMsg, ctx: &mut Ctx) {
-        let me: ArrayProxy<Walker, usize> = ctx.this_array().expect("array element");
-        match msg {
-            WalkerMsg::Start => {
-                let index: usize = ctx.this_index().expect("index");
-                for t in 0..TOKENS_PER_ELEMENT {
-                    let id = index as u64 * TOKENS_PER_ELEMENT + t;
-                    let to = (splitmix64(&mut self.rng) % ELEMENTS as u64) as usize;
-                    me.send(ctx, &to, WalkerMsg::Token { id, ttl: HOPS - 1 });
-                }
-            }
-            WalkerMsg::Token { id, ttl } => {
-                self.received += 1;
-                self.id_sum += id;
-                if ttl > 0 {
-                    let to = (splitmix64(&mut self.rng) % ELEMENTS as u64) as usize;
-                    me.send(ctx, &to, WalkerMsg::Token { id, ttl: ttl - 1 });
-                }
-            }
-            WalkerMsg::Report => {
-                ctx.contribute(
-                    self.received,
-                    Reducer::Sum,
-                    Callback::array_element(&me, &0, self.init.total),
-                );
-                ctx.contribute(
-                    self.id_sum,
-                    Reducer::Sum,
-                    Callback::array_element(&me, &0, self.init.checksum),
-                );
-            }
-            WalkerMsg::Total(n) => ctx.publish("total", &n),
-            WalkerMsg::Checksum(s) => {
-                ctx.publish("checksum", &s);
-                ctx.exit();
-            }
-        }
-    }
-}
-
-struct Driver {
-    walkers: ArrayProxy<Walker, usize>,
-}
-
-#[derive(Clone, Serialize, Deserialize)]
-enum DriverMsg {
-    Quiet(()),
-}
-
-impl Chare for Driver {
-    type Init = ArrayProxy<Walker, usize>;
-    type Msg = DriverMsg;
-    fn create(walkers: ArrayProxy<Walker, usize>, _: &mut Ctx) -> Self {
-        Driver { walkers }
-    }
-    fn handle(&mut self, _: DriverMsg, ctx: &mut Ctx) {
-        self.walkers.broadcast(ctx, WalkerMsg::Report);
-    }
-}
+use chorus_tests::{layers, suite::messaging};
 
 #[test]
 fn a_million_messages_between_random_chares_on_8_pes_are_all_accounted_for() {
     for layer in layers() {
-        let mut reg = Registry::new();
-        reg.chare::<Walker>("Walker").chare::<Driver>("Driver");
-        let init = StressInit {
-            total: reg.entry("Walker::total", WalkerMsg::Total),
-            checksum: reg.entry("Walker::checksum", WalkerMsg::Checksum),
-        };
-        let quiet = reg.entry::<Driver, ()>("Driver::quiet", DriverMsg::Quiet);
-        let report = Runtime::new(reg, config(layer, 8, ErrorPolicy::Abort))
-            .run(move |ctx| {
-                let walkers = ctx.create_array_1d::<Walker>(ELEMENTS, init, ArrayMap::RoundRobin);
-                let driver = ctx.create_chare::<Driver>(walkers, 3);
-                walkers.broadcast(ctx, WalkerMsg::Start);
-                ctx.start_quiescence(Callback::chare(&driver, quiet));
-            })
-            .expect("stress run");
-        let expected = ELEMENTS as u64 * TOKENS_PER_ELEMENT * HOPS;
-        assert_eq!(expected, 1_000_000);
-        assert_eq!(report.output::<u64>("total"), Some(expected), "{layer:?}");
-        let ids = ELEMENTS as u64 * TOKENS_PER_ELEMENT;
-        assert_eq!(
-            report.output::<u64>("checksum"),
-            Some(ids * (ids - 1) / 2 * HOPS)
-        );
-        assert!(report.messages_processed() >= expected);
-        assert!(report.errors().is_empty());
-    }
-}
-
-/// Records the order in which its messages run.
-struct Recorder {
-    seen: Vec<i64>,
-}
-
-#[derive(Clone, Serialize, Deserialize)]
-enum RecorderMsg {
-    Burst,
-    Tag(i64),
-    Done,
-}
-
-impl Chare for Recorder {
-    type Init = ();
-    type Msg = RecorderMsg;
-    fn create(_: (), _: &mut Ctx) -> Self {
-        Recorder { seen: Vec::new() }
-    }
-    fn handle(&mut self, msg: RecorderMsg, ctx: &mut Ctx) {
-        let me: ChareProxy<Recorder> = ctx.this_chare().expect("singleton");
-        match msg {
-            RecorderMsg::Burst => {
-                // All queued before any runs: the queue alone decides the order.
-                for (tag, prio) in [(1, 0), (2, 5), (3, -5), (4, 0), (5, -5), (6, 10)] {
-                    me.send_with(ctx, RecorderMsg::Tag(tag), SendOpts::prio(prio));
-                }
-                me.send_with(ctx, RecorderMsg::Tag(99), SendOpts::expedited());
-                me.send_with(ctx, RecorderMsg::Done, SendOpts::prio(100));
-            }
-            RecorderMsg::Tag(t) => self.seen.push(t),
-            RecorderMsg::Done => {
-                ctx.publish("order", &self.seen);
-                ctx.exit();
-            }
-        }
+        messaging::a_million_messages_between_random_chares_on_8_pes_are_all_accounted_for(layer);
     }
 }
 
 #[test]
 fn priorities_run_smallest_first_fifo_within_a_priority_and_expedited_before_all() {
     for layer in layers() {
-        let mut reg = Registry::new();
-        reg.chare::<Recorder>("Recorder");
-        let report = Runtime::new(reg, config(layer, 2, ErrorPolicy::Abort))
-            .run(|ctx| {
-                let r = ctx.create_chare::<Recorder>((), 1);
-                r.send(ctx, RecorderMsg::Burst);
-            })
-            .expect("run");
-        assert_eq!(
-            report.output::<Vec<i64>>("order"),
-            Some(vec![99, 3, 5, 1, 4, 2, 6])
+        messaging::priorities_run_smallest_first_fifo_within_a_priority_and_expedited_before_all(
+            layer,
         );
-    }
-}
-
-/// Sends itself a run of messages; one of them sends an expedited message, another panics.
-struct Runner {
-    seen: Vec<i64>,
-}
-
-#[derive(Clone, Serialize, Deserialize)]
-enum RunnerMsg {
-    Burst,
-    Tag(i64),
-    Done,
-}
-
-impl Chare for Runner {
-    type Init = ();
-    type Msg = RunnerMsg;
-    fn create(_: (), _: &mut Ctx) -> Self {
-        Runner { seen: Vec::new() }
-    }
-    fn handle(&mut self, msg: RunnerMsg, ctx: &mut Ctx) {
-        let me: ChareProxy<Runner> = ctx.this_chare().expect("singleton");
-        match msg {
-            RunnerMsg::Burst => {
-                for tag in 1..=6 {
-                    me.send(ctx, RunnerMsg::Tag(tag));
-                }
-                me.send(ctx, RunnerMsg::Done);
-            }
-            RunnerMsg::Tag(t) => {
-                if t == 3 {
-                    me.send_with(ctx, RunnerMsg::Tag(100), SendOpts::expedited());
-                }
-                if t == 5 {
-                    panic!("message 5 fails");
-                }
-                self.seen.push(t);
-            }
-            RunnerMsg::Done => {
-                ctx.publish("order", &self.seen);
-                ctx.exit();
-            }
-        }
     }
 }
 
 #[test]
 fn a_run_of_messages_yields_to_expedited_ones_and_survives_a_failing_member() {
     for layer in layers() {
-        let mut reg = Registry::new();
-        reg.chare::<Runner>("Runner");
-        let report = Runtime::new(reg, config(layer, 2, ErrorPolicy::Drop))
-            .run(|ctx| {
-                let r = ctx.create_chare::<Runner>((), 1);
-                r.send(ctx, RunnerMsg::Burst);
-            })
-            .expect("run");
-        assert_eq!(
-            report.output::<Vec<i64>>("order"),
-            Some(vec![1, 2, 3, 100, 4, 6])
-        );
-        let errors = report.errors();
-        assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(errors[0].to_string().contains("message 5 fails"));
-    }
-}
-
-/// A chare that creates another chare on a different PE and talks to it at once.
-struct Spawner;
-
-#[derive(Clone, Serialize, Deserialize)]
-enum SpawnerMsg {
-    Go { depth: u32 },
-}
-
-impl Chare for Spawner {
-    type Init = ();
-    type Msg = SpawnerMsg;
-    fn create(_: (), _: &mut Ctx) -> Self {
-        Spawner
-    }
-    fn handle(&mut self, msg: SpawnerMsg, ctx: &mut Ctx) {
-        let SpawnerMsg::Go { depth } = msg;
-        ctx.publish("visited", &ctx.my_pe());
-        if depth == 0 {
-            return ctx.exit_on_quiescence();
-        }
-        let next = (ctx.my_pe() + 1) % ctx.num_pes() as u32;
-        let child = ctx.create_chare::<Spawner>((), next);
-        child.send(ctx, SpawnerMsg::Go { depth: depth - 1 });
+        messaging::a_run_of_messages_yields_to_expedited_ones_and_survives_a_failing_member(layer);
     }
 }
 
 #[test]
 fn chares_created_from_any_pe_receive_messages_sent_right_after_creation() {
     for layer in layers() {
-        let mut reg = Registry::new();
-        reg.chare::<Spawner>("Spawner");
-        let report = Runtime::new(reg, config(layer, 5, ErrorPolicy::Abort))
-            .run(|ctx| {
-                let s = ctx.create_chare::<Spawner>((), 2);
-                s.send(ctx, SpawnerMsg::Go { depth: 12 });
-            })
-            .expect("run");
-        let visited: Vec<u32> = report
-            .outputs::<u32>("visited")
-            .into_iter()
-            .map(|(_, pe)| pe)
-            .collect();
-        assert_eq!(visited.len(), 13);
-        let mut by_pe = [0; 5];
-        for pe in visited {
-            by_pe[pe as usize] += 1;
-        }
-        assert_eq!(by_pe, [2, 2, 3, 3, 3]);
+        messaging::chares_created_from_any_pe_receive_messages_sent_right_after_creation(layer);
     }
 }

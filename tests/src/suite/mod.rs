@@ -7,13 +7,23 @@ use chorus_core::Layer;
 
 pub mod arrays;
 pub mod bad_input;
+pub mod messaging;
+pub mod quiescence;
+pub mod reductions;
 
 /// A named suite test.
 pub type Test = (&'static str, fn(Layer));
 
-/// Every module's tests, in a fixed order (names are `module::test`-free: unique).
+/// Every module's tests, in a fixed order (test names are unique across modules).
 pub fn all() -> Vec<Test> {
-    [arrays::TESTS, bad_input::TESTS].concat()
+    [
+        arrays::TESTS,
+        bad_input::TESTS,
+        messaging::TESTS,
+        quiescence::TESTS,
+        reductions::TESTS,
+    ]
+    .concat()
 }
 
 /// The suite test called `name`, if there is one.
