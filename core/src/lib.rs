@@ -9,6 +9,7 @@
 #![cfg_attr(feature = "mpi", deny(unsafe_code))]
 
 pub mod array;
+pub mod bytes;
 pub mod callback;
 pub mod chare;
 pub mod config;
@@ -32,6 +33,7 @@ pub mod tree;
 pub mod wire;
 
 pub use array::{ArrayIndex, ArrayMap};
+pub use bytes::Bytes;
 pub use callback::Callback;
 pub use chare::Chare;
 pub use config::{Config, ErrorPolicy, KillSpec, Layer, SimArgs, SimPreset, StatsFormat, WorkMode};

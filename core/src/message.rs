@@ -120,6 +120,13 @@ impl std::ops::Deref for WireBytes {
     }
 }
 
+impl WireBytes {
+    /// Decode the value these bytes hold; its `Bytes` fields keep views of the buffer.
+    fn decode<T: serde::de::DeserializeOwned>(&self) -> bincode::Result<T> {
+        crate::bytes::decoding_from(&self.buf, || bincode::deserialize(self))
+    }
+}
+
 /// Bytes of the bincode length prefix of an encoded run.
 const RUN_LEN_BYTES: usize = 8;
 
@@ -168,9 +175,9 @@ impl Payload {
     }
 
     /// A payload received as the bytes of `buf` from `start` on: one message, or a run.
-    pub(crate) fn from_wire(buf: Vec<u8>, start: usize, run: bool) -> Self {
+    pub(crate) fn from_wire(buf: Arc<Vec<u8>>, start: usize, run: bool) -> Self {
         let bytes = WireBytes {
-            buf: Arc::new(buf),
+            buf,
             start,
         };
         if run {
@@ -193,7 +200,7 @@ impl Payload {
                 .downcast::<Vec<T>>()
                 .map(|v| *v)
                 .map_err(|_| format!("expected a run of {}", std::any::type_name::<T>())),
-            Payload::RunBytes(v) => bincode::deserialize(&v).map_err(|e| {
+            Payload::RunBytes(v) => v.decode::<Vec<T>>().map_err(|e| {
                 format!(
                     "{} bytes are not a valid run of {}: {e}",
                     v.len(),
@@ -251,7 +258,7 @@ impl Payload {
                     .map(|b| *b)
                     .map_err(|_| format!("expected {}, found {found}", std::any::type_name::<T>()))
             }
-            Payload::Bytes(v) => bincode::deserialize(&v).map_err(|e| {
+            Payload::Bytes(v) => v.decode::<T>().map_err(|e| {
                 format!(
                     "{} bytes are not a valid {}: {e}",
                     v.len(),

@@ -26,6 +26,7 @@ use crate::message::Payload;
 use crate::runtime::{Envelope, Kind};
 use bincode::Options;
 use thiserror::Error;
+use std::sync::Arc;
 
 /// The first four bytes of every envelope.
 pub const MAGIC: [u8; 4] = *b"CHRS";
@@ -157,6 +158,13 @@ fn payload_mut(kind: &mut Kind) -> Option<&mut Payload> {
     }
 }
 
+/// About the bytes the wire form of `env` takes (exact for the payload, a guess for
+/// the body), to size a buffer before `encode`.
+#[cfg(feature = "mpi")]
+pub(crate) fn size_hint(env: &Envelope) -> usize {
+    HEADER_BYTES + 64 + payload_of(&env.kind).map_or(0, |p| p.wire_len() as usize)
+}
+
 /// Append the wire form of `env`, bound for PE `dst`, to `out`.
 pub fn encode(env: &Envelope, dst: Pe, out: &mut Vec<u8>) -> Result<(), WireError> {
     let tag = kind_tag(&env.kind);
@@ -217,7 +225,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 }
 
 /// Decode one envelope received by PE `me`; the payload stays in `buf`.
-pub(crate) fn decode(buf: Vec<u8>, me: Pe) -> Result<Envelope, WireError> {
+pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     let bytes = &buf[..];
     if bytes.len() < HEADER_BYTES {
         return Err(WireError::Truncated { len: bytes.len() });
@@ -293,7 +301,7 @@ pub(crate) fn decode(buf: Vec<u8>, me: Pe) -> Result<Envelope, WireError> {
 
 /// Decode `bytes` as an envelope for PE `me` and drop it: what a fuzzer drives.
 pub fn check(bytes: &[u8], me: Pe) -> Result<(), WireError> {
-    decode(bytes.to_vec(), me).map(drop)
+    decode(Arc::new(bytes.to_vec()), me).map(drop)
 }
 
 /// Serde for payload fields inside a kind's body: nothing is written, and decoding
@@ -367,7 +375,7 @@ mod tests {
     fn a_user_message_round_trips() {
         let mut out = Vec::new();
         encode(&user(vec![1, 2, 3]), 1, &mut out).expect("encodes");
-        let env = decode(out, 1).expect("decodes");
+        let env = decode(Arc::new(out), 1).expect("decodes");
         assert_eq!(
             (env.src, env.prio, env.expedited, env.counted),
             (3, -7, false, true)
@@ -389,7 +397,7 @@ mod tests {
         }
         let mut out = Vec::new();
         encode(&env, 1, &mut out).expect("encodes");
-        let back = decode(out.clone(), 1).expect("decodes");
+        let back = decode(Arc::new(out.clone()), 1).expect("decodes");
         let Kind::User { payload, .. } = back.kind else {
             panic!("not a user message")
         };
@@ -408,7 +416,7 @@ mod tests {
         };
         out.clear();
         encode(&qd, 2, &mut out).expect("encodes");
-        let back = decode(out, 2).expect("decodes");
+        let back = decode(Arc::new(out), 2).expect("decodes");
         assert!(matches!(
             back.kind,
             Kind::QdRequest {
@@ -473,10 +481,10 @@ mod tests {
             ),
         ];
         for (bytes, says) in cases {
-            let err = decode(bytes, 1).expect_err("bad input");
+            let err = decode(Arc::new(bytes), 1).expect_err("bad input");
             assert!(err.to_string().contains(says), "{says}: {err}");
         }
-        let err = decode(good, 2).expect_err("wrong PE");
+        let err = decode(Arc::new(good), 2).expect_err("wrong PE");
         assert!(err.to_string().contains("reached PE 2"), "{err}");
         let runtime = err.at(2, "rank 1");
         assert!(runtime.to_string().contains("rank 1"), "{runtime}");

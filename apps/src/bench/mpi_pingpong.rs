@@ -4,12 +4,12 @@
 
 use super::median;
 use chorus_core::{
-    Chare, ChareProxy, Config, Ctx, Layer, MpiSession, Registry, Runtime, RuntimeError,
+    Bytes, Chare, ChareProxy, Config, Ctx, Layer, MpiSession, Registry, Runtime, RuntimeError,
 };
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
-use serde_bytes::ByteBuf;
+
 
 /// What the pair of chares is asked to do.
 #[derive(Clone, Copy, Serialize, Deserialize)]
@@ -39,13 +39,13 @@ struct Catcher {
 enum PitchMsg {
     /// The catcher exists; start.
     Ready(ChareProxy<Catcher>),
-    Ball(ByteBuf),
+    Ball(Bytes),
     Ack,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
 enum CatchMsg {
-    Ball(ByteBuf),
+    Ball(Bytes),
 }
 
 impl Chare for Pitcher {
@@ -64,11 +64,11 @@ impl Chare for Pitcher {
             (PitchMsg::Ready(catcher), Mode::PingPong { bytes, .. }) => {
                 self.catcher = Some(catcher);
                 self.sent_at = ctx.now();
-                catcher.send(ctx, CatchMsg::Ball(ByteBuf::from(vec![1u8; bytes])));
+                catcher.send(ctx, CatchMsg::Ball(Bytes::from(vec![1u8; bytes])));
             }
             (PitchMsg::Ready(catcher), Mode::Stream { count, bytes }) => {
                 self.sent_at = ctx.now();
-                let ball = ByteBuf::from(vec![1u8; bytes]);
+                let ball = Bytes::from(vec![1u8; bytes]);
                 for _ in 0..count {
                     catcher.send(ctx, CatchMsg::Ball(ball.clone()));
                 }

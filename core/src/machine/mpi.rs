@@ -34,9 +34,11 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Messages a PE runs between two looks at the network.
@@ -173,14 +175,51 @@ struct PendingSend {
 struct Link {
     comm: SimpleCommunicator,
     pending: Vec<PendingSend>,
+    /// Bytes of the sends in `pending`.
+    in_flight: usize,
     /// Completed send buffers kept for reuse.
     spare: Vec<Vec<u8>>,
+    /// Messages taken off the network while a send waited for room.
+    inbox: VecDeque<(Arc<Vec<u8>>, i32)>,
+    /// Large receive buffers lately handed out; one no longer shared is reused.
+    recycle: Vec<Arc<Vec<u8>>>,
 }
 
+/// Bytes of sends a rank keeps in flight before a new send waits for old ones:
+/// bounds the buffers a burst of large messages allocates (and the pages it faults
+/// in) to what MPI can move at once anyway.
+const MAX_IN_FLIGHT: usize = 8 << 20;
+/// Receive buffers at least this large are recycled instead of freed.
+const RECYCLE_MIN: usize = 64 << 10;
+/// Receive buffers kept for recycling.
+const RECYCLE_KEEP: usize = 8;
+/// Completed send buffers kept for reuse.
+const SPARE_KEEP: usize = 64;
+
 impl Link {
+    fn new(comm: SimpleCommunicator) -> Self {
+        Link {
+            comm,
+            pending: Vec::new(),
+            in_flight: 0,
+            spare: Vec::new(),
+            inbox: VecDeque::new(),
+            recycle: Vec::new(),
+        }
+    }
+
     fn send(&mut self, to: Pe, env: &Envelope) -> Result<(), RuntimeError> {
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
+        while self.in_flight > MAX_IN_FLIGHT {
+            // Receiving meanwhile is what lets a peer that waits on us finish too.
+            if !self.progress() && !self.pull() {
+                std::hint::spin_loop();
+            }
+        }
+        let want = wire::size_hint(env);
+        let mut buf = self.spare_buffer(want);
+        // Sized up front: growing a buffer of megabytes by doubling touches (and, on
+        // a fresh mapping, zeroes) every page several times over.
+        buf.reserve(want);
         wire::encode(env, to, &mut buf)
             .map_err(|e| RuntimeError::Invalid(format!("PE {}: {e}", env.src)))?;
         // SAFETY: the slice covers `buf`'s heap allocation, which stays where it is
@@ -193,11 +232,23 @@ impl Link {
             .comm
             .process_at_rank(to as i32)
             .immediate_send(StaticScope, slice);
+        self.in_flight += buf.len();
         self.pending.push(PendingSend {
             req: Some(req),
             buf,
         });
         Ok(())
+    }
+
+    /// An empty buffer for a send, reusing a spare one that is large enough.
+    fn spare_buffer(&mut self, want: usize) -> Vec<u8> {
+        let fit = self.spare.iter().position(|b| b.capacity() >= want);
+        let mut buf = match fit {
+            Some(i) => self.spare.swap_remove(i),
+            None => self.spare.pop().unwrap_or_default(),
+        };
+        buf.clear();
+        buf
     }
 
     /// Complete every send MPI has finished with; true if any did.
@@ -212,7 +263,8 @@ impl Link {
             match req.test() {
                 Ok(_) => {
                     let done = self.pending.swap_remove(i);
-                    if self.spare.len() < 64 {
+                    self.in_flight -= done.buf.len();
+                    if self.spare.len() < SPARE_KEEP {
                         self.spare.push(done.buf);
                     }
                     any = true;
@@ -226,12 +278,51 @@ impl Link {
         any
     }
 
+    /// Move one arrived message into the inbox; true if there was one.
+    fn pull(&mut self) -> bool {
+        match self.probe() {
+            Some(got) => {
+                self.inbox.push_back(got);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Take one message that has arrived, with its source rank.
-    fn receive(&mut self) -> Option<(Vec<u8>, i32)> {
+    fn receive(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
+        self.inbox.pop_front().or_else(|| self.probe())
+    }
+
+    fn probe(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
         let (msg, status) = self.comm.any_process().immediate_matched_probe()?;
         let source = status.source_rank();
-        let (bytes, _) = (msg, status).matched_receive_vec::<u8>();
-        Some((bytes, source))
+        let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+        if len < RECYCLE_MIN {
+            let (bytes, _) = (msg, status).matched_receive_vec::<u8>();
+            return Some((Arc::new(bytes), source));
+        }
+        let reusable = self
+            .recycle
+            .iter_mut()
+            .position(|b| Arc::get_mut(b).is_some_and(|v| v.capacity() >= len));
+        let mut buf = match reusable {
+            Some(i) => self.recycle.remove(i),
+            None => Arc::new(Vec::with_capacity(len)),
+        };
+        let vec = Arc::get_mut(&mut buf).expect("a recycled buffer is not shared");
+        // Only the part beyond the old length is written before the receive.
+        if vec.len() < len {
+            vec.resize(len, 0);
+        } else {
+            vec.truncate(len);
+        }
+        msg.matched_receive_into(&mut vec[..]);
+        if self.recycle.len() >= RECYCLE_KEEP {
+            self.recycle.remove(0);
+        }
+        self.recycle.push(Arc::clone(&buf));
+        Some((buf, source))
     }
 }
 
@@ -291,11 +382,7 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
     check_registry(&comm, &job.registry)?;
     let epoch = clock_epoch(&comm);
     let trace = start_trace(&comm, &job.config, npes)?;
-    let link = Rc::new(RefCell::new(Link {
-        comm,
-        pending: Vec::new(),
-        spare: Vec::new(),
-    }));
+    let link = Rc::new(RefCell::new(Link::new(comm)));
     let cfg = &job.config;
     let setup = PeSetup {
         me: rank,

@@ -1,0 +1,205 @@
+//! Shared immutable bytes for large message payloads.
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::Arc;
+
+/// Immutable bytes that clone without copying and, received from another process,
+/// stay in the buffer they arrived in: the way to send large blocks of data.
+///
+/// A `Vec<u8>` field is copied when a message is cloned for a broadcast and copied
+/// again out of the receive buffer when it is decoded; a `Bytes` field is neither.
+#[derive(Clone, Default)]
+pub struct Bytes {
+    buf: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl Bytes {
+    /// The bytes as a slice.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Number of bytes.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// True if there are no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// The bytes in a vector of their own (copies unless this is the only view of a
+    /// whole buffer).
+    pub fn into_vec(self) -> Vec<u8> {
+        if self.start == 0 && self.end == self.buf.len() {
+            Arc::try_unwrap(self.buf).unwrap_or_else(|shared| shared.to_vec())
+        } else {
+            self.as_slice().to_vec()
+        }
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(v: Vec<u8>) -> Self {
+        let end = v.len();
+        Bytes {
+            buf: Arc::new(v),
+            start: 0,
+            end,
+        }
+    }
+}
+
+impl From<&[u8]> for Bytes {
+    fn from(v: &[u8]) -> Self {
+        Bytes::from(v.to_vec())
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Bytes {}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Bytes({} B)", self.len())
+    }
+}
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.as_slice())
+    }
+}
+
+thread_local! {
+    /// The receive buffer a message is being decoded from on this thread.
+    static ARRIVED: RefCell<Option<Arc<Vec<u8>>>> = const { RefCell::new(None) };
+}
+
+/// Run `decode` with `buf` as the buffer that `Bytes` fields may keep views of.
+pub(crate) fn decoding_from<R>(buf: &Arc<Vec<u8>>, decode: impl FnOnce() -> R) -> R {
+    let previous = ARRIVED.with(|a| a.replace(Some(buf.clone())));
+    let out = decode();
+    ARRIVED.with(|a| *a.borrow_mut() = previous);
+    out
+}
+
+/// Where `part` lies inside the buffer being decoded, if it does.
+fn view_of(part: &[u8]) -> Option<Bytes> {
+    ARRIVED.with(|a| {
+        let a = a.borrow();
+        let buf = a.as_ref()?;
+        // Addresses are compared as integers: no pointer is dereferenced.
+        let base = buf.as_ptr() as usize;
+        let at = part.as_ptr() as usize;
+        let start = at.checked_sub(base)?;
+        let end = start.checked_add(part.len())?;
+        (end <= buf.len()).then(|| Bytes {
+            buf: buf.clone(),
+            start,
+            end,
+        })
+    })
+}
+
+struct BytesVisitor;
+
+impl<'de> Visitor<'de> for BytesVisitor {
+    type Value = Bytes;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a byte string")
+    }
+
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Bytes, E> {
+        Ok(view_of(v).unwrap_or_else(|| Bytes::from(v)))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Bytes, E> {
+        Ok(Bytes::from(v))
+    }
+
+    fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Bytes, E> {
+        Ok(Bytes::from(v))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Bytes, A::Error> {
+        let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+        while let Some(b) = seq.next_element::<u8>()? {
+            v.push(b);
+        }
+        Ok(Bytes::from(v))
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        d.deserialize_bytes(BytesVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decoding_from, Bytes};
+    use std::sync::Arc;
+
+    #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+    struct Msg {
+        tag: u32,
+        data: Bytes,
+    }
+
+    #[test]
+    fn received_bytes_stay_in_their_buffer() {
+        let msg = Msg {
+            tag: 7,
+            data: Bytes::from((0..=255u8).collect::<Vec<_>>()),
+        };
+        let wire = Arc::new(bincode::serialize(&msg).unwrap());
+        let back: Msg = decoding_from(&wire, || bincode::deserialize(&wire).unwrap());
+        assert_eq!(back, msg);
+        let base = wire.as_ptr() as usize;
+        let at = back.data.as_ptr() as usize;
+        assert!(at >= base && at + back.data.len() <= base + wire.len());
+        assert_eq!(Arc::strong_count(&wire), 2);
+    }
+
+    #[test]
+    fn bytes_from_elsewhere_are_copied() {
+        let msg = Msg {
+            tag: 1,
+            data: Bytes::from(&b"abc"[..]),
+        };
+        let wire = bincode::serialize(&msg).unwrap();
+        let back: Msg = bincode::deserialize(&wire).unwrap();
+        assert_eq!(back, msg);
+        assert_eq!(back.data.clone().into_vec(), b"abc");
+        let json = serde_json::to_string(&msg).unwrap();
+        let back: Msg = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, msg);
+    }
+}

@@ -1,0 +1,12 @@
+//! Sections for chorus: system-ranked process groups built by distributed
+//! spanning-tree construction, and range sections.
+#![forbid(unsafe_code)]
+
+pub mod collectives;
+pub mod hash;
+pub mod kary;
+pub mod neighbour_discovery;
+pub mod protocol;
+pub mod section;
+pub mod shrink;
+pub mod shrink_and_hash;
