@@ -1,0 +1,117 @@
+//! The k-port standard exchange (recursive doubling when k = 1): with b = k+1, in
+//! round j member p exchanges everything it holds with the k members that differ from
+//! it only in base-b digit j of the rank; log_b n rounds when n is a power of b.
+//! Otherwise, with P the largest power of b not above n, the members P..n-1 first hand
+//! their blocks to p-P, ranks 0..P-1 run the exchange, and hand the result back (the
+//! usual fold for non-powers).
+
+use super::machine::{Machine, Out, Step};
+use super::rounds::{pe, Rounds};
+use super::topology::Topology;
+use super::value::Piece;
+use chorus_core::RedData;
+
+const FOLD_IN: u32 = 0;
+const FOLD_OUT: u32 = u32::MAX;
+
+/// One member's standard exchange.
+pub struct StandardExchange {
+    base: u64,
+    /// Largest power of `base` not above the size.
+    core: u64,
+    /// The exchange round under way (tag round+1); None before the fold-in arrived.
+    round: Option<u32>,
+    dist: u64,
+    rounds: Rounds,
+}
+
+impl StandardExchange {
+    /// The exchange with `ports` >= 1 partners per round.
+    pub fn new(ports: u32, rank: u32, value: RedData) -> Self {
+        StandardExchange {
+            base: u64::from(ports) + 1,
+            core: 1,
+            round: None,
+            dist: 1,
+            rounds: Rounds::new(rank, value),
+        }
+    }
+
+    fn send_round(&self, me: &dyn Topology, out: &mut Out) {
+        let r = u64::from(me.rank());
+        let digit = (r / self.dist) % self.base;
+        let first = r - digit * self.dist;
+        let tag = self.round.expect("a round is under way") + 1;
+        for e in (0..self.base).filter(|&e| e != digit) {
+            let to = (first + e * self.dist) as u32;
+            out.send(pe(me, to), tag, self.rounds.all());
+        }
+    }
+
+    /// Run the exchange rounds as far as the arrived messages allow.
+    fn advance(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+        let r = u64::from(me.rank());
+        let n = u64::from(me.size());
+        let folded = r + self.core < n;
+        if self.round.is_none() {
+            if folded && !self.rounds.take_if_complete(FOLD_IN, 1) {
+                return Step::Pending;
+            }
+            self.round = Some(0);
+            if self.dist < self.core {
+                self.send_round(me, out);
+            }
+        }
+        while self.dist < self.core {
+            let round = self.round.expect("a round is under way");
+            if !self
+                .rounds
+                .take_if_complete(round + 1, (self.base - 1) as usize)
+            {
+                return Step::Pending;
+            }
+            self.round = Some(round + 1);
+            self.dist *= self.base;
+            if self.dist < self.core {
+                self.send_round(me, out);
+            }
+        }
+        if folded {
+            out.send(pe(me, (r + self.core) as u32), FOLD_OUT, self.rounds.all());
+        }
+        self.rounds.done()
+    }
+}
+
+impl Machine for StandardExchange {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+        let n = u64::from(me.size());
+        while self.core * self.base <= n {
+            self.core *= self.base;
+        }
+        let r = u64::from(me.rank());
+        if r >= self.core {
+            let to = (r - self.core) as u32;
+            out.send(pe(me, to), FOLD_IN, self.rounds.all());
+            return Step::Pending;
+        }
+        self.advance(me, out)
+    }
+
+    fn receive(
+        &mut self,
+        me: &dyn Topology,
+        _from: u32,
+        tag: u32,
+        piece: Piece,
+        out: &mut Out,
+    ) -> Step {
+        if u64::from(me.rank()) >= self.core {
+            // An extra member: the only message it gets is the whole result.
+            self.rounds.have.extend(piece.ranked());
+            return self.rounds.done();
+        }
+        self.rounds.keep(tag, piece);
+        self.advance(me, out)
+    }
+}

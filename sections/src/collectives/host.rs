@@ -1,0 +1,231 @@
+//! The per-PE group chare that hosts every collective's state machines: it numbers a
+//! member's collectives per section, keys their messages by (section id, sequence
+//! number), keeps messages that arrive before the local start, and fires callbacks.
+
+use super::allgather_bruck::Bruck;
+use super::allgather_kport::StandardExchange;
+use super::allgather_ring::Ring;
+use super::broadcast::Broadcast;
+use super::choice::Allgather;
+use super::machine::{Machine, Out, Step};
+use super::reduce::{Delivery, Reduce};
+use super::scan::Scan;
+use super::topology::{Member, Topology};
+use super::value::{Fold, Piece};
+use crate::section::SectionId;
+use chorus_core::{Callback, Chare, Ctx, GroupProxy, RedData};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Names one collective: its section and its number among the member's collectives on
+/// that section (every member starts a section's collectives in the same order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OpKey {
+    /// The section.
+    pub section: SectionId,
+    /// The collective's number on the section, from 0.
+    pub seq: u64,
+}
+
+/// A collective as a member starts it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Op {
+    /// Broadcast from `root`; the root gives the value.
+    Broadcast {
+        /// Rank of the root.
+        root: u32,
+        /// The value, at the root.
+        value: Option<RedData>,
+    },
+    /// A reduction (also gather, gatherv, allreduce, barrier, tree allgather).
+    Reduce {
+        /// How values combine.
+        fold: Fold,
+        /// This member's value.
+        value: RedData,
+        /// Who gets the result.
+        delivery: Delivery,
+    },
+    /// An inclusive or exclusive prefix reduction.
+    Scan {
+        /// How values combine.
+        fold: Fold,
+        /// This member's value.
+        value: RedData,
+        /// True for the exclusive prefix.
+        exclusive: bool,
+    },
+    /// An allgather by a roster algorithm (Bruck, standard exchange, ring).
+    Allgather {
+        /// The resolved algorithm.
+        algorithm: Allgather,
+        /// This member's block.
+        value: RedData,
+    },
+}
+
+impl Op {
+    fn machine(self, rank: u32) -> Box<dyn Machine> {
+        match self {
+            Op::Broadcast { root, value } => Box::new(Broadcast::new(root, value)),
+            Op::Reduce {
+                fold,
+                value,
+                delivery,
+            } => Box::new(Reduce::new(fold, value, rank, delivery)),
+            Op::Scan {
+                fold,
+                value,
+                exclusive,
+            } => Box::new(Scan::new(fold, value, rank, exclusive)),
+            Op::Allgather { algorithm, value } => match algorithm {
+                Allgather::Bruck(k) => Box::new(Bruck::new(k, rank, value)),
+                Allgather::StandardExchange(k) => Box::new(StandardExchange::new(k, rank, value)),
+                Allgather::Ring => Box::new(Ring::new(rank, value)),
+                other => panic!(
+                    "allgather {} is not resolved to a roster algorithm",
+                    other.name()
+                ),
+            },
+        }
+    }
+}
+
+/// A local start: the member, the collective and where its result goes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Start {
+    /// The member's view of the section.
+    pub member: Member,
+    /// The collective.
+    pub op: Op,
+    /// Where this member's result goes.
+    pub callback: Callback,
+}
+
+/// Messages of the collectives host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum HostMsg {
+    /// The local member starts a collective (sent by `Collectives` on its own PE).
+    Start(Box<Start>),
+    /// A message of a collective from the member of rank `from`.
+    Data {
+        /// The collective.
+        key: OpKey,
+        /// Sender's rank.
+        from: u32,
+        /// Step of the algorithm.
+        tag: u32,
+        /// The data.
+        piece: Piece,
+    },
+}
+
+struct Running {
+    member: Member,
+    callback: Callback,
+    machine: Box<dyn Machine>,
+}
+
+/// The collectives group member on one PE.
+#[derive(Default)]
+pub struct CollectivesHost {
+    next_seq: HashMap<SectionId, u64>,
+    running: HashMap<OpKey, Running>,
+    early: HashMap<OpKey, Vec<(u32, u32, Piece)>>,
+}
+
+impl CollectivesHost {
+    /// Collectives running on this PE (for tests and accounting).
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    fn flush(ctx: &mut Ctx, key: OpKey, from: u32, out: Out) {
+        let group: GroupProxy<CollectivesHost> =
+            ctx.this_group().expect("the host runs as a group member");
+        for (pe, tag, piece) in out.sends {
+            group.send(
+                ctx,
+                pe,
+                HostMsg::Data {
+                    key,
+                    from,
+                    tag,
+                    piece,
+                },
+            );
+        }
+    }
+
+    fn start(&mut self, s: Start, ctx: &mut Ctx) {
+        let Start {
+            member,
+            op,
+            callback,
+        } = s;
+        let counter = self.next_seq.entry(member.id()).or_insert(0);
+        let key = OpKey {
+            section: member.id(),
+            seq: *counter,
+        };
+        *counter += 1;
+        let mut run = Running {
+            machine: op.machine(member.rank()),
+            member,
+            callback,
+        };
+        let mut out = Out::default();
+        let mut step = run.machine.start(&run.member, &mut out);
+        Self::flush(ctx, key, run.member.rank(), out);
+        for (from, tag, piece) in self.early.remove(&key).unwrap_or_default() {
+            assert_eq!(
+                step,
+                Step::Pending,
+                "collective {key:?}: a message after the end"
+            );
+            let mut out = Out::default();
+            step = run.machine.receive(&run.member, from, tag, piece, &mut out);
+            Self::flush(ctx, key, run.member.rank(), out);
+        }
+        self.settle(ctx, key, run, step);
+    }
+
+    fn settle(&mut self, ctx: &mut Ctx, key: OpKey, run: Running, step: Step) {
+        match step {
+            Step::Pending => {
+                self.running.insert(key, run);
+            }
+            Step::Done(Some(v)) => ctx.send_to_callback(&run.callback, v),
+            Step::Done(None) => {}
+        }
+    }
+}
+
+impl Chare for CollectivesHost {
+    type Init = ();
+    type Msg = HostMsg;
+
+    fn create(_: (), _: &mut Ctx) -> Self {
+        CollectivesHost::default()
+    }
+
+    fn handle(&mut self, msg: HostMsg, ctx: &mut Ctx) {
+        match msg {
+            HostMsg::Start(s) => self.start(*s, ctx),
+            HostMsg::Data {
+                key,
+                from,
+                tag,
+                piece,
+            } => match self.running.remove(&key) {
+                Some(mut run) => {
+                    let mut out = Out::default();
+                    let step = run.machine.receive(&run.member, from, tag, piece, &mut out);
+                    Self::flush(ctx, key, run.member.rank(), out);
+                    self.settle(ctx, key, run, step);
+                }
+                None => self.early.entry(key).or_default().push((from, tag, piece)),
+            },
+        }
+    }
+}

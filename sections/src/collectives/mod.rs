@@ -1,0 +1,303 @@
+//! Asynchronous collectives over sections, on the runtime.
+//!
+//! One group chare, [`CollectivesHost`], is created once per job
+//! ([`Collectives::create`]) and hosts, on every PE, the state machines of the
+//! collectives that PE's members run. A member starts a collective from any handler
+//! on its own PE: the call returns at once, and the result arrives later at the
+//! member's [`Callback`] (a chare, a group member, an array element — never a
+//! closure). Values are chorus-core's neutral [`RedData`], so any `Reducible` goes in
+//! and any entry taking a `Reducible` receives the result.
+//!
+//! Every member of a section must start that section's collectives in the same order
+//! (the MPI rule): a collective is named by (section id, the member's running count
+//! of collectives on that section), so any number may be in flight on one section and
+//! on overlapping sections at once; messages that arrive before the local start wait
+//! for it. Members that disagree on value kinds or lengths fail the job (the combining
+//! handler panics, which the runtime reports as a handler error).
+//!
+//! | collective | result | needs |
+//! | --- | --- | --- |
+//! | broadcast | the root's value, at every member | tree |
+//! | reduce / allreduce | the reduction, at the root / every member | tree |
+//! | barrier | `()` (an empty list) at every member, after all started | tree |
+//! | scan / exscan | the inclusive / exclusive prefix by rank | tree |
+//! | gather | the concatenation of every member's vector, in rank order, at the root | tree |
+//! | gatherv | one item per rank (lengths may differ), at the root | tree |
+//! | allgather | the concatenation, at every member | tree (`Tree`) or roster (Bruck, standard exchange, ring) |
+//!
+//! "Tree" collectives only talk to tree neighbours, so they run on any section;
+//! sections built by an algorithm need a rank→PE table ([`TreeMember::with_roster`])
+//! for the roster allgathers. Built-in reducers only: a `Reducer::Custom` lives in
+//! core's registry, which is not reachable from here ([`CollectiveError::CustomReducer`]).
+
+pub mod allgather_bruck;
+pub mod allgather_kport;
+pub mod allgather_ring;
+pub mod broadcast;
+pub mod choice;
+pub mod error;
+pub mod host;
+pub mod machine;
+pub mod reduce;
+mod rounds;
+pub mod scan;
+pub mod topology;
+pub mod value;
+
+pub use choice::Allgather;
+pub use error::CollectiveError;
+pub use host::CollectivesHost;
+pub use topology::{Member, RangeMember, Topology, TreeMember};
+
+use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
+use host::{HostMsg, Op, Start};
+use reduce::Delivery;
+use serde::{Deserialize, Serialize};
+use value::{approx_bytes, Fold};
+
+/// Handle to the job's collectives group: start collectives through it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collectives {
+    group: GroupProxy<CollectivesHost>,
+}
+
+fn check_root(member: &Member, root: u32) -> Result<(), CollectiveError> {
+    if root < member.size() {
+        Ok(())
+    } else {
+        Err(CollectiveError::BadRoot {
+            root,
+            size: member.size(),
+        })
+    }
+}
+
+impl Collectives {
+    /// Register the host chare type (every process, in the same place of the order).
+    pub fn register(reg: &mut Registry) {
+        reg.chare::<CollectivesHost>("chorus_sections::collectives::CollectivesHost");
+    }
+
+    /// Create the group (once per job, from any PE).
+    pub fn create(ctx: &mut Ctx) -> Self {
+        Collectives {
+            group: ctx.create_group::<CollectivesHost>(()),
+        }
+    }
+
+    /// The group's proxy.
+    pub fn group(&self) -> GroupProxy<CollectivesHost> {
+        self.group
+    }
+
+    fn start(
+        &self,
+        ctx: &mut Ctx,
+        member: Member,
+        op: Op,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let (mine, caller) = (member.my_pe(), ctx.my_pe());
+        if mine != caller {
+            return Err(CollectiveError::NotMyPe {
+                member: mine,
+                caller,
+            });
+        }
+        let start = Start {
+            member,
+            op,
+            callback,
+        };
+        self.group
+            .send(ctx, caller, HostMsg::Start(Box::new(start)));
+        Ok(())
+    }
+
+    /// Broadcast the root's `value` (None elsewhere) to every member's `callback`.
+    pub fn broadcast<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        root: u32,
+        value: Option<T>,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let member = member.into();
+        check_root(&member, root)?;
+        let value = value.map(Reducible::into_data);
+        if member.rank() == root && value.is_none() {
+            return Err(CollectiveError::MissingValue);
+        }
+        self.start(ctx, member, Op::Broadcast { root, value }, callback)
+    }
+
+    fn reduction(
+        &self,
+        ctx: &mut Ctx,
+        member: Member,
+        value: RedData,
+        reducer: Reducer,
+        delivery: Delivery,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        if let Delivery::Root(root) = delivery {
+            check_root(&member, root)?;
+        }
+        let fold = Fold::new(reducer, &value)?;
+        let op = Op::Reduce {
+            fold,
+            value,
+            delivery,
+        };
+        self.start(ctx, member, op, callback)
+    }
+
+    /// Reduce every member's `value` with `reducer`; the root's `callback` gets the
+    /// result (the others' callbacks get nothing).
+    pub fn reduce<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        root: u32,
+        value: T,
+        reducer: Reducer,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let d = Delivery::Root(root);
+        self.reduction(ctx, member.into(), value.into_data(), reducer, d, callback)
+    }
+
+    /// Reduce every member's `value`; every member's `callback` gets the result.
+    pub fn allreduce<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        value: T,
+        reducer: Reducer,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let d = Delivery::All;
+        self.reduction(ctx, member.into(), value.into_data(), reducer, d, callback)
+    }
+
+    /// Every member's `callback` gets `()` once every member has started the barrier.
+    pub fn barrier(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let (v, d) = (RedData::U64(Vec::new()), Delivery::Barrier);
+        self.reduction(ctx, member.into(), v, Reducer::Sum, d, callback)
+    }
+
+    fn scan_op<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: Member,
+        value: T,
+        reducer: Reducer,
+        exclusive: bool,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let value = value.into_data();
+        let fold = Fold::new(reducer, &value)?;
+        let op = Op::Scan {
+            fold,
+            value,
+            exclusive,
+        };
+        self.start(ctx, member, op, callback)
+    }
+
+    /// Inclusive prefix: rank r's `callback` gets value_0 ⊕ .. ⊕ value_r.
+    pub fn scan<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        value: T,
+        reducer: Reducer,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        self.scan_op(ctx, member.into(), value, reducer, false, callback)
+    }
+
+    /// Exclusive prefix: rank r gets value_0 ⊕ .. ⊕ value_{r-1}; rank 0 gets the
+    /// reducer's identity shaped like its own value.
+    pub fn exscan<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        value: T,
+        reducer: Reducer,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        self.scan_op(ctx, member.into(), value, reducer, true, callback)
+    }
+
+    /// Gather: the root's `callback` gets every member's vector concatenated in rank order.
+    pub fn gather<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        root: u32,
+        value: T,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let d = Delivery::Root(root);
+        self.reduction(
+            ctx,
+            member.into(),
+            value.into_data(),
+            Reducer::Concat,
+            d,
+            callback,
+        )
+    }
+
+    /// Gatherv: the root's `callback` gets a list with one item per rank, in rank order
+    /// (any value, any length: `Encoded` values too).
+    pub fn gatherv<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        root: u32,
+        value: T,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let d = Delivery::Root(root);
+        self.reduction(
+            ctx,
+            member.into(),
+            value.into_data(),
+            Reducer::Gather,
+            d,
+            callback,
+        )
+    }
+
+    /// Allgather: every member's `callback` gets every member's vector concatenated in
+    /// rank order, by `algorithm` (`Allgather::Auto` chooses; every member must resolve
+    /// to the same algorithm, so give `Auto` equal block lengths or pick one).
+    pub fn allgather<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        value: T,
+        algorithm: Allgather,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let member = member.into();
+        let value = value.into_data();
+        let algorithm =
+            algorithm.resolve(member.size(), approx_bytes(&value), member.has_roster())?;
+        if algorithm == Allgather::Tree {
+            let d = Delivery::All;
+            return self.reduction(ctx, member, value, Reducer::Concat, d, callback);
+        }
+        // Checks the value concatenates, as the tree allgather's fold does.
+        Fold::new(Reducer::Concat, &value)?;
+        self.start(ctx, member, Op::Allgather { algorithm, value }, callback)
+    }
+}
