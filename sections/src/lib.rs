@@ -7,6 +7,7 @@ pub mod hash;
 pub mod kary;
 pub mod neighbour_discovery;
 pub mod protocol;
+pub mod range;
 pub mod section;
 pub mod shrink;
 pub mod shrink_and_hash;
