@@ -40,6 +40,14 @@ pub fn mpi_world_size() -> Option<u32> {
         .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
 }
 
+/// This process's rank in its MPI job, as its launcher announced it
+/// (`OMPI_COMM_WORLD_RANK` or `PMI_RANK`), or `None` outside mpirun.
+pub fn mpi_world_rank() -> Option<u32> {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
+}
+
 /// The distinct PE counts `pes` gives for each of `wanted`, in order: on mpi every
 /// request maps to the world size, so the list shrinks to one entry.
 pub fn pes_each(layer: Layer, wanted: &[u32]) -> Vec<u32> {

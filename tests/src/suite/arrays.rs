@@ -209,7 +209,7 @@ pub fn elements_inserted_after_creation_receive_messages_and_join_reductions(lay
 }
 
 /// This module's tests, by name.
-pub const TESTS: &[(&str, fn(Layer))] = &[
+pub const TESTS: &[super::Test] = &[
     (
         "block_and_round_robin_place_1d_and_2d_arrays_as_documented",
         block_and_round_robin_place_1d_and_2d_arrays_as_documented,

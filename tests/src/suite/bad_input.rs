@@ -260,7 +260,7 @@ pub fn a_panicking_handler_becomes_an_error(layer: Layer) {
 }
 
 /// This module's tests, by name.
-pub const TESTS: &[(&str, fn(Layer))] = &[
+pub const TESTS: &[super::Test] = &[
     (
         "a_message_for_a_chare_that_does_not_exist",
         a_message_for_a_chare_that_does_not_exist,

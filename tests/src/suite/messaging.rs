@@ -318,7 +318,7 @@ pub fn chares_created_from_any_pe_receive_messages_sent_right_after_creation(lay
 }
 
 /// This module's tests, by name.
-pub const TESTS: &[(&str, fn(Layer))] = &[
+pub const TESTS: &[super::Test] = &[
     (
         "a_million_messages_between_random_chares_on_8_pes_are_all_accounted_for",
         a_million_messages_between_random_chares_on_8_pes_are_all_accounted_for,

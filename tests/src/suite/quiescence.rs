@@ -231,7 +231,7 @@ pub fn runs_of_messages_are_counted_one_by_one_by_quiescence_detection(layer: La
 }
 
 /// This module's tests, by name.
-pub const TESTS: &[(&str, fn(Layer))] = &[
+pub const TESTS: &[super::Test] = &[
     (
         "quiescence_fires_once_per_request_after_the_whole_cascade",
         quiescence_fires_once_per_request_after_the_whole_cascade,

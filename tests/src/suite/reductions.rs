@@ -250,7 +250,7 @@ pub fn array_reductions_with_every_reducer_on_1_2_3_7_64_1000_elements(layer: La
 }
 
 /// This module's tests, by name.
-pub const TESTS: &[(&str, fn(Layer))] = &[
+pub const TESTS: &[super::Test] = &[
     (
         "group_reductions_with_every_reducer_on_1_2_3_7_64_pes",
         group_reductions_with_every_reducer_on_1_2_3_7_64_pes,
