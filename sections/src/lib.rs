@@ -4,6 +4,7 @@
 
 pub mod collectives;
 pub mod hash;
+pub mod host;
 pub mod kary;
 pub mod neighbour_discovery;
 pub mod protocol;

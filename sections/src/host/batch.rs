@@ -1,0 +1,226 @@
+//! Run a plan of creations in one job and collect what they produced: stages run
+//! one after another, the creations of a stage all at once. Tests and benchmarks
+//! drive the builder through this.
+
+use crate::host::builder::Builder;
+use crate::host::spec::{CreationReport, Membership, Parent, Request};
+use crate::protocol::Algorithm;
+use crate::section::Section;
+use chorus_core::{
+    Callback, Chare, Config, Ctx, Encoded, Entry, GroupProxy, Pe, Registry, RunReport, Runtime,
+    RuntimeError,
+};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The parent of a planned creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlannedParent {
+    /// The world.
+    World,
+    /// The section made by the plan's creation with this index (an earlier stage).
+    Earlier(usize),
+}
+
+/// One creation of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Planned {
+    /// The PE that asks for it (a member of the parent).
+    pub creator: Pe,
+    /// Its parent.
+    pub parent: PlannedParent,
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// Branching factor.
+    pub k: u32,
+    /// Who joins.
+    pub membership: Membership,
+}
+
+/// What a plan produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// One report per planned creation, in plan order.
+    pub reports: Vec<CreationReport>,
+    /// Every member's section, with its PE (empty unless sections were kept).
+    pub sections: Vec<(Pe, Section)>,
+    /// The whole run's report (sim statistics, outputs).
+    pub run: RunReport,
+}
+
+/// Why a plan did not run.
+#[derive(Debug, Error)]
+pub enum BatchError {
+    /// A creation names a parent that is not an earlier stage's creation.
+    #[error("creation {index}: parent {parent} is not a creation of an earlier stage")]
+    Parent {
+        /// The creation.
+        index: usize,
+        /// The parent it names.
+        parent: usize,
+    },
+    /// The runtime failed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The job ended without every report.
+    #[error("{got} of {want} creations reported")]
+    Missing {
+        /// Reports that arrived.
+        got: usize,
+        /// Reports expected.
+        want: usize,
+    },
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct Init {
+    builder: GroupProxy<Builder>,
+    stages: Vec<Vec<Planned>>,
+    keep_sections: bool,
+    on_section: Entry<Batch, Encoded<Section>>,
+    on_report: Entry<Batch, Encoded<CreationReport>>,
+}
+
+/// Messages of the batch group.
+#[derive(Clone, Serialize, Deserialize)]
+enum BatchMsg {
+    Go,
+    Create(Request),
+    Section(Encoded<Section>),
+    Report(Encoded<CreationReport>),
+}
+
+/// The driver group: the member on PE 0 runs the plan, every member asks its
+/// builder for the creations it is the creator of and keeps its sections.
+struct Batch {
+    init: Init,
+    stage: usize,
+    outstanding: usize,
+    reports: Vec<Option<CreationReport>>,
+}
+
+impl Chare for Batch {
+    type Init = Init;
+    type Msg = BatchMsg;
+
+    fn create(init: Init, _: &mut Ctx) -> Self {
+        let n = init.stages.iter().map(Vec::len).sum();
+        Batch {
+            init,
+            stage: 0,
+            outstanding: 0,
+            reports: vec![None; n],
+        }
+    }
+
+    fn handle(&mut self, msg: BatchMsg, ctx: &mut Ctx) {
+        match msg {
+            BatchMsg::Go => self.issue(ctx),
+            BatchMsg::Create(req) => Builder::create_section(&self.init.builder, ctx, req),
+            BatchMsg::Section(Encoded(s)) => ctx.publish("section", &s),
+            BatchMsg::Report(Encoded(r)) => {
+                let at = r.tag as usize;
+                self.reports[at] = Some(r);
+                self.outstanding -= 1;
+                if self.outstanding == 0 {
+                    self.stage += 1;
+                    self.issue(ctx);
+                }
+            }
+        }
+    }
+}
+
+impl Batch {
+    /// Start the current stage, or end the run after the last.
+    fn issue(&mut self, ctx: &mut Ctx) {
+        let me = ctx.this_group::<Batch>().expect("a group member");
+        let Some(stage) = self.init.stages.get(self.stage) else {
+            let reports: Vec<CreationReport> = self.reports.iter().flatten().cloned().collect();
+            ctx.publish("reports", &reports);
+            ctx.exit_on_quiescence();
+            return;
+        };
+        let first: usize = self.init.stages[..self.stage].iter().map(Vec::len).sum();
+        self.outstanding = stage.len();
+        for (i, p) in stage.clone().into_iter().enumerate() {
+            let parent = match p.parent {
+                PlannedParent::World => Parent::World,
+                PlannedParent::Earlier(j) => {
+                    let id = self.reports[j].as_ref().expect("checked before the run").id;
+                    Parent::Section(id)
+                }
+            };
+            let req = Request {
+                algorithm: p.algorithm,
+                k: p.k,
+                parent,
+                membership: p.membership,
+                on_member: if self.init.keep_sections {
+                    Callback::group_all(&me, self.init.on_section)
+                } else {
+                    Callback::Ignore
+                },
+                on_report: Callback::group_member(&me, 0, self.init.on_report),
+                tag: (first + i) as u64,
+            };
+            me.send(ctx, p.creator, BatchMsg::Create(req));
+        }
+        if stage.is_empty() {
+            self.stage += 1;
+            self.issue(ctx);
+        }
+    }
+}
+
+/// Run `stages` of creations on `config`'s layer; with `keep_sections` every member
+/// publishes its section (costly at scale).
+pub fn run(
+    config: Config,
+    stages: Vec<Vec<Planned>>,
+    keep_sections: bool,
+) -> Result<Outcome, BatchError> {
+    let mut index = 0;
+    for stage in &stages {
+        let first = index;
+        for p in stage {
+            if let PlannedParent::Earlier(j) = p.parent {
+                if j >= first {
+                    return Err(BatchError::Parent { index, parent: j });
+                }
+            }
+            index += 1;
+        }
+    }
+    let want = index;
+    let mut reg = Registry::new();
+    crate::host::register(&mut reg);
+    reg.chare::<Batch>("chorus_sections::Batch");
+    let on_section = reg.entry::<Batch, Encoded<Section>>("Batch::section", BatchMsg::Section);
+    let on_report = reg.entry::<Batch, Encoded<CreationReport>>("Batch::report", BatchMsg::Report);
+    let run = Runtime::new(reg, config).run(move |ctx| {
+        let builder = ctx.create_group::<Builder>(());
+        let init = Init {
+            builder,
+            stages,
+            keep_sections,
+            on_section,
+            on_report,
+        };
+        let batch = ctx.create_group::<Batch>(init);
+        batch.send(ctx, 0, BatchMsg::Go);
+    })?;
+    let reports: Vec<CreationReport> = run.output("reports").unwrap_or_default();
+    if reports.len() != want {
+        return Err(BatchError::Missing {
+            got: reports.len(),
+            want,
+        });
+    }
+    let sections = run.outputs("section");
+    Ok(Outcome {
+        reports,
+        sections,
+        run,
+    })
+}

@@ -1,0 +1,39 @@
+//! Section creation on the chorus runtime: a builder group runs any creation
+//! [`crate::protocol::Protocol`] over real chorus messages, from the world or from a
+//! section it built, and reports what each creation cost.
+//!
+//! A creation starts when an application sends [`BuilderMsg::Create`] to the builder
+//! on its own PE ([`Builder::create_section`]). That PE names it with a token made of
+//! its PE number and a local counter ([`crate::section::SectionId::token`]), so any
+//! number of creations run at once, from any parents, without agreement. The start
+//! reaches every PE of the parent (a group broadcast for the world, a flood of the
+//! parent section's tree otherwise); each PE decides from the request's
+//! [`Membership`] whether it joins and runs the algorithm's state machine. Each member
+//! gets its [`crate::section::Section`] at the request's member callback. Then the
+//! parent's tree adds up the figures twice (finish times and message counts, then
+//! state peaks once everyone is done) and the parent's root sends one
+//! [`CreationReport`] to the report callback.
+//!
+//! Counting: a creation message is one chorus message of the protocol between two
+//! distinct PEs — state-machine messages and announcements to intermediaries counted
+//! by their sender, intermediaries' answers by their receiver. The start, the figure
+//! sums and messages a PE hands to itself are not counted. Bytes are bincode bytes of
+//! the builder's message (token and sender included, envelope header excluded).
+
+mod algo;
+pub mod batch;
+pub mod builder;
+pub mod spec;
+pub mod tally;
+
+pub use algo::{available, ProtoMsg};
+pub use builder::{Builder, BuilderMsg};
+pub use spec::{drawn, CreationReport, HostError, Membership, Parent, Request};
+pub use tally::Tally;
+
+use chorus_core::Registry;
+
+/// Register the builder group's chare type (every process, same order as the rest).
+pub fn register(reg: &mut Registry) {
+    reg.chare::<Builder>("chorus_sections::Builder");
+}

@@ -1,0 +1,234 @@
+//! Section creation on the runtime: every algorithm the builder runs makes a valid
+//! section on the threads and sim layers, from the world and from sections, one at a
+//! time and many at once, with figures that replay exactly on sim.
+
+use chorus_core::{Config, Layer, Pe};
+use chorus_sections::host::batch::{self, Outcome, Planned, PlannedParent};
+use chorus_sections::host::{available, Membership};
+use chorus_sections::protocol::Algorithm;
+use chorus_sections::section::{check, Placement};
+use std::collections::BTreeSet;
+
+fn config(layer: Layer, pes: u32) -> Config {
+    Config {
+        layer,
+        ..Config::with_pes(pes)
+    }
+}
+
+fn plan(
+    creator: Pe,
+    parent: PlannedParent,
+    algorithm: Algorithm,
+    k: u32,
+    m: Membership,
+) -> Planned {
+    Planned {
+        creator,
+        parent,
+        algorithm,
+        k,
+        membership: m,
+    }
+}
+
+/// Check every creation of `stages` against what `out` holds: members exactly the
+/// parent's PEs that joined, and a valid section over them.
+fn verify(npes: u32, stages: &[Vec<Planned>], out: &Outcome) {
+    let flat: Vec<&Planned> = stages.iter().flatten().collect();
+    assert_eq!(out.reports.len(), flat.len());
+    let mut members_of: Vec<BTreeSet<Pe>> = Vec::new();
+    for (i, (p, r)) in flat.iter().zip(&out.reports).enumerate() {
+        assert_eq!(r.tag, i as u64);
+        assert_eq!(r.algorithm, p.algorithm);
+        let parent: BTreeSet<Pe> = match p.parent {
+            PlannedParent::World => (0..npes).collect(),
+            PlannedParent::Earlier(j) => members_of[j].clone(),
+        };
+        assert_eq!(r.parent_pes, parent.len() as u64, "creation {i}");
+        let joined: BTreeSet<Pe> = parent
+            .iter()
+            .copied()
+            .filter(|&pe| p.membership.joins(pe))
+            .collect();
+        assert_eq!(r.members, joined.len() as u64, "creation {i}");
+        assert_eq!(r.id.count, joined.len() as u32);
+        let member: Vec<bool> = (0..npes).map(|pe| joined.contains(&pe)).collect();
+        let mut placed: Vec<Option<Placement>> = vec![None; npes as usize];
+        for (pe, s) in out.sections.iter().filter(|(_, s)| s.id == r.id) {
+            assert!(placed[*pe as usize].is_none(), "PE {pe} placed twice");
+            placed[*pe as usize] = Some(Placement {
+                token: r.id.creator as u64 * (1 << 32) + u64::from(r.id.counter),
+                rank: s.rank,
+                size: s.size,
+                k: s.k,
+                parent: s.parent,
+                children: s.children.clone(),
+            });
+        }
+        let token = (u64::from(r.id.creator) << 32) | u64::from(r.id.counter);
+        check(&member, &placed, token, p.k).unwrap_or_else(|e| panic!("creation {i}: {e}"));
+        if r.members > 1 {
+            assert!(r.messages > 0 && r.bytes > 0, "creation {i}: {r:?}");
+            assert!(r.max_pe_state_bytes > 0, "creation {i}: {r:?}");
+        }
+        members_of.push(joined);
+    }
+}
+
+fn memberships() -> Vec<Membership> {
+    vec![
+        Membership::All,
+        Membership::Random {
+            fraction: 0.3,
+            seed: 11,
+        },
+        Membership::Pes(vec![5]),
+        Membership::Pes(vec![0, 2, 3, 7, 12]),
+        Membership::Pes(vec![]),
+    ]
+}
+
+#[test]
+fn every_algorithm_makes_a_valid_section_on_threads_and_sim() {
+    let npes = 13;
+    for layer in [Layer::Threads, Layer::Sim] {
+        for alg in available() {
+            for k in [2, 3] {
+                let stages: Vec<Vec<Planned>> = memberships()
+                    .into_iter()
+                    .map(|m| vec![plan(1, PlannedParent::World, alg, k, m)])
+                    .collect();
+                let out = batch::run(config(layer, npes), stages.clone(), true)
+                    .unwrap_or_else(|e| panic!("{layer:?} {alg:?} k={k}: {e}"));
+                verify(npes, &stages, &out);
+            }
+        }
+    }
+}
+
+#[test]
+fn concurrent_creations_from_different_creators_and_parents() {
+    let npes = 16;
+    let algs = available();
+    let alg = |i: usize| algs[i % algs.len()];
+    let stage1 = vec![
+        plan(0, PlannedParent::World, alg(0), 2, Membership::All),
+        plan(
+            3,
+            PlannedParent::World,
+            alg(1),
+            3,
+            Membership::Pes(vec![1, 3, 4, 9, 10, 15]),
+        ),
+        plan(
+            3,
+            PlannedParent::World,
+            alg(2),
+            4,
+            Membership::Random {
+                fraction: 0.5,
+                seed: 3,
+            },
+        ),
+        plan(
+            9,
+            PlannedParent::World,
+            alg(3),
+            2,
+            Membership::Pes((0..16).step_by(2).collect()),
+        ),
+    ];
+    // Nested and concurrent: from two different sections of stage 1 at once, created
+    // by members of those sections.
+    let stage2 = vec![
+        plan(
+            4,
+            PlannedParent::Earlier(1),
+            alg(4),
+            2,
+            Membership::Pes(vec![3, 4, 15]),
+        ),
+        plan(15, PlannedParent::Earlier(1), alg(5), 3, Membership::All),
+        plan(
+            6,
+            PlannedParent::Earlier(3),
+            alg(0),
+            2,
+            Membership::Random {
+                fraction: 0.6,
+                seed: 9,
+            },
+        ),
+        plan(
+            0,
+            PlannedParent::Earlier(0),
+            alg(1),
+            3,
+            Membership::Pes(vec![2, 5, 11]),
+        ),
+    ];
+    let stages = vec![stage1, stage2];
+    for layer in [Layer::Threads, Layer::Sim] {
+        let out = batch::run(config(layer, npes), stages.clone(), true).unwrap();
+        verify(npes, &stages, &out);
+        let ids: BTreeSet<_> = out
+            .reports
+            .iter()
+            .map(|r| (r.id.creator, r.id.counter))
+            .collect();
+        assert_eq!(ids.len(), out.reports.len(), "ids are unique: {ids:?}");
+    }
+}
+
+#[test]
+fn sim_figures_replay_exactly_for_a_seed() {
+    let npes = 200;
+    let stages: Vec<Vec<Planned>> = available()
+        .into_iter()
+        .map(|alg| {
+            vec![plan(
+                0,
+                PlannedParent::World,
+                alg,
+                3,
+                Membership::Random {
+                    fraction: 0.4,
+                    seed: 5,
+                },
+            )]
+        })
+        .collect();
+    let a = batch::run(config(Layer::Sim, npes), stages.clone(), false).unwrap();
+    let b = batch::run(config(Layer::Sim, npes), stages.clone(), false).unwrap();
+    assert_eq!(a.reports, b.reports);
+    assert_eq!(
+        a.run.sim.as_ref().map(|s| s.digest),
+        b.run.sim.as_ref().map(|s| s.digest)
+    );
+    for r in &a.reports {
+        assert!(r.time_us > 0.0, "{r:?}");
+    }
+}
+
+#[test]
+fn a_creator_outside_the_parent_section_is_an_error() {
+    let stages = vec![
+        vec![plan(
+            0,
+            PlannedParent::World,
+            available()[0],
+            2,
+            Membership::Pes(vec![1, 2]),
+        )],
+        vec![plan(
+            3,
+            PlannedParent::Earlier(0),
+            available()[0],
+            2,
+            Membership::All,
+        )],
+    ];
+    let err = batch::run(config(Layer::Sim, 6), stages, false).unwrap_err();
+    assert!(err.to_string().contains("not known"), "{err}");
+}
