@@ -1,9 +1,9 @@
 //! The k-port standard exchange (recursive doubling when k = 1): with b = k+1, in
 //! round j member p exchanges everything it holds with the k members that differ from
 //! it only in base-b digit j of the rank; log_b n rounds when n is a power of b.
-//! Otherwise, with P the largest power of b not above n, the members P..n-1 first hand
-//! their blocks to p-P, ranks 0..P-1 run the exchange, and hand the result back (the
-//! usual fold for non-powers).
+//! Otherwise, with P the largest power of b not above n, each member p >= P first hands
+//! its block to p mod P, ranks 0..P-1 run the exchange, and hand the result back (the
+//! usual fold for non-powers; a rank below P stands in for up to k others).
 
 use super::machine::{Machine, Out, Step};
 use super::rounds::{pe, Rounds};
@@ -52,9 +52,10 @@ impl StandardExchange {
     fn advance(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
         let r = u64::from(me.rank());
         let n = u64::from(me.size());
-        let folded = r + self.core < n;
+        // The extra members r + core, r + 2 core, .. this one stands in for.
+        let extras = (r + self.core..n).step_by(self.core as usize);
         if self.round.is_none() {
-            if folded && !self.rounds.take_if_complete(FOLD_IN, 1) {
+            if !self.rounds.take_if_complete(FOLD_IN, extras.clone().count()) {
                 return Step::Pending;
             }
             self.round = Some(0);
@@ -76,8 +77,8 @@ impl StandardExchange {
                 self.send_round(me, out);
             }
         }
-        if folded {
-            out.send(pe(me, (r + self.core) as u32), FOLD_OUT, self.rounds.all());
+        for extra in extras {
+            out.send(pe(me, extra as u32), FOLD_OUT, self.rounds.all());
         }
         self.rounds.done()
     }
@@ -91,7 +92,7 @@ impl Machine for StandardExchange {
         }
         let r = u64::from(me.rank());
         if r >= self.core {
-            let to = (r - self.core) as u32;
+            let to = (r % self.core) as u32;
             out.send(pe(me, to), FOLD_IN, self.rounds.all());
             return Step::Pending;
         }
