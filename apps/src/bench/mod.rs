@@ -5,6 +5,7 @@ pub mod baselines;
 pub mod messaging;
 #[cfg(feature = "mpi")]
 pub mod mpi_pingpong;
+pub mod sections;
 pub mod sim_scale;
 
 /// Median of a sample (sorts it).

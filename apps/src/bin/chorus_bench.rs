@@ -1,7 +1,7 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
-use chorus_apps::bench::{messaging, sim_scale};
-use chorus_core::{Config, TraceReport};
+use chorus_apps::bench::{messaging, sections, sim_scale};
+use chorus_core::{Config, Layer, SimArgs, SimPreset, TraceReport};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,37 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Section creation: every algorithm and filler over --pes and --fractions, the
+    /// same members for every algorithm (drawn per PE from --seed).
+    Sections {
+        /// Machine layer (sim for scale; threads for at most 4096 PEs).
+        #[arg(long, value_enum, default_value_t = Layer::Sim)]
+        layer: Layer,
+        /// PE counts, one job each.
+        #[arg(long, value_delimiter = ',', default_value = "2048,8192")]
+        pes: Vec<u32>,
+        /// Membership fractions.
+        #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,0.5")]
+        fractions: Vec<f64>,
+        /// Branching factor of the trees, 2..=16.
+        #[arg(long, default_value_t = 3)]
+        k: u32,
+        /// `all` or a comma list of names (centralized, shrink-and-hash/leaf, ...).
+        #[arg(long, default_value = "all")]
+        algorithms: String,
+        /// Seed of the membership draw.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Sim network preset (same as --sim-preset).
+        #[arg(long = "preset", id = "sections_preset", value_enum)]
+        preset: Option<SimPreset>,
+        /// The sim layer's model.
+        #[command(flatten)]
+        sim: SimArgs,
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Message throughput and latency against crossbeam and actix.
     Messaging {
         /// Messages per throughput measurement.
@@ -161,6 +192,61 @@ fn sim_scale_cmd(config: Config, as_json: bool) -> Result<(), String> {
         if let Some(t) = &r.trace {
             println!("{t}");
         }
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sections_cmd(
+    layer: Layer,
+    pes: Vec<u32>,
+    fractions: Vec<f64>,
+    k: u32,
+    algorithms: &str,
+    seed: u64,
+    sim: SimArgs,
+    as_json: bool,
+) -> Result<(), String> {
+    if let Some(bad) = fractions.iter().find(|f| !(0.0..=1.0).contains(*f)) {
+        return Err(format!("--fractions: {bad} is outside 0..=1"));
+    }
+    if !(2..=16).contains(&k) {
+        return Err(format!("--k {k} is outside 2..=16"));
+    }
+    let plan = sections::Plan {
+        layer,
+        pes,
+        fractions,
+        k,
+        algorithms: sections::parse_algorithms(algorithms)?,
+        seed,
+        sim,
+    };
+    let rows = sections::run(&plan).map_err(|e| e.to_string())?;
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string(&rows).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<20} {:<6} {:>7} {:>6} {:>7} {:>9} {:>11} {:>12} {:>9}",
+        "algorithm", "filler", "pes", "frac", "members", "messages", "bytes", "time us", "state B"
+    );
+    for r in &rows {
+        println!(
+            "{:<20} {:<6} {:>7} {:>6} {:>7} {:>9} {:>11} {:>12.1} {:>9}",
+            r.algorithm,
+            r.filler,
+            r.pes,
+            r.fraction,
+            r.members,
+            r.messages,
+            r.bytes,
+            r.time_us,
+            r.max_pe_state_bytes
+        );
     }
     Ok(())
 }
@@ -308,6 +394,22 @@ fn main() -> ExitCode {
             trace,
         } => messaging(messages, rounds, reps, json, trace.as_deref()),
         Command::SimScale { config, json } => sim_scale_cmd(config, json),
+        Command::Sections {
+            layer,
+            pes,
+            fractions,
+            k,
+            algorithms,
+            seed,
+            preset,
+            mut sim,
+            json,
+        } => {
+            if let Some(p) = preset {
+                sim.preset = p;
+            }
+            sections_cmd(layer, pes, fractions, k, &algorithms, seed, sim, json)
+        }
         Command::MpiPingpong {
             config,
             sizes,

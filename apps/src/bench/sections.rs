@@ -1,0 +1,140 @@
+//! Section creation at scale: every algorithm and filler, on every PE count and
+//! membership fraction, with the same members for every algorithm (drawn per PE from
+//! the seed), run on the builder group of chorus-sections.
+
+use chorus_core::{Config, Layer, SimArgs};
+use chorus_sections::host::batch::{self, BatchError, Planned, PlannedParent};
+use chorus_sections::host::{available, Membership};
+use chorus_sections::protocol::{Algorithm, Filler};
+use serde::Serialize;
+
+/// One creation's figures, as `chorus-bench sections --json` prints them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Algorithm family: `centralized`, `shrink-and-balance` or `shrink-and-hash`.
+    pub algorithm: String,
+    /// Upward-pass filler: `none`, `child` or `leaf`.
+    pub filler: String,
+    /// PEs of the job (the parent is the world).
+    pub pes: u32,
+    /// Probability with which each PE joined.
+    pub fraction: f64,
+    /// Members of the new section.
+    pub members: u64,
+    /// Creation messages between distinct PEs.
+    pub messages: u64,
+    /// Their encoded bytes.
+    pub bytes: u64,
+    /// First join to last finish, microseconds (virtual on sim).
+    pub time_us: f64,
+    /// Most creation state one PE held at once.
+    pub max_pe_state_bytes: u64,
+}
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Machine layer (sim for scale).
+    pub layer: Layer,
+    /// PE counts, one job each.
+    pub pes: Vec<u32>,
+    /// Membership fractions.
+    pub fractions: Vec<f64>,
+    /// Branching factor of the world tree and of the new trees.
+    pub k: u32,
+    /// Algorithms to run.
+    pub algorithms: Vec<Algorithm>,
+    /// Seed of the membership draw (and of the job).
+    pub seed: u64,
+    /// The sim layer's model.
+    pub sim: SimArgs,
+}
+
+/// `all` or a comma list of algorithm names as `Algorithm::name` spells them.
+pub fn parse_algorithms(s: &str) -> Result<Vec<Algorithm>, String> {
+    if s == "all" {
+        return Ok(available());
+    }
+    s.split(',')
+        .map(|name| {
+            let name = name.trim();
+            let alg = Algorithm::ALL
+                .into_iter()
+                .find(|a| {
+                    a.name() == name || (*a == Algorithm::Centralized && name == "centralized")
+                })
+                .ok_or_else(|| {
+                    let known: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                    format!(
+                        "unknown algorithm {name:?}; known: all, {}",
+                        known.join(", ")
+                    )
+                })?;
+            if !available().contains(&alg) {
+                return Err(format!("algorithm {name} is not available in this build"));
+            }
+            Ok(alg)
+        })
+        .collect()
+}
+
+fn split_name(a: Algorithm) -> (String, String) {
+    let filler = |f: Filler| match f {
+        Filler::None => "none",
+        Filler::Child => "child",
+        Filler::Leaf => "leaf",
+    };
+    match a {
+        Algorithm::Centralized => ("centralized".into(), "none".into()),
+        Algorithm::ShrinkAndBalance(f) => ("shrink-and-balance".into(), filler(f).into()),
+        Algorithm::ShrinkAndHash(f) => ("shrink-and-hash".into(), filler(f).into()),
+    }
+}
+
+/// Run the plan: one job per PE count, its creations one after another from PE 0.
+pub fn run(plan: &Plan) -> Result<Vec<Row>, BatchError> {
+    let mut rows = Vec::new();
+    for &pes in &plan.pes {
+        let mut stages = Vec::new();
+        let mut keys = Vec::new();
+        for &fraction in &plan.fractions {
+            for &alg in &plan.algorithms {
+                let membership = Membership::Random {
+                    fraction,
+                    seed: plan.seed,
+                };
+                stages.push(vec![Planned {
+                    creator: 0,
+                    parent: PlannedParent::World,
+                    algorithm: alg,
+                    k: plan.k,
+                    membership,
+                }]);
+                keys.push((alg, fraction));
+            }
+        }
+        let config = Config {
+            pes,
+            layer: plan.layer,
+            seed: plan.seed,
+            sim: plan.sim.clone(),
+            ..Config::default()
+        };
+        let out = batch::run(config, stages, false)?;
+        for ((alg, fraction), r) in keys.into_iter().zip(out.reports) {
+            let (algorithm, filler) = split_name(alg);
+            rows.push(Row {
+                algorithm,
+                filler,
+                pes,
+                fraction,
+                members: r.members,
+                messages: r.messages,
+                bytes: r.bytes,
+                time_us: r.time_us,
+                max_pe_state_bytes: r.max_pe_state_bytes,
+            });
+        }
+    }
+    Ok(rows)
+}
