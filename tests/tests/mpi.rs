@@ -173,3 +173,38 @@ fn mismatched_registrations_across_ranks_give_a_clear_startup_error() {
         assert!(line.contains(says), "'{line}' should say '{says}'");
     }
 }
+
+#[test]
+fn a_test_failing_on_one_rank_fails_the_run_instead_of_hanging() {
+    if !have_mpirun() {
+        println!("SKIPPED: mpirun not found (scripts/install-mpi.sh installs OpenMPI)");
+        return;
+    }
+    // Rank 0 passes the failing case and starts the next test's job, which needs
+    // rank 1: the run must still end, as a failure, well before the limit.
+    let run = mpirun(
+        &["-n", "2"],
+        &[
+            "fails_on_rank_1",
+            "quiescence_fires_once_per_request_after_the_whole_cascade",
+        ],
+    );
+    println!(
+        "mpirun -n 2 chorus-suite fails_on_rank_1 ...: {:.1} s, {}",
+        run.took.as_secs_f64(),
+        run.status
+    );
+    assert!(!run.status.success(), "stdout:\n{}", run.stdout);
+    assert!(
+        run.stderr.contains("FAILED fails_on_rank_1 on rank 1"),
+        "stderr:\n{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("deliberate failure on rank 1"),
+        "stderr:\n{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("suite passed"), "{}", run.stdout);
+    assert!(run.took < Duration::from_secs(60), "took {:?}", run.took);
+}

@@ -13,6 +13,9 @@
 //! failing rank's exit ends the MPI job); 2 bad arguments or MPI could not start;
 //! 3 `registry_mismatch` saw the expected startup error (printed on stderr by rank 0);
 //! 124 a test ran longer than `--timeout` seconds (default 100).
+//!
+//! `fails_on_rank_1` (not part of `all`) checks this harness: it fails on rank 1 only,
+//! which must end the whole run with a failure, not a hang.
 
 use chorus_core::{Chare, Ctx, ErrorPolicy, Layer, MpiSession, Registry, Runtime, RuntimeError};
 use chorus_tests::{config, mpi_world_rank, pes, suite};
@@ -26,6 +29,9 @@ use std::time::{Duration, Instant};
 const REGISTRY_MISMATCH: &str = "registry_mismatch";
 /// Exit code of `registry_mismatch` when it saw the expected error.
 const MISMATCH_EXIT: u8 = 3;
+/// A case that fails on rank 1 only, to check that one failing rank fails the whole
+/// mpirun run instead of leaving the others waiting.
+const FAILS_ON_RANK_1: &str = "fails_on_rank_1";
 /// The check, run before the tests, that jobs really run on the mpi layer.
 const LAYER_CHECK: &str = "mpi_layer_runs_one_pe_per_rank";
 /// Exit code when a test outlives the timeout.
@@ -54,6 +60,7 @@ fn main() -> ExitCode {
                     println!("{name}");
                 }
                 println!("{REGISTRY_MISMATCH}");
+                println!("{FAILS_ON_RANK_1}");
                 return ExitCode::SUCCESS;
             }
             "--timeout" => match args.next().and_then(|s| s.parse::<f64>().ok()) {
@@ -85,6 +92,8 @@ fn main() -> ExitCode {
     for n in &names {
         if n == "all" {
             tests.extend(suite::all());
+        } else if n == FAILS_ON_RANK_1 {
+            tests.push((FAILS_ON_RANK_1, fails_on_rank_1));
         } else if let Some(t) = suite::find(n) {
             tests.push(t);
         } else {
@@ -133,8 +142,7 @@ fn run_tests(tests: &[suite::Test], timeout: Duration) -> ExitCode {
                 .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_string()))
                 .unwrap_or_else(|| "(non-string panic)".into());
             eprintln!("FAILED {name} on rank {rank}: {msg}");
-            // Leave without finalising: mpirun then ends the other ranks too.
-            std::process::exit(1);
+            leave_job(1);
         }
         if rank == 0 {
             println!("ok {name} ({:.3} s)", start.elapsed().as_secs_f64());
@@ -151,6 +159,23 @@ fn run_tests(tests: &[suite::Test], timeout: Duration) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+extern "C" {
+    /// POSIX `_exit`: ends the process at once, running no exit handlers.
+    fn _exit(code: i32) -> !;
+}
+
+/// End this rank at once with `code`, without finalising MPI, so that mpirun ends the
+/// other ranks too. `std::process::exit` would not do: it runs the main thread's
+/// thread-local destructors, which finalise MPI, and `MPI_Finalize` waits for the
+/// other ranks, which may be waiting for this one in their next job.
+fn leave_job(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: `_exit` takes any int and never returns; nothing of ours needs to run.
+    unsafe { _exit(code) }
+}
+
 /// A thread that ends the process (and so the MPI job) if one test runs past `timeout`,
 /// naming it, so a hang shows up as a clear failure rather than a stuck mpirun.
 fn watchdog(names: Vec<&'static str>, current: Arc<AtomicUsize>, timeout: Duration) {
@@ -165,12 +190,12 @@ fn watchdog(names: Vec<&'static str>, current: Arc<AtomicUsize>, timeout: Durati
                 since = Instant::now();
             } else if since.elapsed() > timeout {
                 eprintln!(
-                    "TIMEOUT {} on rank {}: still running after {:.0} s",
+                    "TIMEOUT {} on rank {}: still running after {:.1} s",
                     names[now],
                     mpi_world_rank().unwrap_or(0),
                     timeout.as_secs_f64()
                 );
-                std::process::exit(TIMEOUT_EXIT);
+                leave_job(TIMEOUT_EXIT);
             }
         }
     });
@@ -217,6 +242,13 @@ fn layer_check(layer: Layer) {
         report.per_pe.iter().all(|pe| pe.processed > 0),
         "{report:?}"
     );
+}
+
+/// Fails on rank 1 after a job that every rank takes part in; the other ranks go on
+/// to the next test, whose job then cannot complete without rank 1.
+fn fails_on_rank_1(layer: Layer) {
+    layer_check(layer);
+    assert_ne!(mpi_world_rank(), Some(1), "deliberate failure on rank 1");
 }
 
 /// A chare registered by every rank.
