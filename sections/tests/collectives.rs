@@ -444,7 +444,7 @@ fn run(layer: Layer, pes: u32, mut cases: Vec<Case>, stagger: (u32, u32, Duratio
 }
 
 /// Element counts: 0, 1, 2^k and 2^k±1.
-const COUNTS: [u32; 9] = [0, 1, 2, 3, 4, 7, 8, 9, 17];
+const COUNTS: [u32; 12] = [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17];
 
 /// A range section of `size` members out of `world` PEs, of the variety `v`: plain,
 /// strided, nested (a range of a range), or from the top.
@@ -556,7 +556,7 @@ fn tree_sweep(world: u32, sizes: impl Iterator<Item = u32>, counts: &[u32]) -> V
         for coll in all_colls(u64::from(size)) {
             for &count in counts {
                 i += 1;
-                let shared = needs_roster(coll) || i % 2 == 0;
+                let shared = needs_roster(coll) || i.is_multiple_of(2);
                 let k = 2 + (i % 4) as u32;
                 cases.push(Case {
                     shape: tree_of(world, size, k, mix(i ^ 0x5eed), shared),

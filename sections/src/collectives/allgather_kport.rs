@@ -55,7 +55,10 @@ impl StandardExchange {
         // The extra members r + core, r + 2 core, .. this one stands in for.
         let extras = (r + self.core..n).step_by(self.core as usize);
         if self.round.is_none() {
-            if !self.rounds.take_if_complete(FOLD_IN, extras.clone().count()) {
+            if !self
+                .rounds
+                .take_if_complete(FOLD_IN, extras.clone().count())
+            {
                 return Step::Pending;
             }
             self.round = Some(0);

@@ -65,7 +65,7 @@ pub enum Op {
 }
 
 impl Op {
-    fn machine(self, rank: u32) -> Box<dyn Machine> {
+    pub(crate) fn machine(self, rank: u32) -> Box<dyn Machine> {
         match self {
             Op::Broadcast { root, value } => Box::new(Broadcast::new(root, value)),
             Op::Reduce {

@@ -36,6 +36,8 @@ pub mod allgather_ring;
 pub mod broadcast;
 pub mod choice;
 pub mod error;
+#[cfg(test)]
+mod harness;
 pub mod host;
 pub mod machine;
 pub mod reduce;

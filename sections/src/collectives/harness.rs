@@ -1,0 +1,200 @@
+//! Every collective's state machines run in memory under adversarial schedules: members
+//! start in random order and messages arrive in random order (early ones wait for the
+//! start, as the host keeps them), against a sequential computation.
+
+use super::choice::Allgather;
+use super::host::Op;
+use super::machine::{Machine, Out, Step};
+use super::reduce::Delivery;
+use super::topology::{Member, RangeMember, Topology, TreeMember};
+use super::value::{Fold, Piece};
+use crate::kary;
+use crate::range::RangeSection;
+use crate::section::{Section, SectionId};
+use chorus_core::{Pe, RedData, Reducer};
+use proptest::prelude::*;
+
+/// Run one collective over `members` (rank order) with `ops[rank]`, delivering in the
+/// order `choices` picks; every member's result, or None if it delivered none.
+fn run(
+    members: Vec<Member>,
+    ops: Vec<Op>,
+    mut choices: impl FnMut(usize) -> usize,
+) -> Vec<Option<RedData>> {
+    let n = members.len();
+    let rank_of = |pe: Pe| {
+        members
+            .iter()
+            .position(|m| m.my_pe() == pe)
+            .expect("a member PE")
+    };
+    let mut machines: Vec<Option<Box<dyn Machine>>> = vec![];
+    for (r, op) in ops.into_iter().enumerate() {
+        machines.push(Some(op.machine(r as u32)));
+    }
+    let mut started = vec![false; n];
+    let mut done: Vec<Option<Option<RedData>>> = vec![None; n];
+    let mut inbox: Vec<(usize, u32, u32, Piece)> = vec![];
+    let post = |inbox: &mut Vec<_>, from: u32, out: Out| {
+        for (pe, tag, piece) in out.sends {
+            inbox.push((rank_of(pe), from, tag, piece));
+        }
+    };
+    loop {
+        // Actions: start an unstarted member, or deliver a message to a started one.
+        let unstarted: Vec<usize> = (0..n).filter(|&r| !started[r]).collect();
+        let ready: Vec<usize> = (0..inbox.len()).filter(|&i| started[inbox[i].0]).collect();
+        let total = unstarted.len() + ready.len();
+        if total == 0 {
+            break;
+        }
+        let pick = choices(total);
+        let mut out = Out::default();
+        let (r, step) = if pick < unstarted.len() {
+            let r = unstarted[pick];
+            started[r] = true;
+            let m = machines[r].as_mut().expect("a started member runs");
+            (r, m.start(&members[r], &mut out))
+        } else {
+            let (to, from, tag, piece) = inbox.swap_remove(ready[pick - unstarted.len()]);
+            let m = machines[to].as_mut().expect("no message after the end");
+            (to, m.receive(&members[to], from, tag, piece, &mut out))
+        };
+        post(&mut inbox, r as u32, out);
+        if let Step::Done(v) = step {
+            machines[r] = None;
+            done[r] = Some(v);
+        }
+    }
+    assert!(inbox.is_empty(), "messages left over");
+    done.into_iter()
+        .map(|d| d.expect("every member finished"))
+        .collect()
+}
+
+/// Members of a strided range (roster) or of a shuffled algorithm section (tree only).
+fn members(n: u32, k: u32, tree: bool, seed: u64) -> Vec<Member> {
+    if !tree {
+        let sec = RangeSection::world(3 * n + 2, k)
+            .unwrap()
+            .split(2, 3 * n + 1, 3)
+            .unwrap();
+        return (0..n)
+            .map(|r| RangeMember::new(sec, sec.pe(r).unwrap()).unwrap().into())
+            .collect();
+    }
+    let mut pes: Vec<Pe> = (0..n).map(|r| r * 5 + 1).collect();
+    let mut s = seed;
+    for i in (1..pes.len()).rev() {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        pes.swap(i, (s >> 33) as usize % (i + 1));
+    }
+    (0..n)
+        .map(|r| {
+            let section = Section {
+                id: SectionId::created(pes[0], 9, n),
+                rank: r,
+                size: n,
+                k,
+                parent: kary::parent(r, k).map(|p| pes[p as usize]),
+                children: kary::children(r, n, k).map(|c| pes[c as usize]).collect(),
+            };
+            TreeMember::new(section, pes[r as usize]).into()
+        })
+        .collect()
+}
+
+fn values(n: u32, len: usize, seed: u64) -> Vec<RedData> {
+    (0..n)
+        .map(|r| {
+            let f = |i: usize| {
+                ((seed ^ (u64::from(r) * 977 + i as u64)).wrapping_mul(0x9E37_79B9) >> 7) % 10_000
+            };
+            RedData::F64(
+                (0..len)
+                    .map(|i| (f(i) as f64 - 5000.0) * 10f64.powi((f(i) % 30) as i32 - 15))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn add(a: &RedData, b: &RedData) -> RedData {
+    match (a, b) {
+        (RedData::F64(a), RedData::F64(b)) => {
+            RedData::F64(a.iter().zip(b).map(|(x, y)| x + y).collect())
+        }
+        _ => unreachable!(),
+    }
+}
+
+fn cat(vs: &[RedData]) -> RedData {
+    RedData::F64(
+        vs.iter()
+            .flat_map(|v| match v {
+                RedData::F64(x) => x.clone(),
+                _ => unreachable!(),
+            })
+            .collect(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, rng_seed: proptest::test_runner::RngSeed::Fixed(7), ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_collective_survives_any_schedule(
+        n in 1u32..34,
+        k in 2u32..6,
+        tree in any::<bool>(),
+        which in 0usize..12,
+        len in prop::sample::select(vec![0usize, 1, 2, 3, 4, 5]),
+        root_pick in any::<u32>(),
+        seed in any::<u64>(),
+    ) {
+        let members = members(n, k, tree && which < 8, seed);
+        let vals = values(n, len, seed);
+        let root = root_pick % n;
+        let sum = Fold::new(Reducer::Sum, &vals[0]).unwrap();
+        let concat = Fold::new(Reducer::Concat, &vals[0]).unwrap();
+        let prefix = |upto: usize| vals[1..upto].iter().fold(vals[0].clone(), |a, v| add(&a, v));
+        let op = |r: usize| -> Op {
+            let value = vals[r].clone();
+            match which {
+                0 => Op::Broadcast { root, value: (r as u32 == root).then_some(value) },
+                1 => Op::Reduce { fold: sum, value, delivery: Delivery::Root(root) },
+                2 => Op::Reduce { fold: sum, value, delivery: Delivery::All },
+                3 => Op::Reduce { fold: sum, value, delivery: Delivery::Barrier },
+                4 => Op::Scan { fold: sum, value, exclusive: false },
+                5 => Op::Scan { fold: sum, value, exclusive: true },
+                6 => Op::Reduce { fold: Fold::new(Reducer::Gather, &vals[0]).unwrap(), value, delivery: Delivery::Root(root) },
+                7 => Op::Reduce { fold: concat, value, delivery: Delivery::All },
+                8 => Op::Allgather { algorithm: Allgather::Bruck(1 + (seed % 3) as u32), value },
+                9 => Op::Allgather { algorithm: Allgather::StandardExchange(1 + (seed % 3) as u32), value },
+                10 => Op::Allgather { algorithm: Allgather::Ring, value },
+                _ => Op::Allgather { algorithm: Allgather::Bruck(1), value },
+            }
+        };
+        let ops: Vec<Op> = (0..n as usize).map(op).collect();
+        let mut s = seed;
+        let got = run(members, ops, |m| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 33) as usize % m
+        });
+        let everywhere = |v: RedData| vec![Some(v); n as usize];
+        let at_root = |v: RedData| (0..n).map(|r| (r == root).then(|| v.clone())).collect::<Vec<_>>();
+        let want: Vec<Option<RedData>> = match which {
+            0 => everywhere(vals[root as usize].clone()),
+            1 => at_root(prefix(n as usize)),
+            2 => everywhere(prefix(n as usize)),
+            3 => everywhere(RedData::List(vec![])),
+            4 => (1..=n as usize).map(|r| Some(prefix(r))).collect(),
+            5 => (0..n as usize).map(|r| Some(if r == 0 { RedData::F64(vec![0.0; len]) } else { prefix(r) })).collect(),
+            6 => at_root(RedData::List(vals.clone())),
+            _ => everywhere(cat(&vals)),
+        };
+        prop_assert_eq!(got, want);
+    }
+}
