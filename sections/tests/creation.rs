@@ -4,7 +4,7 @@
 
 use chorus_core::{Config, Layer, Pe};
 use chorus_sections::host::batch::{self, Outcome, Planned, PlannedParent};
-use chorus_sections::host::{available, Membership};
+use chorus_sections::host::{available, Colouring, Membership};
 use chorus_sections::protocol::Algorithm;
 use chorus_sections::section::{check, Placement};
 use std::collections::BTreeSet;
@@ -46,32 +46,41 @@ fn verify(npes: u32, stages: &[Vec<Planned>], out: &Outcome) {
             PlannedParent::Earlier(j) => members_of[j].clone(),
         };
         assert_eq!(r.parent_pes, parent.len() as u64, "creation {i}");
-        let joined: BTreeSet<Pe> = parent
-            .iter()
-            .copied()
-            .filter(|&pe| p.membership.joins(pe))
-            .collect();
-        assert_eq!(r.members, joined.len() as u64, "creation {i}");
-        assert_eq!(r.id.count, joined.len() as u32);
-        let member: Vec<bool> = (0..npes).map(|pe| joined.contains(&pe)).collect();
-        let mut placed: Vec<Option<Placement>> = vec![None; npes as usize];
-        for (pe, s) in out.sections.iter().filter(|(_, s)| s.id == r.id) {
-            assert!(placed[*pe as usize].is_none(), "PE {pe} placed twice");
-            placed[*pe as usize] = Some(Placement {
-                token: r.id.creator as u64 * (1 << 32) + u64::from(r.id.counter),
-                rank: s.rank,
-                size: s.size,
-                k: s.k,
-                parent: s.parent,
-                children: s.children.clone(),
-            });
+        let mut all = BTreeSet::new();
+        let colours = p.membership.sections();
+        assert_eq!(r.sections.len(), colours as usize);
+        assert_eq!(r.sections[0], r.id);
+        for (c, id) in r.sections.iter().enumerate() {
+            let joined: BTreeSet<Pe> = parent
+                .iter()
+                .copied()
+                .filter(|&pe| p.membership.colour(pe) == Some(c as u32))
+                .collect();
+            assert_eq!(id.count, joined.len() as u32, "creation {i} colour {c}");
+            let member: Vec<bool> = (0..npes).map(|pe| joined.contains(&pe)).collect();
+            let token = (u64::from(id.creator) << 32) | u64::from(id.counter);
+            let mut placed: Vec<Option<Placement>> = vec![None; npes as usize];
+            for (pe, s) in out.sections.iter().filter(|(_, s)| s.id == *id) {
+                assert!(placed[*pe as usize].is_none(), "PE {pe} placed twice");
+                placed[*pe as usize] = Some(Placement {
+                    token,
+                    rank: s.rank,
+                    size: s.size,
+                    k: s.k,
+                    parent: s.parent,
+                    children: s.children.clone(),
+                });
+            }
+            check(&member, &placed, token, p.k)
+                .unwrap_or_else(|e| panic!("creation {i} colour {c}: {e}"));
+            all.extend(joined);
         }
-        let token = (u64::from(r.id.creator) << 32) | u64::from(r.id.counter);
-        check(&member, &placed, token, p.k).unwrap_or_else(|e| panic!("creation {i}: {e}"));
+        assert_eq!(r.members, all.len() as u64, "creation {i}");
         if r.members > 1 {
             assert!(r.messages > 0 && r.bytes > 0, "creation {i}: {r:?}");
             assert!(r.max_pe_state_bytes > 0, "creation {i}: {r:?}");
         }
+        let joined = if colours == 1 { all } else { BTreeSet::new() };
         members_of.push(joined);
     }
 }
@@ -231,4 +240,57 @@ fn a_creator_outside_the_parent_section_is_an_error() {
     ];
     let err = batch::run(config(Layer::Sim, 6), stages, false).unwrap_err();
     assert!(err.to_string().contains("not known"), "{err}");
+}
+
+#[test]
+fn a_split_makes_one_valid_section_per_colour_in_one_pass() {
+    let npes = 40;
+    let random = Membership::Colours(Colouring::Random {
+        colours: 4,
+        none: 0.2,
+        seed: 21,
+    });
+    let mut of: Vec<Option<u32>> = (0..npes).map(|pe| Some(pe % 3)).collect();
+    of[7] = None;
+    of[0] = None;
+    let listed = Membership::Colours(Colouring::Listed { colours: 5, of });
+    for layer in [Layer::Threads, Layer::Sim] {
+        for alg in available() {
+            let stages = vec![
+                vec![plan(2, PlannedParent::World, alg, 3, random.clone())],
+                vec![plan(5, PlannedParent::World, alg, 2, listed.clone())],
+            ];
+            let out = batch::run(config(layer, npes), stages.clone(), true)
+                .unwrap_or_else(|e| panic!("{layer:?} {alg:?}: {e}"));
+            verify(npes, &stages, &out);
+            // Colour 4 of the listed split is empty.
+            assert_eq!(out.reports[1].sections[4].count, 0);
+        }
+    }
+    // One pass: the split sends fewer messages than its colours made one at a time.
+    let alg = available()[0];
+    let split = batch::run(
+        config(Layer::Sim, npes),
+        vec![vec![plan(0, PlannedParent::World, alg, 3, random.clone())]],
+        false,
+    )
+    .unwrap();
+    let singles: Vec<Vec<Planned>> = (0..4)
+        .map(|c| {
+            let pes = (0..npes).filter(|&pe| random.colour(pe) == Some(c));
+            let m = Membership::Pes(pes.collect());
+            vec![plan(0, PlannedParent::World, alg, 3, m)]
+        })
+        .collect();
+    let one_by_one = batch::run(config(Layer::Sim, npes), singles, false).unwrap();
+    let each: u64 = one_by_one.reports.iter().map(|r| r.messages).sum();
+    eprintln!(
+        "split: {} messages; one at a time: {each}",
+        split.reports[0].messages
+    );
+    assert!(
+        split.reports[0].messages < each,
+        "split {} messages, one at a time {each}",
+        split.reports[0].messages
+    );
 }

@@ -37,8 +37,19 @@ pub enum BuilderMsg {
         token: u64,
         /// The sending PE.
         from: Pe,
+        /// Which section of a split (0 otherwise).
+        part: u32,
         /// The protocol's message.
         wire: Wire<ProtoMsg>,
+    },
+    /// Messages of several sections of one split for one PE, sent as one.
+    Bundle {
+        /// The creation.
+        token: u64,
+        /// The sending PE.
+        from: Pe,
+        /// (section of the split, message), in the order they were produced.
+        parts: Vec<(u32, Wire<ProtoMsg>)>,
     },
     /// A parent-tree subtree has finished; its figures.
     Done {
@@ -64,17 +75,27 @@ pub enum BuilderMsg {
 /// Something that reached a PE before the creation started there.
 #[derive(Debug)]
 enum Early {
-    Wire(Pe, Wire<ProtoMsg>, u64),
+    Wire(Pe, u32, Wire<ProtoMsg>, u64),
     Done(Tally),
+}
+
+/// A protocol message on its way inside one PE: (from, to, part, message, bytes to
+/// count on arrival).
+type Item = (Pe, Pe, u32, Wire<ProtoMsg>, u64);
+
+/// One section's state machine of a creation on this PE.
+struct Part {
+    proto: Proto,
+    inter: Intermediaries,
+    finished: bool,
 }
 
 /// One PE's part in one creation.
 struct Run {
     req: Request,
-    proto: Proto,
+    parts: Vec<Part>,
     up: Option<Pe>,
     down: Vec<Pe>,
-    inter: Intermediaries,
     tally: Tally,
     children_done: usize,
     finished: bool,
@@ -94,7 +115,8 @@ pub struct Builder {
     sections: HashMap<SectionId, Section>,
     runs: HashMap<u64, Run>,
     early: HashMap<u64, Vec<Early>>,
-    orphans: HashMap<u64, Intermediaries>,
+    orphans: HashMap<(u64, u32), Intermediaries>,
+    outgoing: Vec<(Pe, u32, Wire<ProtoMsg>)>,
 }
 
 impl Chare for Builder {
@@ -111,6 +133,7 @@ impl Chare for Builder {
             runs: HashMap::new(),
             early: HashMap::new(),
             orphans: HashMap::new(),
+            outgoing: Vec::new(),
         }
     }
 
@@ -150,6 +173,10 @@ fn encoded_len(msg: &BuilderMsg) -> u64 {
     bincode::serialized_size(msg).unwrap_or(0)
 }
 
+fn is_answer(w: &Wire<ProtoMsg>) -> bool {
+    matches!(w, Wire::FromIntermediary(_))
+}
+
 impl Builder {
     /// Ask the builder on this PE to create a section.
     pub fn create_section(proxy: &GroupProxy<Builder>, ctx: &mut Ctx, req: Request) {
@@ -169,17 +196,42 @@ impl Builder {
         match msg {
             BuilderMsg::Create(req) => self.on_create(ctx, req),
             BuilderMsg::Start { token, from, req } => self.on_start(ctx, token, from, req),
-            BuilderMsg::Proto { token, from, wire } => {
-                let bytes = match &wire {
-                    Wire::FromIntermediary(_) => encoded_len(&BuilderMsg::Proto {
+            BuilderMsg::Proto {
+                token,
+                from,
+                part,
+                wire,
+            } => {
+                // Intermediaries' answers are counted where they arrive.
+                let bytes = if is_answer(&wire) {
+                    encoded_len(&BuilderMsg::Proto {
                         token,
                         from,
+                        part,
                         wire: wire.clone(),
-                    }),
-                    _ => 0,
+                    })
+                } else {
+                    0
+                };
+                let queue = VecDeque::from([(from, self.me, part, wire, bytes)]);
+                self.pump(ctx, token, queue)
+            }
+            BuilderMsg::Bundle { token, from, parts } => {
+                let answers = parts.iter().all(|(_, w)| is_answer(w));
+                let mut bytes = if answers {
+                    encoded_len(&BuilderMsg::Bundle {
+                        token,
+                        from,
+                        parts: parts.clone(),
+                    })
+                } else {
+                    0
                 };
                 let mut queue = VecDeque::new();
-                queue.push_back((from, self.me, wire, bytes));
+                for (part, wire) in parts {
+                    // The bundle counts once, with its first answer.
+                    queue.push_back((from, self.me, part, wire, std::mem::take(&mut bytes)));
+                }
                 self.pump(ctx, token, queue)
             }
             BuilderMsg::Done { token, tally } => match self.runs.get_mut(&token) {
@@ -216,7 +268,7 @@ impl Builder {
     fn on_create(&mut self, ctx: &mut Ctx, req: Request) -> Result<(), HostError> {
         req.validate()?;
         let token = SectionId::token(self.me, self.counter);
-        self.counter += 1;
+        self.counter += req.membership.sections();
         match req.parent {
             Parent::World => {
                 self.proxy().broadcast(
@@ -275,26 +327,41 @@ impl Builder {
                 self.send(ctx, n, start);
             }
         }
-        let member = req.membership.joins(self.me);
-        let setup = Setup {
-            me: self.me,
-            world: self.npes,
-            member,
-            k: req.k,
-            tree_parent: up,
-            tree_children: down.clone(),
-            generation,
-            salt: mix64(token ^ SALT),
-            token,
-        };
-        let proto = algo::protocol(req.algorithm, setup)?;
+        let colour = req.membership.colour(self.me);
+        let sections = req.membership.sections();
+        let mut parts = Vec::with_capacity(sections as usize);
+        for part in 0..sections {
+            let setup = Setup {
+                me: self.me,
+                world: self.npes,
+                member: colour == Some(part),
+                k: req.k,
+                tree_parent: up,
+                tree_children: down.clone(),
+                generation,
+                salt: mix64((token + u64::from(part)) ^ SALT),
+                token: token + u64::from(part),
+            };
+            parts.push(Part {
+                proto: algo::protocol(req.algorithm, setup)?,
+                inter: self.orphans.remove(&(token, part)).unwrap_or_default(),
+                finished: false,
+            });
+        }
+        let mut queue = VecDeque::new();
+        for (i, p) in parts.iter_mut().enumerate() {
+            let mut out = Outbox::new();
+            p.proto
+                .start(&mut out)
+                .map_err(|source| HostError::Protocol { token, source })?;
+            queue.extend(out.into_iter().map(|(to, w)| (self.me, to, i as u32, w, 0)));
+        }
         let run = Run {
             req,
-            proto,
+            parts,
             up,
             down,
-            inter: self.orphans.remove(&token).unwrap_or_default(),
-            tally: Tally::joined(member, ctx.now()),
+            tally: Tally::joined(colour, sections, ctx.now()),
             children_done: 0,
             finished: false,
             sent_up: false,
@@ -302,16 +369,12 @@ impl Builder {
             peak: 0,
             children_peaked: 0,
         };
-        let mut out = Outbox::new();
-        let mut run = run;
-        run.proto
-            .start(&mut out)
-            .map_err(|source| HostError::Protocol { token, source })?;
         self.runs.insert(token, run);
-        let mut queue: VecDeque<_> = out.into_iter().map(|(to, w)| (self.me, to, w, 0)).collect();
         for early in self.early.remove(&token).unwrap_or_default() {
             match early {
-                Early::Wire(from, wire, bytes) => queue.push_back((from, self.me, wire, bytes)),
+                Early::Wire(from, part, wire, bytes) => {
+                    queue.push_back((from, self.me, part, wire, bytes))
+                }
                 Early::Done(tally) => {
                     let run = self.run(token, "done")?;
                     run.tally.merge(&tally);
@@ -322,68 +385,116 @@ impl Builder {
         self.pump(ctx, token, queue)
     }
 
-    /// Deliver protocol messages until none is left for this PE: (from, to, message,
-    /// bytes to count at the receiver).
+    /// Deliver protocol messages until none is left for this PE, then send the rest.
     fn pump(
         &mut self,
         ctx: &mut Ctx,
         token: u64,
-        mut queue: VecDeque<(Pe, Pe, Wire<ProtoMsg>, u64)>,
+        mut queue: VecDeque<Item>,
     ) -> Result<(), HostError> {
-        while let Some((from, to, wire, bytes)) = queue.pop_front() {
-            if to != self.me {
-                self.send_wire(ctx, token, to, wire);
+        let me = self.me;
+        while let Some((from, to, part, wire, bytes)) = queue.pop_front() {
+            if to != me {
+                self.outgoing.push((to, part, wire));
                 continue;
             }
             let mut out = Outbox::new();
-            let me = self.me;
-            match (self.runs.get_mut(&token), wire) {
-                (Some(run), Wire::ToIntermediary(m)) => run.inter.handle(m, &mut out),
+            let slot = self.runs.get_mut(&token).and_then(|r| {
+                let tally = &mut r.tally;
+                r.parts.get_mut(part as usize).map(|p| (p, tally))
+            });
+            match (slot, wire) {
+                (Some((p, _)), Wire::ToIntermediary(m)) => p.inter.handle(m, &mut out),
                 (None, Wire::ToIntermediary(m)) => {
-                    let inter = self.orphans.entry(token).or_default();
+                    let inter = self.orphans.entry((token, part)).or_default();
                     inter.handle(m, &mut out);
                     if inter.is_idle() {
-                        self.orphans.remove(&token);
+                        self.orphans.remove(&(token, part));
                     }
                 }
-                (Some(run), Wire::Role(m)) => run
+                (Some((p, _)), Wire::Role(m)) => p
                     .proto
                     .handle(from, m, &mut out)
                     .map_err(|source| HostError::Protocol { token, source })?,
-                (Some(run), Wire::FromIntermediary(m)) => {
-                    if from != me {
-                        run.tally.message(bytes);
+                (Some((p, tally)), Wire::FromIntermediary(m)) => {
+                    if bytes > 0 {
+                        tally.message(bytes);
                     }
-                    run.proto
+                    p.proto
                         .found(from, m, &mut out)
                         .map_err(|source| HostError::Protocol { token, source })?
                 }
                 (None, wire) => {
-                    let early = Early::Wire(from, wire, bytes);
+                    let early = Early::Wire(from, part, wire, bytes);
                     self.early.entry(token).or_default().push(early);
                 }
             }
-            queue.extend(out.into_iter().map(|(to, w)| (me, to, w, 0)));
+            queue.extend(out.into_iter().map(|(to, w)| (me, to, part, w, 0)));
         }
+        self.flush(ctx, token);
         self.check_finished(ctx, token)
     }
 
-    /// Send one protocol message; the sender counts it unless it is an intermediary's
-    /// answer (those are counted where they arrive, which is always a member).
-    fn send_wire(&mut self, ctx: &mut Ctx, token: u64, to: Pe, wire: Wire<ProtoMsg>) {
-        let counted = !matches!(wire, Wire::FromIntermediary(_));
-        let msg = BuilderMsg::Proto {
-            token,
-            from: self.me,
-            wire,
+    /// Send what the last handler produced: one message per protocol message, or for
+    /// a split one message per destination. The sender counts what it sends unless
+    /// it is only intermediaries' answers (those are counted where they arrive, which
+    /// is always a member).
+    fn flush(&mut self, ctx: &mut Ctx, token: u64) {
+        let mut outgoing = std::mem::take(&mut self.outgoing);
+        let split = !matches!(self.runs.get(&token), Some(r) if r.parts.len() == 1);
+        let mut msgs: Vec<(Pe, BuilderMsg)> = Vec::new();
+        let me = self.me;
+        let single = |(to, part, wire): (Pe, u32, Wire<ProtoMsg>)| {
+            let msg = BuilderMsg::Proto {
+                token,
+                from: me,
+                part,
+                wire,
+            };
+            (to, msg)
         };
-        if counted {
-            let bytes = encoded_len(&msg);
-            if let Some(run) = self.runs.get_mut(&token) {
-                run.tally.message(bytes);
+        if split && outgoing.len() > 1 {
+            let mut dests: Vec<Pe> = outgoing.iter().map(|o| o.0).collect();
+            dests.sort_unstable();
+            dests.dedup();
+            let mut grouped: Vec<Vec<(u32, Wire<ProtoMsg>)>> = vec![Vec::new(); dests.len()];
+            for (to, part, wire) in outgoing.drain(..) {
+                let at = dests.binary_search(&to).expect("collected above");
+                grouped[at].push((part, wire));
             }
+            for (to, mut parts) in dests.into_iter().zip(grouped) {
+                if parts.len() == 1 {
+                    let (part, wire) = parts.pop().expect("one part");
+                    msgs.push(single((to, part, wire)));
+                } else {
+                    msgs.push((
+                        to,
+                        BuilderMsg::Bundle {
+                            token,
+                            from: me,
+                            parts,
+                        },
+                    ));
+                }
+            }
+        } else {
+            msgs.extend(outgoing.drain(..).map(single));
         }
-        self.send(ctx, to, msg);
+        self.outgoing = outgoing;
+        for (to, msg) in msgs {
+            let counted = match &msg {
+                BuilderMsg::Proto { wire, .. } => !is_answer(wire),
+                BuilderMsg::Bundle { parts, .. } => !parts.iter().all(|(_, w)| is_answer(w)),
+                _ => false,
+            };
+            if counted {
+                let bytes = encoded_len(&msg);
+                if let Some(run) = self.runs.get_mut(&token) {
+                    run.tally.message(bytes);
+                }
+            }
+            self.send(ctx, to, msg);
+        }
     }
 
     fn check_finished(&mut self, ctx: &mut Ctx, token: u64) -> Result<(), HostError> {
@@ -392,13 +503,22 @@ impl Builder {
         let Some(run) = self.runs.get_mut(&token) else {
             return Ok(());
         };
-        if run.finished || !run.proto.finished() {
+        if run.finished {
             return Ok(());
         }
-        run.finished = true;
-        run.tally.last_done = run.tally.last_done.max(now);
-        if let Some(section) = run.proto.placement().map(section_of) {
-            let cb = local_callback(&run.req.on_member, me);
+        let mut placed = Vec::new();
+        for p in run.parts.iter_mut().filter(|p| !p.finished) {
+            if p.proto.finished() {
+                p.finished = true;
+                placed.extend(p.proto.placement().map(section_of));
+            }
+        }
+        run.finished = run.parts.iter().all(|p| p.finished);
+        if run.finished {
+            run.tally.last_done = run.tally.last_done.max(now);
+        }
+        let cb = local_callback(&run.req.on_member, me);
+        for section in placed {
             self.sections.insert(section.id, section.clone());
             ctx.send_to_callback(&cb, Encoded(section));
         }
@@ -424,7 +544,11 @@ impl Builder {
     fn on_release(&mut self, ctx: &mut Ctx, token: u64) -> Result<(), HostError> {
         let run = self.run(token, "release")?;
         run.released = true;
-        let own = run.proto.peak_state_bytes() + run.inter.peak_state_bytes();
+        let own: usize = run
+            .parts
+            .iter()
+            .map(|p| p.proto.peak_state_bytes() + p.inter.peak_state_bytes())
+            .sum();
         run.peak = run.peak.max(own as u64);
         for c in run.down.clone() {
             self.send(ctx, c, BuilderMsg::Release { token });
@@ -449,12 +573,16 @@ impl Builder {
             ),
             None => {
                 let t = &run.tally;
+                let sections: Vec<SectionId> = (t.members.iter().enumerate())
+                    .map(|(c, &m)| SectionId::from_token(token + c as u64, m as u32))
+                    .collect();
                 let report = CreationReport {
                     tag: run.req.tag,
-                    id: SectionId::from_token(token, t.members as u32),
+                    id: sections[0],
+                    sections,
                     algorithm: run.req.algorithm,
                     parent_pes: t.pes,
-                    members: t.members,
+                    members: t.members.iter().sum(),
                     messages: t.messages,
                     bytes: t.bytes,
                     time_us: t.time_us(),

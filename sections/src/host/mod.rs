@@ -28,7 +28,9 @@ pub mod tally;
 
 pub use algo::{available, ProtoMsg};
 pub use builder::{Builder, BuilderMsg};
-pub use spec::{drawn, CreationReport, HostError, Membership, Parent, Request};
+pub use spec::{
+    drawn, Colouring, CreationReport, HostError, Membership, Parent, Request, MAX_COLOURS,
+};
 pub use tally::Tally;
 
 use chorus_core::Registry;

@@ -32,15 +32,70 @@ pub enum Membership {
     },
     /// Exactly these PEs join (sorted, without repeats).
     Pes(Vec<Pe>),
+    /// Split by colour in one pass: each PE names a colour or none, and one section
+    /// is made per colour.
+    Colours(Colouring),
 }
 
+/// How each PE names its colour in a split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Colouring {
+    /// Each PE names no colour with probability `none`, else one of `colours` drawn
+    /// from `seed` and its PE number.
+    Random {
+        /// Number of colours (sections made), at least 1.
+        colours: u32,
+        /// Probability of naming no colour, 0..=1.
+        none: f64,
+        /// Seed of the draw.
+        seed: u64,
+    },
+    /// PE p names colour `of[p]` (None, or p outside the list: no colour).
+    Listed {
+        /// Number of colours (sections made), at least 1.
+        colours: u32,
+        /// Colour of each PE.
+        of: Vec<Option<u32>>,
+    },
+}
+
+/// Most colours one split may make.
+pub const MAX_COLOURS: u32 = 4096;
+
 impl Membership {
-    /// True if `pe` joins.
+    /// True if `pe` joins (a section of any colour).
     pub fn joins(&self, pe: Pe) -> bool {
+        self.colour(pe).is_some()
+    }
+
+    /// The section `pe` joins: its colour in a split, 0 otherwise; None if it joins none.
+    pub fn colour(&self, pe: Pe) -> Option<u32> {
+        let yes = |b: bool| b.then_some(0);
         match self {
-            Membership::All => true,
-            Membership::Random { fraction, seed } => drawn(*seed, pe, *fraction),
-            Membership::Pes(pes) => pes.binary_search(&pe).is_ok(),
+            Membership::All => Some(0),
+            Membership::Random { fraction, seed } => yes(drawn(*seed, pe, *fraction)),
+            Membership::Pes(pes) => yes(pes.binary_search(&pe).is_ok()),
+            Membership::Colours(Colouring::Random {
+                colours,
+                none,
+                seed,
+            }) => {
+                if drawn(*seed, pe, *none) {
+                    return None;
+                }
+                let x = mix64(mix64(*seed ^ 0xC010_0125) ^ u64::from(pe));
+                Some((x % u64::from((*colours).max(1))) as u32)
+            }
+            Membership::Colours(Colouring::Listed { of, .. }) => of.get(pe as usize).copied()?,
+        }
+    }
+
+    /// Number of sections the creation makes: the colours of a split, else 1.
+    pub fn sections(&self) -> u32 {
+        match self {
+            Membership::Colours(Colouring::Random { colours, .. })
+            | Membership::Colours(Colouring::Listed { colours, .. }) => *colours,
+            _ => 1,
         }
     }
 }
@@ -78,8 +133,10 @@ pub struct Request {
 pub struct CreationReport {
     /// The caller's tag.
     pub tag: u64,
-    /// The new section's id (count = members).
+    /// The new section's id (count = members); the first colour's in a split.
     pub id: SectionId,
+    /// Every section made, one per colour (just `id` unless it was a split).
+    pub sections: Vec<SectionId>,
     /// The algorithm that ran.
     pub algorithm: Algorithm,
     /// PEs of the parent (every one took part).
@@ -117,6 +174,9 @@ pub enum HostError {
     /// A random membership fraction outside 0..=1.
     #[error("membership fraction {0} is outside 0..=1")]
     BadFraction(f64),
+    /// A split with no colours, too many, or a PE naming a colour out of range.
+    #[error("a split needs 1..={MAX_COLOURS} colours and colours below that: {0}")]
+    BadColours(String),
     /// This build cannot run the algorithm.
     #[error("algorithm {} is not available", .0.name())]
     Unsupported(Algorithm),
@@ -146,9 +206,28 @@ impl Request {
         if !(crate::kary::MIN_K..=crate::kary::MAX_K).contains(&self.k) {
             return Err(HostError::BadK(self.k));
         }
-        if let Membership::Random { fraction, .. } = self.membership {
-            if !(0.0..=1.0).contains(&fraction) {
-                return Err(HostError::BadFraction(fraction));
+        match &self.membership {
+            Membership::Random { fraction: f, .. }
+            | Membership::Colours(Colouring::Random { none: f, .. })
+                if !(0.0..=1.0).contains(f) =>
+            {
+                return Err(HostError::BadFraction(*f));
+            }
+            _ => {}
+        }
+        let colours = self.membership.sections();
+        if !(1..=MAX_COLOURS).contains(&colours) {
+            return Err(HostError::BadColours(format!("{colours} colours")));
+        }
+        if let Membership::Colours(Colouring::Listed { of, .. }) = &self.membership {
+            if let Some((pe, c)) = of
+                .iter()
+                .enumerate()
+                .find_map(|(pe, c)| c.filter(|&c| c >= colours).map(|c| (pe, c)))
+            {
+                return Err(HostError::BadColours(format!(
+                    "PE {pe} names colour {c} of {colours}"
+                )));
             }
         }
         crate::host::algo::check(self.algorithm)
@@ -173,6 +252,40 @@ mod tests {
         let c: Vec<bool> = (0..64).map(|pe| drawn(4, pe, 0.5)).collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn colours_cover_their_range_and_none_leaves_pes_out() {
+        let m = Membership::Colours(Colouring::Random {
+            colours: 3,
+            none: 0.25,
+            seed: 9,
+        });
+        let mut seen = [0u32; 4];
+        for pe in 0..4000 {
+            match m.colour(pe) {
+                Some(c) => seen[c as usize] += 1,
+                None => seen[3] += 1,
+            }
+        }
+        assert!(seen[..3].iter().all(|&n| n > 900), "{seen:?}");
+        assert!((800..1200).contains(&seen[3]), "{seen:?}");
+        assert_eq!(m.sections(), 3);
+        let bad = Membership::Colours(Colouring::Listed {
+            colours: 2,
+            of: vec![Some(0), Some(2)],
+        });
+        let req = |membership| Request {
+            algorithm: Algorithm::ShrinkAndHash(crate::protocol::Filler::None),
+            k: 2,
+            parent: Parent::World,
+            membership,
+            on_member: Callback::Ignore,
+            on_report: Callback::Ignore,
+            tag: 0,
+        };
+        assert!(matches!(req(bad).validate(), Err(HostError::BadColours(_))));
+        assert!(req(m).validate().is_ok());
     }
 
     #[test]

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 pub struct Tally {
     /// PEs of the parent counted.
     pub pes: u64,
-    /// Members among them.
-    pub members: u64,
+    /// Members among them, per section made (one per colour).
+    pub members: Vec<u64>,
     /// Creation messages they accounted for.
     pub messages: u64,
     /// Encoded bytes of those messages.
@@ -20,11 +20,15 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// One PE that joined at `now`.
-    pub fn joined(member: bool, now: f64) -> Self {
+    /// One PE that joined section `colour` (if any) of `sections` at `now`.
+    pub fn joined(colour: Option<u32>, sections: u32, now: f64) -> Self {
+        let mut members = vec![0; sections as usize];
+        if let Some(c) = colour.and_then(|c| members.get_mut(c as usize)) {
+            *c = 1;
+        }
         Tally {
             pes: 1,
-            members: u64::from(member),
+            members,
             messages: 0,
             bytes: 0,
             first_join: now,
@@ -41,7 +45,9 @@ impl Tally {
     /// Add a child subtree's tally.
     pub fn merge(&mut self, other: &Tally) {
         self.pes += other.pes;
-        self.members += other.members;
+        for (m, o) in self.members.iter_mut().zip(&other.members) {
+            *m += o;
+        }
         self.messages += other.messages;
         self.bytes += other.bytes;
         self.first_join = self.first_join.min(other.first_join);
@@ -60,15 +66,21 @@ mod tests {
 
     #[test]
     fn merging_adds_counts_and_widens_the_time_span() {
-        let mut a = Tally::joined(true, 2.0);
+        let mut a = Tally::joined(Some(0), 1, 2.0);
         a.message(10);
         a.last_done = 5.0;
-        let mut b = Tally::joined(false, 1.0);
+        let mut b = Tally::joined(None, 1, 1.0);
         b.message(3);
         b.message(4);
         b.last_done = 3.0;
         a.merge(&b);
-        assert_eq!((a.pes, a.members, a.messages, a.bytes), (2, 1, 3, 17));
+        assert_eq!(
+            (a.pes, a.members.clone(), a.messages, a.bytes),
+            (2, vec![1], 3, 17)
+        );
+        let mut c = Tally::joined(Some(1), 2, 0.0);
+        c.merge(&Tally::joined(Some(1), 2, 0.0));
+        assert_eq!(c.members, vec![0, 2]);
         assert_eq!(a.time_us(), 4e6);
     }
 }
