@@ -10,7 +10,8 @@ use super::choice::Allgather;
 use super::machine::{Machine, Out, Step};
 use super::reduce::{Delivery, Reduce};
 use super::scan::Scan;
-use super::topology::{Member, Topology};
+use super::scan_doubling::DoublingScan;
+use super::topology::{Member, Rerooted, Topology};
 use super::value::{Fold, Piece};
 use crate::section::SectionId;
 use chorus_core::{Callback, Chare, Ctx, GroupProxy, RedData};
@@ -65,7 +66,31 @@ pub enum Op {
 }
 
 impl Op {
-    pub(crate) fn machine(self, rank: u32) -> Box<dyn Machine> {
+    /// With a roster, a rooted collective runs on the tree re-rooted at its root: the
+    /// root to use for the view, and the op with root 0 in that view.
+    pub(crate) fn reroot(self, has_roster: bool) -> (u32, Op) {
+        match self {
+            Op::Broadcast { root, value } if has_roster && root != 0 => {
+                (root, Op::Broadcast { root: 0, value })
+            }
+            Op::Reduce {
+                fold,
+                value,
+                delivery: Delivery::Root(root),
+            } if has_roster && root != 0 => (
+                root,
+                Op::Reduce {
+                    fold,
+                    value,
+                    delivery: Delivery::Root(0),
+                },
+            ),
+            op => (0, op),
+        }
+    }
+
+    /// The state machine of member `rank` (absolute) for this op.
+    pub(crate) fn machine(self, rank: u32, has_roster: bool) -> Box<dyn Machine> {
         match self {
             Op::Broadcast { root, value } => Box::new(Broadcast::new(root, value)),
             Op::Reduce {
@@ -73,6 +98,13 @@ impl Op {
                 value,
                 delivery,
             } => Box::new(Reduce::new(fold, value, rank, delivery)),
+            Op::Scan {
+                fold,
+                value,
+                exclusive,
+            } if has_roster && !fold.is_ranked() => {
+                Box::new(DoublingScan::new(fold, value, exclusive))
+            }
             Op::Scan {
                 fold,
                 value,
@@ -122,6 +154,8 @@ pub enum HostMsg {
 
 struct Running {
     member: Member,
+    /// Rank the tree is re-rooted at for this collective.
+    root: u32,
     callback: Callback,
     machine: Box<dyn Machine>,
 }
@@ -169,13 +203,16 @@ impl CollectivesHost {
             seq: *counter,
         };
         *counter += 1;
+        let (root, op) = op.reroot(member.has_roster());
         let mut run = Running {
-            machine: op.machine(member.rank()),
+            machine: op.machine(member.rank(), member.has_roster()),
             member,
+            root,
             callback,
         };
         let mut out = Out::default();
-        let mut step = run.machine.start(&run.member, &mut out);
+        let view = Rerooted::new(&run.member, root);
+        let mut step = run.machine.start(&view, &mut out);
         Self::flush(ctx, key, run.member.rank(), out);
         for (from, tag, piece) in self.early.remove(&key).unwrap_or_default() {
             assert_eq!(
@@ -184,7 +221,8 @@ impl CollectivesHost {
                 "collective {key:?}: a message after the end"
             );
             let mut out = Out::default();
-            step = run.machine.receive(&run.member, from, tag, piece, &mut out);
+            let view = Rerooted::new(&run.member, root);
+            step = run.machine.receive(&view, from, tag, piece, &mut out);
             Self::flush(ctx, key, run.member.rank(), out);
         }
         self.settle(ctx, key, run, step);
@@ -220,7 +258,8 @@ impl Chare for CollectivesHost {
             } => match self.running.remove(&key) {
                 Some(mut run) => {
                     let mut out = Out::default();
-                    let step = run.machine.receive(&run.member, from, tag, piece, &mut out);
+                    let view = Rerooted::new(&run.member, run.root);
+                    let step = run.machine.receive(&view, from, tag, piece, &mut out);
                     Self::flush(ctx, key, run.member.rank(), out);
                     self.settle(ctx, key, run, step);
                 }

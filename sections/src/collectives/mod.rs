@@ -43,13 +43,14 @@ pub mod machine;
 pub mod reduce;
 mod rounds;
 pub mod scan;
+pub mod scan_doubling;
 pub mod topology;
 pub mod value;
 
 pub use choice::Allgather;
 pub use error::CollectiveError;
 pub use host::CollectivesHost;
-pub use topology::{Member, RangeMember, Topology, TreeMember};
+pub use topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 
 use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
 use host::{HostMsg, Op, Start};

@@ -233,6 +233,69 @@ impl Topology for Member {
     }
 }
 
+/// A member's view with the tree re-rooted at `root`: rank r appears as
+/// (r - root) mod n, so a rooted collective needs no hop through rank 0. Needs a
+/// roster unless `root` is 0, where it is the member's own view.
+#[derive(Debug, Clone, Copy)]
+pub struct Rerooted<'a> {
+    member: &'a Member,
+    root: u32,
+}
+
+impl<'a> Rerooted<'a> {
+    /// `member`'s view with its tree rooted at rank `root`.
+    pub fn new(member: &'a Member, root: u32) -> Self {
+        debug_assert!(root == 0 || member.has_roster());
+        Rerooted { member, root }
+    }
+
+    fn absolute(&self, rel: u32) -> u32 {
+        ((u64::from(rel) + u64::from(self.root)) % u64::from(self.size())) as u32
+    }
+}
+
+impl Topology for Rerooted<'_> {
+    fn id(&self) -> SectionId {
+        self.member.id()
+    }
+    fn rank(&self) -> u32 {
+        let n = self.size();
+        (self.member.rank() + n - self.root) % n
+    }
+    fn size(&self) -> u32 {
+        self.member.size()
+    }
+    fn k(&self) -> u32 {
+        self.member.k()
+    }
+    fn my_pe(&self) -> Pe {
+        self.member.my_pe()
+    }
+    fn pe_of(&self, rank: u32) -> Option<Pe> {
+        (rank < self.size())
+            .then(|| self.member.pe_of(self.absolute(rank)))
+            .flatten()
+    }
+    fn parent_pe(&self) -> Option<Pe> {
+        if self.root == 0 {
+            return self.member.parent_pe();
+        }
+        kary::parent(self.rank(), self.k()).and_then(|p| self.pe_of(p))
+    }
+    fn child_pe(&self, i: u32) -> Option<Pe> {
+        if self.root == 0 {
+            return self.member.child_pe(i);
+        }
+        let first = u64::from(self.rank()) * u64::from(self.k()) + 1;
+        (i < kary::num_children(self.rank(), self.size(), self.k()))
+            .then(|| self.pe_of((first + u64::from(i)) as u32))
+            .flatten()
+    }
+    fn has_roster(&self) -> bool {
+        self.member.has_roster()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +333,25 @@ mod tests {
             RangeMember::new(sec, 3),
             Err(CollectiveError::NotAMember { pe: 3 })
         );
+    }
+
+    #[test]
+    fn a_rerooted_tree_is_the_kary_tree_of_shifted_ranks() {
+        let sec = RangeSection::world(40, 3).unwrap().split(3, 39, 2).unwrap();
+        let n = sec.size();
+        for root in 0..n {
+            for r in 0..n {
+                let m = Member::from(RangeMember::new(sec, sec.pe(r).unwrap()).unwrap());
+                let v = Rerooted::new(&m, root);
+                let rel = (r + n - root) % n;
+                assert_eq!(v.rank(), rel);
+                let abs = |x: u32| sec.pe((x + root) % n);
+                assert_eq!(v.parent_pe(), kary::parent(rel, 3).and_then(abs));
+                let kids: Vec<_> = (0..4).filter_map(|i| v.child_pe(i)).collect();
+                let want: Vec<_> = kary::children(rel, n, 3).filter_map(abs).collect();
+                assert_eq!(kids, want);
+            }
+        }
     }
 
     #[test]

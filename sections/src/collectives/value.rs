@@ -111,6 +111,11 @@ impl Fold {
         Ok(Fold { reducer, ranked })
     }
 
+    /// True if values travel as rank lists and fold only at the end.
+    pub(crate) fn is_ranked(&self) -> bool {
+        self.ranked
+    }
+
     /// A member's own contribution as a piece.
     pub(crate) fn piece(&self, rank: u32, v: RedData) -> Piece {
         if self.ranked {
