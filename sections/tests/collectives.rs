@@ -6,11 +6,11 @@
 //! run also has many collectives in flight on one section and on overlapping ones.
 
 use chorus_core::{
-    ArrayMap, ArrayProxy, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, Layer, Pe, RedData,
-    Reducer, Registry, Runtime,
+    ArrayMap, ArrayProxy, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, GroupProxy, Layer, Pe,
+    RedData, Reducer, Registry, Runtime,
 };
 use chorus_sections::collectives::{
-    Allgather, CollectiveError, Collectives, Member, RangeMember, Topology, TreeMember,
+    Allgather, CollectiveError, Collectives, Member, PerMember, RangeMember, Topology, TreeMember,
 };
 use chorus_sections::kary;
 use chorus_sections::range::RangeSection;
@@ -712,4 +712,113 @@ fn bad_starts_are_refused_with_typed_errors() {
         .unwrap();
     let errors: Vec<String> = report.output("errors").unwrap();
     assert_eq!(errors.len(), 7);
+}
+
+/// A group member that records every multicast value reaching its PE.
+struct Inbox;
+
+impl Chare for Inbox {
+    type Init = ();
+    type Msg = RedData;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Inbox
+    }
+    fn handle(&mut self, v: RedData, ctx: &mut Ctx) {
+        let pe = ctx.my_pe();
+        ctx.publish("inbox", &(pe, v));
+    }
+}
+
+/// Multicasts to start: (section, root rank); case 0 goes to an array by rank.
+#[derive(Clone, Serialize, Deserialize)]
+struct McPlan {
+    coll: Collectives,
+    inbox: GroupProxy<Inbox>,
+    inbox_got: Entry<Inbox, RedData>,
+    sinks: Sinks,
+    cases: Vec<(RangeSection, u32)>,
+}
+
+/// Starts the multicasts whose root is on its PE.
+struct McDriver;
+
+impl Chare for McDriver {
+    type Init = McPlan;
+    type Msg = ();
+    fn create(plan: McPlan, ctx: &mut Ctx) -> Self {
+        for (i, &(sec, root)) in plan.cases.iter().enumerate() {
+            if sec.pe(root) != Some(ctx.my_pe()) {
+                continue;
+            }
+            let target = if i == 0 {
+                PerMember::array_by_rank(&plan.sinks.array, plan.sinks.got)
+            } else {
+                PerMember::group(&plan.inbox, plan.inbox_got)
+            };
+            let member = RangeMember::new(sec, ctx.my_pe()).unwrap();
+            let value = vec![i as u64, mix(i as u64)];
+            plan.coll.multicast(ctx, member, value, target).unwrap();
+        }
+        McDriver
+    }
+    fn handle(&mut self, _: (), _: &mut Ctx) {}
+}
+
+/// One-sided multicasts from every root of strided and nested ranges reach each
+/// member's group element (or array element by rank) exactly once, and nobody else.
+#[test]
+fn multicasts_reach_each_member_once_from_any_root() {
+    for layer in layers() {
+        let world = RangeSection::world(13, 2).unwrap();
+        let first = world.split(2, 11, 3).unwrap();
+        let mut cases = vec![(first, 2)];
+        for sec in [
+            world,
+            world.with_k(3).unwrap(),
+            first,
+            world.split(1, 12, 2).unwrap().split(1, 5, 1).unwrap(),
+            world.split(7, 7, 1).unwrap(),
+        ] {
+            cases.extend((0..sec.size()).map(|r| (sec, r)));
+        }
+        let (mut reg, got) = registry();
+        reg.chare::<Inbox>("inbox").chare::<McDriver>("mc-driver");
+        let inbox_got = reg.entry::<Inbox, RedData>("inbox", |v| v);
+        let plan_cases = cases.clone();
+        let report = Runtime::new(reg, config(layer, 13))
+            .run(move |ctx| {
+                let coll = Collectives::create(ctx);
+                let inbox = ctx.create_group::<Inbox>(());
+                let n = plan_cases[0].0.size() as usize;
+                let array = ctx.create_array_1d::<Sink>(n, (), ArrayMap::RoundRobin);
+                let plan = McPlan {
+                    coll,
+                    inbox,
+                    inbox_got,
+                    sinks: Sinks { array, got },
+                    cases: plan_cases,
+                };
+                ctx.create_group::<McDriver>(plan);
+                ctx.exit_on_quiescence();
+            })
+            .unwrap_or_else(|e| panic!("{layer:?}: {e}"));
+        let value = |i: usize| RedData::U64(vec![i as u64, mix(i as u64)]);
+        let mut by_rank: Vec<(usize, RedData)> =
+            report.outputs("got").into_iter().map(|x| x.1).collect();
+        by_rank.sort_by_key(|x| x.0);
+        let want: Vec<(usize, RedData)> = (0..cases[0].0.size() as usize)
+            .map(|r| (r, value(0)))
+            .collect();
+        assert_eq!(by_rank, want, "{layer:?}: the array by rank");
+        let mut got: Vec<(Pe, RedData)> =
+            report.outputs("inbox").into_iter().map(|x| x.1).collect();
+        let mut want: Vec<(Pe, RedData)> = Vec::new();
+        for (i, (sec, _)) in cases.iter().enumerate().skip(1) {
+            want.extend((0..sec.size()).map(|r| (sec.pe(r).unwrap(), value(i))));
+        }
+        let key = |x: &(Pe, RedData)| format!("{x:?}");
+        got.sort_by_key(key);
+        want.sort_by_key(key);
+        assert_eq!(got, want, "{layer:?}: the group");
+    }
 }

@@ -8,11 +8,13 @@ use super::allgather_ring::Ring;
 use super::broadcast::Broadcast;
 use super::choice::Allgather;
 use super::machine::{Machine, Out, Step};
+use super::multicast::{self, PerMember};
 use super::reduce::{Delivery, Reduce};
 use super::scan::Scan;
 use super::scan_doubling::DoublingScan;
-use super::topology::{Member, Rerooted, Topology};
+use super::topology::{Member, RangeMember, Rerooted, Topology};
 use super::value::{Fold, Piece};
+use crate::range::RangeSection;
 use crate::section::SectionId;
 use chorus_core::{Callback, Chare, Ctx, GroupProxy, RedData};
 use serde::{Deserialize, Serialize};
@@ -139,6 +141,17 @@ pub struct Start {
 pub enum HostMsg {
     /// The local member starts a collective (sent by `Collectives` on its own PE).
     Start(Box<Start>),
+    /// A one-sided multicast from `root` over a range section, passing down its tree.
+    Multicast {
+        /// The section.
+        section: RangeSection,
+        /// Rank of the root.
+        root: u32,
+        /// The value.
+        value: RedData,
+        /// Where each member delivers it.
+        target: PerMember,
+    },
     /// A message of a collective from the member of rank `from`.
     Data {
         /// The collective.
@@ -250,6 +263,27 @@ impl Chare for CollectivesHost {
     fn handle(&mut self, msg: HostMsg, ctx: &mut Ctx) {
         match msg {
             HostMsg::Start(s) => self.start(*s, ctx),
+            HostMsg::Multicast {
+                section,
+                root,
+                value,
+                target,
+            } => {
+                let me = RangeMember::new(section, ctx.my_pe())
+                    .expect("a multicast reaches members only");
+                let group: GroupProxy<CollectivesHost> =
+                    ctx.this_group().expect("the host runs as a group member");
+                for pe in multicast::children(me, root) {
+                    let msg = HostMsg::Multicast {
+                        section,
+                        root,
+                        value: value.clone(),
+                        target: target.clone(),
+                    };
+                    group.send(ctx, pe, msg);
+                }
+                ctx.send_to_callback(&target.callback(me.rank(), ctx.my_pe()), value);
+            }
             HostMsg::Data {
                 key,
                 from,

@@ -18,6 +18,7 @@
 //! | collective | result | needs |
 //! | --- | --- | --- |
 //! | broadcast | the root's value, at every member | tree |
+//! | multicast (one-sided: only the root calls) | the root's value, at each member's group or array element | range section |
 //! | reduce / allreduce | the reduction, at the root / every member | tree |
 //! | barrier | `()` (an empty list) at every member, after all started | tree |
 //! | scan / exscan | the inclusive / exclusive prefix by rank | tree |
@@ -40,6 +41,7 @@ pub mod error;
 mod harness;
 pub mod host;
 pub mod machine;
+pub mod multicast;
 pub mod reduce;
 mod rounds;
 pub mod scan;
@@ -50,6 +52,7 @@ pub mod value;
 pub use choice::Allgather;
 pub use error::CollectiveError;
 pub use host::CollectivesHost;
+pub use multicast::PerMember;
 pub use topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 
 use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
@@ -114,6 +117,32 @@ impl Collectives {
         };
         self.group
             .send(ctx, caller, HostMsg::Start(Box::new(start)));
+        Ok(())
+    }
+
+    /// One-sided multicast from `member` (the root; the other members start nothing)
+    /// of a range section: each member delivers `value` to its `target` element.
+    pub fn multicast<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: RangeMember,
+        value: T,
+        target: PerMember,
+    ) -> Result<(), CollectiveError> {
+        let (mine, caller) = (member.my_pe(), ctx.my_pe());
+        if mine != caller {
+            return Err(CollectiveError::NotMyPe {
+                member: mine,
+                caller,
+            });
+        }
+        let msg = HostMsg::Multicast {
+            section: member.section(),
+            root: member.rank(),
+            value: value.into_data(),
+            target,
+        };
+        self.group.send(ctx, caller, msg);
         Ok(())
     }
 
