@@ -346,6 +346,8 @@ impl Chare for Sink {
             .this_index::<usize>()
             .expect("a sink is an array element");
         ctx.publish("got", &(i, v));
+        let t = ctx.now();
+        ctx.publish("t", &t);
     }
 }
 
@@ -399,7 +401,18 @@ fn registry() -> (Registry, Entry<Sink, RedData>) {
 
 /// Run `cases` on `pes` PEs of `layer`, check every result against the sequential
 /// computation, and return the wall time.
-fn run(layer: Layer, pes: u32, mut cases: Vec<Case>, stagger: (u32, u32, Duration)) -> Duration {
+fn run(layer: Layer, pes: u32, cases: Vec<Case>, stagger: (u32, u32, Duration)) -> Duration {
+    run_timed(layer, pes, cases, stagger).0
+}
+
+/// As `run`, also returning the layer's clock when the last result arrived (virtual
+/// time on sim).
+fn run_timed(
+    layer: Layer,
+    pes: u32,
+    mut cases: Vec<Case>,
+    stagger: (u32, u32, Duration),
+) -> (Duration, f64) {
     let mut base = 0;
     for c in &mut cases {
         c.base = base;
@@ -440,7 +453,12 @@ fn run(layer: Layer, pes: u32, mut cases: Vec<Case>, stagger: (u32, u32, Duratio
     assert!(results.is_empty(), "{layer:?}: results nobody expected");
     let started: usize = report.outputs::<usize>("started").iter().map(|x| x.1).sum();
     assert_eq!(started, base, "{layer:?}: every member started");
-    elapsed
+    let last = report
+        .outputs::<f64>("t")
+        .iter()
+        .map(|x| x.1)
+        .fold(0.0, f64::max);
+    (elapsed, last)
 }
 
 /// Element counts: 0, 1, 2^k and 2^k±1.
@@ -821,4 +839,49 @@ fn multicasts_reach_each_member_once_from_any_root() {
         want.sort_by_key(key);
         assert_eq!(got, want, "{layer:?}: the group");
     }
+}
+
+/// On sim, with short blocks, the logarithmic allgathers finish in a fraction of the
+/// ring's n-1 rounds (virtual time, deterministic), and `Auto` picks one of them.
+#[test]
+fn logarithmic_allgathers_beat_the_ring_on_short_blocks_in_virtual_time() {
+    let n = 64;
+    let sec = RangeSection::world(n, 2).unwrap();
+    let time = |a: Allgather| {
+        let case = Case {
+            shape: Shape::Range(sec),
+            coll: Coll::Allgather(a),
+            count: 1,
+            root: 0,
+            seed: 2,
+            base: 0,
+        };
+        run_timed(Layer::Sim, n, vec![case], NO_STAGGER).1
+    };
+    let algorithms = [
+        Allgather::Auto,
+        Allgather::Tree,
+        Allgather::Bruck(1),
+        Allgather::Bruck(3),
+        Allgather::StandardExchange(1),
+        Allgather::StandardExchange(3),
+        Allgather::Ring,
+    ];
+    let t: Vec<f64> = algorithms.iter().map(|&a| time(a)).collect();
+    for (a, t) in algorithms.iter().zip(&t) {
+        eprintln!(
+            "allgather {} of 64 x 8 bytes on sim: {:.1} us",
+            a.name(),
+            t * 1e6
+        );
+    }
+    let ring = t[6];
+    for (a, &x) in algorithms.iter().zip(&t).take(6) {
+        assert!(
+            x * 3.0 < ring,
+            "{} takes {x} s, the ring {ring} s",
+            a.name()
+        );
+    }
+    assert_eq!(t[0], t[4], "Auto is recursive doubling at 64 members");
 }
