@@ -3,10 +3,10 @@
 //! time and many at once, with figures that replay exactly on sim.
 
 use chorus_core::{Config, Layer, Pe};
-use chorus_sections::host::batch::{self, Outcome, Planned, PlannedParent};
+use chorus_sections::host::batch::{self, Outcome, Planned, PlannedMerge, PlannedParent, Step};
 use chorus_sections::host::{available, Colouring, Membership};
 use chorus_sections::protocol::Algorithm;
-use chorus_sections::section::{check, Placement};
+use chorus_sections::section::{check, Placement, SectionId};
 use std::collections::BTreeSet;
 
 fn config(layer: Layer, pes: u32) -> Config {
@@ -16,54 +16,78 @@ fn config(layer: Layer, pes: u32) -> Config {
     }
 }
 
-fn plan(
-    creator: Pe,
-    parent: PlannedParent,
-    algorithm: Algorithm,
-    k: u32,
-    m: Membership,
-) -> Planned {
-    Planned {
+fn plan(creator: Pe, parent: PlannedParent, algorithm: Algorithm, k: u32, m: Membership) -> Step {
+    Step::Create(Planned {
         creator,
         parent,
         algorithm,
         k,
         membership: m,
-    }
+    })
 }
 
-/// Check every creation of `stages` against what `out` holds: members exactly the
-/// parent's PEs that joined, and a valid section over them.
-fn verify(npes: u32, stages: &[Vec<Planned>], out: &Outcome) {
-    let flat: Vec<&Planned> = stages.iter().flatten().collect();
+fn token_of(id: SectionId) -> u64 {
+    (u64::from(id.creator) << 32) | u64::from(id.counter)
+}
+
+/// Check every step of `stages` against what `out` holds: members exactly the
+/// parent's PEs that joined (or the two merged sections' members), and a valid
+/// section over them.
+fn verify(npes: u32, stages: &[Vec<Step>], out: &Outcome) {
+    let flat: Vec<&Step> = stages.iter().flatten().collect();
     assert_eq!(out.reports.len(), flat.len());
     let mut members_of: Vec<BTreeSet<Pe>> = Vec::new();
-    for (i, (p, r)) in flat.iter().zip(&out.reports).enumerate() {
+    for (i, (step, r)) in flat.iter().zip(&out.reports).enumerate() {
         assert_eq!(r.tag, i as u64);
-        assert_eq!(r.algorithm, p.algorithm);
-        let parent: BTreeSet<Pe> = match p.parent {
-            PlannedParent::World => (0..npes).collect(),
-            PlannedParent::Earlier(j) => members_of[j].clone(),
-        };
-        assert_eq!(r.parent_pes, parent.len() as u64, "creation {i}");
+        // (section of the report, its members, k) to check
+        let mut made: Vec<(usize, BTreeSet<Pe>, u32)> = Vec::new();
+        match step {
+            Step::Create(p) => {
+                assert_eq!(r.algorithm, Some(p.algorithm));
+                let parent: BTreeSet<Pe> = match p.parent {
+                    PlannedParent::World => (0..npes).collect(),
+                    PlannedParent::Earlier(j) => members_of[j].clone(),
+                };
+                assert_eq!(r.parent_pes, parent.len() as u64, "step {i}");
+                let colours = p.membership.sections();
+                assert_eq!(r.sections.len(), colours as usize);
+                for c in 0..colours {
+                    let joined = parent
+                        .iter()
+                        .copied()
+                        .filter(|&pe| p.membership.colour(pe) == Some(c))
+                        .collect();
+                    made.push((c as usize, joined, p.k));
+                }
+            }
+            Step::Merge(m) => {
+                assert_eq!(r.algorithm, None);
+                let (a, b) = (&members_of[m.a], &members_of[m.b]);
+                let joined: BTreeSet<Pe> = a.union(b).copied().collect();
+                assert_eq!(r.parent_pes, joined.len() as u64, "step {i}");
+                // A's members keep their ranks; B's follow.
+                let old_a = out.reports[m.a].id;
+                for (pe, s) in out.sections.iter().filter(|(_, s)| s.id == r.id) {
+                    let old = out.sections.iter().find(|(q, o)| q == pe && o.id == old_a);
+                    match old {
+                        Some((_, old)) => assert_eq!(s.rank, old.rank, "PE {pe} keeps its rank"),
+                        None => assert!(s.rank >= a.len() as u32, "PE {pe} follows A"),
+                    }
+                }
+                made.push((0, joined, m.k));
+            }
+        }
         let mut all = BTreeSet::new();
-        let colours = p.membership.sections();
-        assert_eq!(r.sections.len(), colours as usize);
         assert_eq!(r.sections[0], r.id);
-        for (c, id) in r.sections.iter().enumerate() {
-            let joined: BTreeSet<Pe> = parent
-                .iter()
-                .copied()
-                .filter(|&pe| p.membership.colour(pe) == Some(c as u32))
-                .collect();
-            assert_eq!(id.count, joined.len() as u32, "creation {i} colour {c}");
+        for (c, joined, k) in made {
+            let id = r.sections[c];
+            assert_eq!(id.count, joined.len() as u32, "step {i} colour {c}");
             let member: Vec<bool> = (0..npes).map(|pe| joined.contains(&pe)).collect();
-            let token = (u64::from(id.creator) << 32) | u64::from(id.counter);
             let mut placed: Vec<Option<Placement>> = vec![None; npes as usize];
-            for (pe, s) in out.sections.iter().filter(|(_, s)| s.id == *id) {
+            for (pe, s) in out.sections.iter().filter(|(_, s)| s.id == id) {
                 assert!(placed[*pe as usize].is_none(), "PE {pe} placed twice");
                 placed[*pe as usize] = Some(Placement {
-                    token,
+                    token: token_of(id),
                     rank: s.rank,
                     size: s.size,
                     k: s.k,
@@ -71,17 +95,17 @@ fn verify(npes: u32, stages: &[Vec<Planned>], out: &Outcome) {
                     children: s.children.clone(),
                 });
             }
-            check(&member, &placed, token, p.k)
-                .unwrap_or_else(|e| panic!("creation {i} colour {c}: {e}"));
+            check(&member, &placed, token_of(id), k)
+                .unwrap_or_else(|e| panic!("step {i} colour {c}: {e}"));
             all.extend(joined);
         }
-        assert_eq!(r.members, all.len() as u64, "creation {i}");
+        assert_eq!(r.members, all.len() as u64, "step {i}");
         if r.members > 1 {
-            assert!(r.messages > 0 && r.bytes > 0, "creation {i}: {r:?}");
-            assert!(r.max_pe_state_bytes > 0, "creation {i}: {r:?}");
+            assert!(r.messages > 0 && r.bytes > 0, "step {i}: {r:?}");
+            assert!(r.max_pe_state_bytes > 0, "step {i}: {r:?}");
         }
-        let joined = if colours == 1 { all } else { BTreeSet::new() };
-        members_of.push(joined);
+        let single = r.sections.len() == 1;
+        members_of.push(if single { all } else { BTreeSet::new() });
     }
 }
 
@@ -104,7 +128,7 @@ fn every_algorithm_makes_a_valid_section_on_threads_and_sim() {
     for layer in [Layer::Threads, Layer::Sim] {
         for alg in available() {
             for k in [2, 3] {
-                let stages: Vec<Vec<Planned>> = memberships()
+                let stages: Vec<Vec<Step>> = memberships()
                     .into_iter()
                     .map(|m| vec![plan(1, PlannedParent::World, alg, k, m)])
                     .collect();
@@ -193,7 +217,7 @@ fn concurrent_creations_from_different_creators_and_parents() {
 #[test]
 fn sim_figures_replay_exactly_for_a_seed() {
     let npes = 200;
-    let stages: Vec<Vec<Planned>> = available()
+    let stages: Vec<Vec<Step>> = available()
         .into_iter()
         .map(|alg| {
             vec![plan(
@@ -275,7 +299,7 @@ fn a_split_makes_one_valid_section_per_colour_in_one_pass() {
         false,
     )
     .unwrap();
-    let singles: Vec<Vec<Planned>> = (0..4)
+    let singles: Vec<Vec<Step>> = (0..4)
         .map(|c| {
             let pes = (0..npes).filter(|&pe| random.colour(pe) == Some(c));
             let m = Membership::Pes(pes.collect());
@@ -293,4 +317,67 @@ fn a_split_makes_one_valid_section_per_colour_in_one_pass() {
         "split {} messages, one at a time {each}",
         split.reports[0].messages
     );
+}
+
+#[test]
+fn a_merge_involves_only_the_two_sections() {
+    let npes = 30;
+    let alg = available()[0];
+    let a_pes: Vec<Pe> = (0..npes).filter(|p| p % 3 == 1).collect();
+    let b_pes: Vec<Pe> = (0..npes).filter(|p| p % 5 == 2 && p % 3 != 1).collect();
+    let made = vec![
+        plan(
+            0,
+            PlannedParent::World,
+            alg,
+            3,
+            Membership::Pes(a_pes.clone()),
+        ),
+        plan(
+            0,
+            PlannedParent::World,
+            alg,
+            2,
+            Membership::Pes(b_pes.clone()),
+        ),
+    ];
+    let merge = |k| -> Step {
+        PlannedMerge {
+            via: a_pes[3],
+            a: 0,
+            b: 1,
+            b_contact: b_pes[2],
+            k,
+        }
+        .into()
+    };
+    for layer in [Layer::Threads, Layer::Sim] {
+        for k in [2, 4] {
+            let stages = vec![made.clone(), vec![merge(k)]];
+            let out = batch::run(config(layer, npes), stages.clone(), true)
+                .unwrap_or_else(|e| panic!("{layer:?} k={k}: {e}"));
+            verify(npes, &stages, &out);
+        }
+    }
+    // On sim, PEs outside both sections process exactly what they did without the
+    // merge: the rest of the machine never hears of it (PE 0 excepted: it drives
+    // the plan and receives the report).
+    let without = batch::run(config(Layer::Sim, npes), vec![made.clone()], false).unwrap();
+    let with = batch::run(config(Layer::Sim, npes), vec![made, vec![merge(3)]], false).unwrap();
+    let mut outside = 0;
+    for pe in 0..npes {
+        if pe == 0 || a_pes.contains(&pe) || b_pes.contains(&pe) {
+            continue;
+        }
+        outside += 1;
+        let (x, y) = (
+            &without.run.per_pe[pe as usize],
+            &with.run.per_pe[pe as usize],
+        );
+        assert_eq!(x.processed, y.processed, "PE {pe} took part in the merge");
+    }
+    assert!(outside > 10);
+    let r = &with.reports[2];
+    assert_eq!(r.members, (a_pes.len() + b_pes.len()) as u64);
+    assert!(r.messages > 0);
 }

@@ -103,13 +103,14 @@ pub fn run(plan: &Plan) -> Result<Vec<Row>, BatchError> {
                     fraction,
                     seed: plan.seed,
                 };
-                stages.push(vec![Planned {
+                let step = Planned {
                     creator: 0,
                     parent: PlannedParent::World,
                     algorithm: alg,
                     k: plan.k,
                     membership,
-                }]);
+                };
+                stages.push(vec![step.into()]);
                 keys.push((alg, fraction));
             }
         }

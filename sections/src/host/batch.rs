@@ -3,6 +3,7 @@
 //! drive the builder through this.
 
 use crate::host::builder::Builder;
+use crate::host::merge::MergeRequest;
 use crate::host::spec::{CreationReport, Membership, Parent, Request};
 use crate::protocol::Algorithm;
 use crate::section::Section;
@@ -37,6 +38,42 @@ pub struct Planned {
     pub membership: Membership,
 }
 
+/// A planned merge of two sections made by earlier stages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedMerge {
+    /// A member of `a` that asks for it.
+    pub via: Pe,
+    /// Index of the creation that made section a.
+    pub a: usize,
+    /// Index of the creation that made section b.
+    pub b: usize,
+    /// A member of b.
+    pub b_contact: Pe,
+    /// Branching factor of the merged tree.
+    pub k: u32,
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Step {
+    /// Create a section.
+    Create(Planned),
+    /// Merge two sections.
+    Merge(PlannedMerge),
+}
+
+impl From<Planned> for Step {
+    fn from(p: Planned) -> Self {
+        Step::Create(p)
+    }
+}
+
+impl From<PlannedMerge> for Step {
+    fn from(m: PlannedMerge) -> Self {
+        Step::Merge(m)
+    }
+}
+
 /// What a plan produced.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -51,8 +88,8 @@ pub struct Outcome {
 /// Why a plan did not run.
 #[derive(Debug, Error)]
 pub enum BatchError {
-    /// A creation names a parent that is not an earlier stage's creation.
-    #[error("creation {index}: parent {parent} is not a creation of an earlier stage")]
+    /// A step names a section that is not made by an earlier stage.
+    #[error("step {index}: section {parent} is not made by an earlier stage")]
     Parent {
         /// The creation.
         index: usize,
@@ -75,7 +112,7 @@ pub enum BatchError {
 #[derive(Clone, Serialize, Deserialize)]
 struct Init {
     builder: GroupProxy<Builder>,
-    stages: Vec<Vec<Planned>>,
+    stages: Vec<Vec<Step>>,
     keep_sections: bool,
     on_section: Entry<Batch, Encoded<Section>>,
     on_report: Entry<Batch, Encoded<CreationReport>>,
@@ -86,6 +123,7 @@ struct Init {
 enum BatchMsg {
     Go,
     Create(Request),
+    Merge(MergeRequest),
     Section(Encoded<Section>),
     Report(Encoded<CreationReport>),
 }
@@ -117,6 +155,7 @@ impl Chare for Batch {
         match msg {
             BatchMsg::Go => self.issue(ctx),
             BatchMsg::Create(req) => Builder::create_section(&self.init.builder, ctx, req),
+            BatchMsg::Merge(req) => Builder::merge_sections(&self.init.builder, ctx, req),
             BatchMsg::Section(Encoded(s)) => ctx.publish("section", &s),
             BatchMsg::Report(Encoded(r)) => {
                 let at = r.tag as usize;
@@ -143,28 +182,46 @@ impl Batch {
         };
         let first: usize = self.init.stages[..self.stage].iter().map(Vec::len).sum();
         self.outstanding = stage.len();
-        for (i, p) in stage.clone().into_iter().enumerate() {
-            let parent = match p.parent {
-                PlannedParent::World => Parent::World,
-                PlannedParent::Earlier(j) => {
-                    let id = self.reports[j].as_ref().expect("checked before the run").id;
-                    Parent::Section(id)
+        let on_member = if self.init.keep_sections {
+            Callback::group_all(&me, self.init.on_section)
+        } else {
+            Callback::Ignore
+        };
+        let on_report = Callback::group_member(&me, 0, self.init.on_report);
+        let made = |j: usize| self.reports[j].as_ref().expect("checked before the run").id;
+        for (i, step) in stage.clone().into_iter().enumerate() {
+            let tag = (first + i) as u64;
+            let (to, msg) = match step {
+                Step::Create(p) => {
+                    let parent = match p.parent {
+                        PlannedParent::World => Parent::World,
+                        PlannedParent::Earlier(j) => Parent::Section(made(j)),
+                    };
+                    let req = Request {
+                        algorithm: p.algorithm,
+                        k: p.k,
+                        parent,
+                        membership: p.membership,
+                        on_member: on_member.clone(),
+                        on_report: on_report.clone(),
+                        tag,
+                    };
+                    (p.creator, BatchMsg::Create(req))
+                }
+                Step::Merge(m) => {
+                    let req = MergeRequest {
+                        a: made(m.a),
+                        b: made(m.b),
+                        b_contact: m.b_contact,
+                        k: m.k,
+                        on_member: on_member.clone(),
+                        on_report: on_report.clone(),
+                        tag,
+                    };
+                    (m.via, BatchMsg::Merge(req))
                 }
             };
-            let req = Request {
-                algorithm: p.algorithm,
-                k: p.k,
-                parent,
-                membership: p.membership,
-                on_member: if self.init.keep_sections {
-                    Callback::group_all(&me, self.init.on_section)
-                } else {
-                    Callback::Ignore
-                },
-                on_report: Callback::group_member(&me, 0, self.init.on_report),
-                tag: (first + i) as u64,
-            };
-            me.send(ctx, p.creator, BatchMsg::Create(req));
+            me.send(ctx, to, msg);
         }
         if stage.is_empty() {
             self.stage += 1;
@@ -177,17 +234,22 @@ impl Batch {
 /// publishes its section (costly at scale).
 pub fn run(
     config: Config,
-    stages: Vec<Vec<Planned>>,
+    stages: Vec<Vec<Step>>,
     keep_sections: bool,
 ) -> Result<Outcome, BatchError> {
     let mut index = 0;
     for stage in &stages {
         let first = index;
-        for p in stage {
-            if let PlannedParent::Earlier(j) = p.parent {
-                if j >= first {
-                    return Err(BatchError::Parent { index, parent: j });
-                }
+        for step in stage {
+            let named = match step {
+                Step::Create(p) => match p.parent {
+                    PlannedParent::Earlier(j) => vec![j],
+                    PlannedParent::World => vec![],
+                },
+                Step::Merge(m) => vec![m.a, m.b],
+            };
+            if let Some(&j) = named.iter().find(|&&j| j >= first) {
+                return Err(BatchError::Parent { index, parent: j });
             }
             index += 1;
         }

@@ -3,11 +3,12 @@
 
 use crate::hash::mix64;
 use crate::host::algo::{self, Proto, ProtoMsg};
+use crate::host::merge::{Hop, MergeRequest, MergeState, Route};
 use crate::host::spec::{CreationReport, HostError, Parent, Request};
 use crate::host::tally::Tally;
 use crate::kary;
-use crate::neighbour_discovery::Intermediaries;
-use crate::protocol::{Outbox, Protocol, Setup, Wire};
+use crate::neighbour_discovery::{Intermediaries, ToIntermediary};
+use crate::protocol::{Algorithm, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::section::{Placement, Section, SectionId};
 use chorus_core::{Callback, Chare, Ctx, Encoded, GroupProxy, Pe};
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,63 @@ pub enum BuilderMsg {
         /// The subtree's figures.
         tally: Tally,
     },
+    /// From the application to the builder on a member of `req.a`: merge two sections.
+    Merge(MergeRequest),
+    /// A merge request on its way up section `a` to its root, with its cost so far.
+    MergeAsk {
+        /// The request.
+        req: MergeRequest,
+        /// Messages so far.
+        messages: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// A's root offers the merge; it travels up section `b` to its root.
+    Offer {
+        /// The merge.
+        token: u64,
+        /// The request.
+        req: MergeRequest,
+        /// A's root.
+        a_root: Pe,
+        /// Members of A.
+        a_size: u32,
+        /// Messages so far.
+        messages: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// B's root accepts: the merged size, and where B's root is.
+    Accept {
+        /// The merge.
+        token: u64,
+        /// Members of the merged section.
+        size: u32,
+        /// B's root.
+        b_root: Pe,
+    },
+    /// The start of a merge, down one of the old trees.
+    Go {
+        /// The merge.
+        token: u64,
+        /// The request.
+        req: MergeRequest,
+        /// The old section this tree belongs to.
+        old: SectionId,
+        /// Merged rank of its rank 0.
+        offset: u32,
+        /// Members of the merged section.
+        size: u32,
+    },
+    /// A neighbour-discovery announcement of a merge, routed by merged rank.
+    Routed {
+        /// The merge.
+        token: u64,
+        /// Merged rank of the intermediary.
+        dest: u32,
+        /// The announcement.
+        msg: ToIntermediary,
+    },
     /// Every PE has finished: report state peaks and let go of the creation.
     Release {
         /// The creation.
@@ -77,6 +135,38 @@ pub enum BuilderMsg {
 enum Early {
     Wire(Pe, u32, Wire<ProtoMsg>, u64),
     Done(Tally),
+    Routed(u32, ToIntermediary),
+}
+
+/// The state machine of one section of a creation.
+enum Engine {
+    /// A creation algorithm.
+    Algo(Box<Proto>),
+    /// A member's part in a merge.
+    Merge(Box<MergeState>),
+}
+
+impl Engine {
+    fn finished(&self) -> bool {
+        match self {
+            Engine::Algo(p) => p.finished(),
+            Engine::Merge(m) => m.placement().is_some(),
+        }
+    }
+
+    fn placement(&self) -> Option<&Placement> {
+        match self {
+            Engine::Algo(p) => p.placement(),
+            Engine::Merge(m) => m.placement(),
+        }
+    }
+
+    fn peak_state_bytes(&self) -> usize {
+        match self {
+            Engine::Algo(p) => p.peak_state_bytes(),
+            Engine::Merge(m) => m.peak_state_bytes(),
+        }
+    }
 }
 
 /// A protocol message on its way inside one PE: (from, to, part, message, bytes to
@@ -85,14 +175,17 @@ type Item = (Pe, Pe, u32, Wire<ProtoMsg>, u64);
 
 /// One section's state machine of a creation on this PE.
 struct Part {
-    proto: Proto,
+    proto: Engine,
     inter: Intermediaries,
     finished: bool,
 }
 
 /// One PE's part in one creation.
 struct Run {
-    req: Request,
+    on_member: Callback,
+    on_report: Callback,
+    tag: u64,
+    algorithm: Option<Algorithm>,
     parts: Vec<Part>,
     up: Option<Pe>,
     down: Vec<Pe>,
@@ -116,6 +209,7 @@ pub struct Builder {
     runs: HashMap<u64, Run>,
     early: HashMap<u64, Vec<Early>>,
     orphans: HashMap<(u64, u32), Intermediaries>,
+    pending_merges: HashMap<u64, (MergeRequest, Section)>,
     outgoing: Vec<(Pe, u32, Wire<ProtoMsg>)>,
 }
 
@@ -133,6 +227,7 @@ impl Chare for Builder {
             runs: HashMap::new(),
             early: HashMap::new(),
             orphans: HashMap::new(),
+            pending_merges: HashMap::new(),
             outgoing: Vec::new(),
         }
     }
@@ -173,6 +268,13 @@ fn encoded_len(msg: &BuilderMsg) -> u64 {
     bincode::serialized_size(msg).unwrap_or(0)
 }
 
+fn unexpected(me: Pe, from: Pe, token: u64, what: &'static str) -> HostError {
+    HostError::Protocol {
+        token,
+        source: ProtocolError::Unexpected { me, from, what },
+    }
+}
+
 fn is_answer(w: &Wire<ProtoMsg>) -> bool {
     matches!(w, Wire::FromIntermediary(_))
 }
@@ -182,6 +284,12 @@ impl Builder {
     pub fn create_section(proxy: &GroupProxy<Builder>, ctx: &mut Ctx, req: Request) {
         let me = ctx.my_pe();
         proxy.send(ctx, me, BuilderMsg::Create(req));
+    }
+
+    /// Ask the builder on this PE (a member of `req.a`) to merge two sections.
+    pub fn merge_sections(proxy: &GroupProxy<Builder>, ctx: &mut Ctx, req: MergeRequest) {
+        let me = ctx.my_pe();
+        proxy.send(ctx, me, BuilderMsg::Merge(req));
     }
 
     fn proxy(&self) -> GroupProxy<Builder> {
@@ -249,6 +357,46 @@ impl Builder {
                 }
             },
             BuilderMsg::Release { token } => self.on_release(ctx, token),
+            BuilderMsg::Merge(req) => self.on_merge_ask(ctx, req, 0, 0),
+            BuilderMsg::MergeAsk {
+                req,
+                messages,
+                bytes,
+            } => self.on_merge_ask(ctx, req, messages, bytes),
+            BuilderMsg::Offer {
+                token,
+                req,
+                a_root,
+                a_size,
+                messages,
+                bytes,
+            } => self.on_offer(ctx, token, req, a_root, a_size, (messages, bytes)),
+            BuilderMsg::Accept {
+                token,
+                size,
+                b_root,
+            } => self.on_accept(ctx, token, size, b_root),
+            BuilderMsg::Go {
+                token,
+                req,
+                old,
+                offset,
+                size,
+            } => self.on_go(ctx, token, req, old, offset, size),
+            BuilderMsg::Routed { token, dest, msg } => {
+                if !self.runs.contains_key(&token) {
+                    let early = Early::Routed(dest, msg);
+                    self.early.entry(token).or_default().push(early);
+                    return Ok(());
+                }
+                let queue = match self.route(ctx, token, dest, msg)? {
+                    Some(msg) => {
+                        VecDeque::from([(self.me, self.me, 0, Wire::ToIntermediary(msg), 0)])
+                    }
+                    None => VecDeque::new(),
+                };
+                self.pump(ctx, token, queue)
+            }
             BuilderMsg::Peak { token, bytes } => {
                 let run = self.run(token, "peak")?;
                 run.peak = run.peak.max(bytes);
@@ -343,7 +491,7 @@ impl Builder {
                 token: token + u64::from(part),
             };
             parts.push(Part {
-                proto: algo::protocol(req.algorithm, setup)?,
+                proto: Engine::Algo(Box::new(algo::protocol(req.algorithm, setup)?)),
                 inter: self.orphans.remove(&(token, part)).unwrap_or_default(),
                 finished: false,
             });
@@ -351,13 +499,18 @@ impl Builder {
         let mut queue = VecDeque::new();
         for (i, p) in parts.iter_mut().enumerate() {
             let mut out = Outbox::new();
-            p.proto
-                .start(&mut out)
-                .map_err(|source| HostError::Protocol { token, source })?;
+            if let Engine::Algo(proto) = &mut p.proto {
+                proto
+                    .start(&mut out)
+                    .map_err(|source| HostError::Protocol { token, source })?;
+            }
             queue.extend(out.into_iter().map(|(to, w)| (self.me, to, i as u32, w, 0)));
         }
         let run = Run {
-            req,
+            on_member: req.on_member,
+            on_report: req.on_report,
+            tag: req.tag,
+            algorithm: Some(req.algorithm),
             parts,
             up,
             down,
@@ -370,6 +523,16 @@ impl Builder {
             children_peaked: 0,
         };
         self.runs.insert(token, run);
+        self.replay(ctx, token, queue)
+    }
+
+    /// Take in what arrived before the run started here, then run.
+    fn replay(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        mut queue: VecDeque<Item>,
+    ) -> Result<(), HostError> {
         for early in self.early.remove(&token).unwrap_or_default() {
             match early {
                 Early::Wire(from, part, wire, bytes) => {
@@ -379,6 +542,11 @@ impl Builder {
                     let run = self.run(token, "done")?;
                     run.tally.merge(&tally);
                     run.children_done += 1;
+                }
+                Early::Routed(dest, msg) => {
+                    if let Some(msg) = self.route(ctx, token, dest, msg)? {
+                        queue.push_back((self.me, self.me, 0, Wire::ToIntermediary(msg), 0));
+                    }
                 }
             }
         }
@@ -412,17 +580,26 @@ impl Builder {
                         self.orphans.remove(&(token, part));
                     }
                 }
-                (Some((p, _)), Wire::Role(m)) => p
-                    .proto
-                    .handle(from, m, &mut out)
-                    .map_err(|source| HostError::Protocol { token, source })?,
+                (Some((p, _)), Wire::Role(m)) => match &mut p.proto {
+                    Engine::Algo(proto) => proto
+                        .handle(from, m, &mut out)
+                        .map_err(|source| HostError::Protocol { token, source })?,
+                    Engine::Merge(_) => return Err(unexpected(me, from, token, "role message")),
+                },
                 (Some((p, tally)), Wire::FromIntermediary(m)) => {
                     if bytes > 0 {
                         tally.message(bytes);
                     }
-                    p.proto
-                        .found(from, m, &mut out)
-                        .map_err(|source| HostError::Protocol { token, source })?
+                    match &mut p.proto {
+                        Engine::Algo(proto) => proto
+                            .found(from, m, &mut out)
+                            .map_err(|source| HostError::Protocol { token, source })?,
+                        Engine::Merge(state) => {
+                            if !state.found(m) {
+                                return Err(unexpected(me, from, token, "intermediary answer"));
+                            }
+                        }
+                    }
                 }
                 (None, wire) => {
                     let early = Early::Wire(from, part, wire, bytes);
@@ -517,7 +694,7 @@ impl Builder {
         if run.finished {
             run.tally.last_done = run.tally.last_done.max(now);
         }
-        let cb = local_callback(&run.req.on_member, me);
+        let cb = local_callback(&run.on_member, me);
         for section in placed {
             self.sections.insert(section.id, section.clone());
             ctx.send_to_callback(&cb, Encoded(section));
@@ -577,10 +754,10 @@ impl Builder {
                     .map(|(c, &m)| SectionId::from_token(token + c as u64, m as u32))
                     .collect();
                 let report = CreationReport {
-                    tag: run.req.tag,
+                    tag: run.tag,
                     id: sections[0],
                     sections,
-                    algorithm: run.req.algorithm,
+                    algorithm: run.algorithm,
                     parent_pes: t.pes,
                     members: t.members.iter().sum(),
                     messages: t.messages,
@@ -588,7 +765,7 @@ impl Builder {
                     time_us: t.time_us(),
                     max_pe_state_bytes: run.peak,
                 };
-                ctx.send_to_callback(&run.req.on_report, Encoded(report));
+                ctx.send_to_callback(&run.on_report, Encoded(report));
             }
         }
         Ok(())
@@ -597,5 +774,254 @@ impl Builder {
     /// The sections this PE is a member of, by id.
     pub fn sections(&self) -> &HashMap<SectionId, Section> {
         &self.sections
+    }
+
+    /// The section `id` as this PE sees it.
+    fn view(&self, id: SectionId) -> Result<Section, HostError> {
+        self.sections
+            .get(&id)
+            .cloned()
+            .ok_or(HostError::UnknownParent { pe: self.me, id })
+    }
+
+    /// Send a merge message that is not protocol traffic of a started run; returns
+    /// its bytes.
+    fn send_counted(&self, ctx: &mut Ctx, to: Pe, msg: BuilderMsg) -> u64 {
+        let bytes = encoded_len(&msg);
+        self.send(ctx, to, msg);
+        bytes
+    }
+
+    /// A merge request climbs section a to its root, which offers the merge to b.
+    fn on_merge_ask(
+        &mut self,
+        ctx: &mut Ctx,
+        req: MergeRequest,
+        messages: u64,
+        bytes: u64,
+    ) -> Result<(), HostError> {
+        if !(kary::MIN_K..=kary::MAX_K).contains(&req.k) {
+            return Err(HostError::BadK(req.k));
+        }
+        let a = self.view(req.a)?;
+        // Counts are fixed-width in bincode, so a message's size does not depend on
+        // the counts it carries: size it with its own message counted, then add.
+        if let Some(p) = a.parent {
+            let mut ask = BuilderMsg::MergeAsk {
+                req,
+                messages: messages + 1,
+                bytes,
+            };
+            let size = encoded_len(&ask);
+            if let BuilderMsg::MergeAsk { bytes, .. } = &mut ask {
+                *bytes += size;
+            }
+            self.send(ctx, p, ask);
+            return Ok(());
+        }
+        let token = SectionId::token(self.me, self.counter);
+        self.counter += 1;
+        let to = req.b_contact;
+        self.pending_merges.insert(token, (req.clone(), a.clone()));
+        let mut offer = BuilderMsg::Offer {
+            token,
+            req,
+            a_root: self.me,
+            a_size: a.size,
+            messages: messages + 1,
+            bytes,
+        };
+        let size = encoded_len(&offer);
+        if let BuilderMsg::Offer { bytes, .. } = &mut offer {
+            *bytes += size;
+        }
+        self.send(ctx, to, offer);
+        Ok(())
+    }
+
+    /// The offer climbs section b to its root, which accepts and starts b's side.
+    fn on_offer(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        req: MergeRequest,
+        a_root: Pe,
+        a_size: u32,
+        cost: (u64, u64),
+    ) -> Result<(), HostError> {
+        let b = self.view(req.b)?;
+        if let Some(p) = b.parent {
+            let mut offer = BuilderMsg::Offer {
+                token,
+                req,
+                a_root,
+                a_size,
+                messages: cost.0 + 1,
+                bytes: cost.1,
+            };
+            let size = encoded_len(&offer);
+            if let BuilderMsg::Offer { bytes, .. } = &mut offer {
+                *bytes += size;
+            }
+            self.send(ctx, p, offer);
+            return Ok(());
+        }
+        let size = a_size + b.size;
+        let accept = BuilderMsg::Accept {
+            token,
+            size,
+            b_root: self.me,
+        };
+        let accept_bytes = self.send_counted(ctx, a_root, accept);
+        let route = Route {
+            old: b.clone(),
+            offset: a_size,
+            link: Some(a_root),
+        };
+        let mut tally = Tally::joined(Some(0), 1, ctx.now());
+        tally.messages += cost.0;
+        tally.bytes += cost.1;
+        tally.message(accept_bytes);
+        self.start_merge(ctx, token, req, route, Some(a_root), size, tally)
+    }
+
+    /// A's root hears that b accepted, and starts a's side.
+    fn on_accept(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        size: u32,
+        b_root: Pe,
+    ) -> Result<(), HostError> {
+        let (req, a) = match self.pending_merges.remove(&token) {
+            Some(r) => r,
+            None => {
+                return Err(HostError::UnknownCreation {
+                    pe: self.me,
+                    token,
+                    what: "merge acceptance",
+                })
+            }
+        };
+        let route = Route {
+            old: a,
+            offset: 0,
+            link: Some(b_root),
+        };
+        let tally = Tally::joined(Some(0), 1, ctx.now());
+        self.start_merge(ctx, token, req, route, None, size, tally)
+    }
+
+    /// A member hears of the merge from its old parent.
+    fn on_go(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        req: MergeRequest,
+        old: SectionId,
+        offset: u32,
+        size: u32,
+    ) -> Result<(), HostError> {
+        if self.runs.contains_key(&token) {
+            return Err(HostError::Overlap { pe: self.me, token });
+        }
+        let route = Route {
+            old: self.view(old)?,
+            offset,
+            link: None,
+        };
+        let tally = Tally::joined(Some(0), 1, ctx.now());
+        let up = route.old.parent;
+        self.start_merge(ctx, token, req, route, up, size, tally)
+    }
+
+    /// Start this member's part: tell its old children, then announce itself to the
+    /// intermediaries of its merged rank and its parent's.
+    #[allow(clippy::too_many_arguments)]
+    fn start_merge(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        req: MergeRequest,
+        route: Route,
+        up: Option<Pe>,
+        size: u32,
+        mut tally: Tally,
+    ) -> Result<(), HostError> {
+        let mut down = route.old.children.clone();
+        for &c in &down {
+            let go = BuilderMsg::Go {
+                token,
+                req: req.clone(),
+                old: route.old.id,
+                offset: route.offset,
+                size,
+            };
+            tally.message(self.send_counted(ctx, c, go));
+        }
+        if route.old.parent.is_none() && route.offset == 0 {
+            // A's root: B's root hangs below it in the joined tree.
+            down.extend(route.link);
+        }
+        let salt = mix64(token ^ SALT);
+        let (state, sends) = MergeState::start(self.me, route, size, req.k, salt, token);
+        let run = Run {
+            on_member: req.on_member,
+            on_report: req.on_report,
+            tag: req.tag,
+            algorithm: None,
+            parts: vec![Part {
+                proto: Engine::Merge(Box::new(state)),
+                inter: Intermediaries::default(),
+                finished: false,
+            }],
+            up,
+            down,
+            tally,
+            children_done: 0,
+            finished: false,
+            sent_up: false,
+            released: false,
+            peak: 0,
+            children_peaked: 0,
+        };
+        self.runs.insert(token, run);
+        let mut queue = VecDeque::new();
+        for (dest, msg) in sends {
+            if let Some(msg) = self.route(ctx, token, dest, msg)? {
+                queue.push_back((self.me, self.me, 0, Wire::ToIntermediary(msg), 0));
+            }
+        }
+        self.replay(ctx, token, queue)
+    }
+
+    /// Forward a routed announcement one hop, counting it; returns it if it is for
+    /// this PE.
+    fn route(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        dest: u32,
+        msg: ToIntermediary,
+    ) -> Result<Option<ToIntermediary>, HostError> {
+        let me = self.me;
+        let run = self.run(token, "routed announcement")?;
+        let Some(Part {
+            proto: Engine::Merge(state),
+            ..
+        }) = run.parts.first()
+        else {
+            return Err(unexpected(me, me, token, "routed announcement"));
+        };
+        match state.route().next_hop(dest)? {
+            Hop::Here => Ok(Some(msg)),
+            Hop::To(pe) => {
+                let fwd = BuilderMsg::Routed { token, dest, msg };
+                let bytes = encoded_len(&fwd);
+                run.tally.message(bytes);
+                self.send(ctx, pe, fwd);
+                Ok(None)
+            }
+        }
     }
 }

@@ -23,11 +23,13 @@
 mod algo;
 pub mod batch;
 pub mod builder;
+pub mod merge;
 pub mod spec;
 pub mod tally;
 
 pub use algo::{available, ProtoMsg};
 pub use builder::{Builder, BuilderMsg};
+pub use merge::MergeRequest;
 pub use spec::{
     drawn, Colouring, CreationReport, HostError, Membership, Parent, Request, MAX_COLOURS,
 };

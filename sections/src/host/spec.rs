@@ -137,8 +137,8 @@ pub struct CreationReport {
     pub id: SectionId,
     /// Every section made, one per colour (just `id` unless it was a split).
     pub sections: Vec<SectionId>,
-    /// The algorithm that ran.
-    pub algorithm: Algorithm,
+    /// The algorithm that ran (None for a merge).
+    pub algorithm: Option<Algorithm>,
     /// PEs of the parent (every one took part).
     pub parent_pes: u64,
     /// Members of the new section.
@@ -187,6 +187,24 @@ pub enum HostError {
         token: u64,
         /// What went wrong.
         source: ProtocolError,
+    },
+    /// A routed merge message found no way on (the trees are not what they claim).
+    #[error("section {id:?} rank {rank}: no route to merged rank {dest}")]
+    Route {
+        /// The member's old section.
+        id: SectionId,
+        /// The member's old rank.
+        rank: u32,
+        /// The merged rank sought.
+        dest: u32,
+    },
+    /// A PE belongs to both sections of a merge.
+    #[error("PE {pe} is a member of both sections of merge {token:#x}")]
+    Overlap {
+        /// The PE.
+        pe: Pe,
+        /// The merge.
+        token: u64,
     },
     /// A message for a creation this PE has no record of.
     #[error("PE {pe}: {what} for unknown creation {token:#x}")]
