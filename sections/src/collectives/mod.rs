@@ -28,7 +28,9 @@
 //!
 //! "Tree" collectives only talk to tree neighbours, so they run on any section;
 //! sections built by an algorithm need a rank→PE table ([`TreeMember::with_roster`])
-//! for the roster allgathers. Built-in reducers only: a `Reducer::Custom` lives in
+//! for the roster allgathers (give it to all members or to none). With a roster
+//! (always, on range sections) rooted collectives run on the tree re-rooted at their
+//! root, and scans with order-free reducers use recursive doubling instead of the tree. Built-in reducers only: a `Reducer::Custom` lives in
 //! core's registry, which is not reachable from here ([`CollectiveError::CustomReducer`]).
 
 pub mod allgather_bruck;

@@ -113,7 +113,9 @@ impl TreeMember {
     }
 
     /// The member on `me` with `roster[rank]` = PE of every rank; it must hold `me`
-    /// at this member's rank and agree with the tree neighbours.
+    /// at this member's rank and agree with the tree neighbours. Give the roster to
+    /// every member of the section or to none: members with one take shortcuts
+    /// (re-rooted trees, doubling scans) that members without one do not follow.
     pub fn with_roster(section: Section, me: Pe, roster: Vec<Pe>) -> Result<Self, CollectiveError> {
         let r = section.rank;
         let bad = || CollectiveError::BadRoster {
