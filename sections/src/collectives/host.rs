@@ -182,11 +182,6 @@ pub struct CollectivesHost {
 }
 
 impl CollectivesHost {
-    /// Collectives running on this PE (for tests and accounting).
-    pub fn running(&self) -> usize {
-        self.running.len()
-    }
-
     fn flush(ctx: &mut Ctx, key: OpKey, from: u32, out: Out) {
         let group: GroupProxy<CollectivesHost> =
             ctx.this_group().expect("the host runs as a group member");
