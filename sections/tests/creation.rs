@@ -381,3 +381,61 @@ fn a_merge_involves_only_the_two_sections() {
     assert_eq!(r.members, (a_pes.len() + b_pes.len()) as u64);
     assert!(r.messages > 0);
 }
+
+#[test]
+fn survivors_rebuild_a_section_without_a_killed_pe_on_sim() {
+    use chorus_core::KillSpec;
+    let npes = 40;
+    let alg = available()[0];
+    let m = Membership::Random {
+        fraction: 0.6,
+        seed: 4,
+    };
+    let stages = vec![vec![plan(0, PlannedParent::World, alg, 2, m.clone())]];
+    let before = batch::run(config(Layer::Sim, npes), stages.clone(), true).unwrap();
+    let made = before.reports[0].id;
+    let ranks: Vec<(Pe, u32)> = before
+        .sections
+        .iter()
+        .filter(|(_, s)| s.id == made)
+        .map(|(pe, s)| (*pe, s.rank))
+        .collect();
+    let pe_of = |rank: u32| ranks.iter().find(|x| x.1 == rank).unwrap().0;
+    let size = ranks.len() as u32;
+    assert!(size > 15);
+    // The root, an inner rank, a leaf.
+    for dead_rank in [0, 2, size - 1] {
+        let dead = pe_of(dead_rank);
+        let mut cfg = config(Layer::Sim, npes);
+        cfg.sim.kill = vec![KillSpec {
+            pe: dead,
+            at_ns: 1_000_000,
+        }];
+        let out = batch::run_with_failures(cfg, stages.clone(), true, 1)
+            .unwrap_or_else(|e| panic!("dead rank {dead_rank}: {e}"));
+        assert_eq!(out.reports[0].id, made, "the first creation is the same");
+        let r = &out.rebuilt[0];
+        assert_eq!(r.tag, 0);
+        assert_eq!(r.members, u64::from(size - 1));
+        assert_eq!(r.parent_pes, u64::from(size - 1));
+        assert!(r.messages > 0 && r.max_pe_state_bytes > 0, "{r:?}");
+        let member: Vec<bool> = (0..npes)
+            .map(|pe| pe != dead && ranks.iter().any(|x| x.0 == pe))
+            .collect();
+        let mut placed: Vec<Option<Placement>> = vec![None; npes as usize];
+        for (pe, s) in out.sections.iter().filter(|(_, s)| s.id == r.id) {
+            let old = ranks.iter().find(|x| x.0 == *pe).unwrap().1;
+            assert_eq!(s.rank, old - u32::from(old > dead_rank), "PE {pe}");
+            placed[*pe as usize] = Some(Placement {
+                token: token_of(r.id),
+                rank: s.rank,
+                size: s.size,
+                k: s.k,
+                parent: s.parent,
+                children: s.children.clone(),
+            });
+        }
+        check(&member, &placed, token_of(r.id), 2)
+            .unwrap_or_else(|e| panic!("dead rank {dead_rank}: {e}"));
+    }
+}

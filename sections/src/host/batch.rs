@@ -79,6 +79,8 @@ impl From<PlannedMerge> for Step {
 pub struct Outcome {
     /// One report per planned creation, in plan order.
     pub reports: Vec<CreationReport>,
+    /// Reports of sections rebuilt after failures, in arrival order.
+    pub rebuilt: Vec<CreationReport>,
     /// Every member's section, with its PE (empty unless sections were kept).
     pub sections: Vec<(Pe, Section)>,
     /// The whole run's report (sim statistics, outputs).
@@ -114,6 +116,7 @@ struct Init {
     builder: GroupProxy<Builder>,
     stages: Vec<Vec<Step>>,
     keep_sections: bool,
+    rebuilds: usize,
     on_section: Entry<Batch, Encoded<Section>>,
     on_report: Entry<Batch, Encoded<CreationReport>>,
 }
@@ -135,6 +138,8 @@ struct Batch {
     stage: usize,
     outstanding: usize,
     reports: Vec<Option<CreationReport>>,
+    rebuilt: Vec<CreationReport>,
+    done: bool,
 }
 
 impl Chare for Batch {
@@ -148,6 +153,8 @@ impl Chare for Batch {
             stage: 0,
             outstanding: 0,
             reports: vec![None; n],
+            rebuilt: Vec::new(),
+            done: false,
         }
     }
 
@@ -159,6 +166,12 @@ impl Chare for Batch {
             BatchMsg::Section(Encoded(s)) => ctx.publish("section", &s),
             BatchMsg::Report(Encoded(r)) => {
                 let at = r.tag as usize;
+                if self.reports[at].is_some() {
+                    // A section made again after a failure reports with its tag.
+                    self.rebuilt.push(r);
+                    self.finish(ctx);
+                    return;
+                }
                 self.reports[at] = Some(r);
                 self.outstanding -= 1;
                 if self.outstanding == 0 {
@@ -171,13 +184,28 @@ impl Chare for Batch {
 }
 
 impl Batch {
+    /// End the run once every stage is done and every expected rebuild reported.
+    fn finish(&mut self, ctx: &mut Ctx) {
+        if !self.done || self.rebuilt.len() < self.init.rebuilds {
+            return;
+        }
+        let reports: Vec<CreationReport> = self.reports.iter().flatten().cloned().collect();
+        ctx.publish("reports", &reports);
+        ctx.publish("rebuilt", &self.rebuilt);
+        if self.init.rebuilds == 0 {
+            ctx.exit_on_quiescence();
+        } else {
+            // Quiescence waves cannot pass a failed PE; every result is in.
+            ctx.exit();
+        }
+    }
+
     /// Start the current stage, or end the run after the last.
     fn issue(&mut self, ctx: &mut Ctx) {
         let me = ctx.this_group::<Batch>().expect("a group member");
         let Some(stage) = self.init.stages.get(self.stage) else {
-            let reports: Vec<CreationReport> = self.reports.iter().flatten().cloned().collect();
-            ctx.publish("reports", &reports);
-            ctx.exit_on_quiescence();
+            self.done = true;
+            self.finish(ctx);
             return;
         };
         let first: usize = self.init.stages[..self.stage].iter().map(Vec::len).sum();
@@ -237,6 +265,17 @@ pub fn run(
     stages: Vec<Vec<Step>>,
     keep_sections: bool,
 ) -> Result<Outcome, BatchError> {
+    run_with_failures(config, stages, keep_sections, 0)
+}
+
+/// As [`run`], on a job whose `--sim-kill` failures make `rebuilds` sections be
+/// rebuilt: the run ends once those reports are in too.
+pub fn run_with_failures(
+    config: Config,
+    stages: Vec<Vec<Step>>,
+    keep_sections: bool,
+    rebuilds: usize,
+) -> Result<Outcome, BatchError> {
     let mut index = 0;
     for stage in &stages {
         let first = index;
@@ -256,16 +295,17 @@ pub fn run(
     }
     let want = index;
     let mut reg = Registry::new();
-    crate::host::register(&mut reg);
+    let builder_init = crate::host::register(&mut reg);
     reg.chare::<Batch>("chorus_sections::Batch");
     let on_section = reg.entry::<Batch, Encoded<Section>>("Batch::section", BatchMsg::Section);
     let on_report = reg.entry::<Batch, Encoded<CreationReport>>("Batch::report", BatchMsg::Report);
     let run = Runtime::new(reg, config).run(move |ctx| {
-        let builder = ctx.create_group::<Builder>(());
+        let builder = ctx.create_group::<Builder>(builder_init);
         let init = Init {
             builder,
             stages,
             keep_sections,
+            rebuilds,
             on_section,
             on_report,
         };
@@ -280,8 +320,16 @@ pub fn run(
         });
     }
     let sections = run.outputs("section");
+    let rebuilt: Vec<CreationReport> = run.output("rebuilt").unwrap_or_default();
+    if rebuilt.len() < rebuilds {
+        return Err(BatchError::Missing {
+            got: reports.len() + rebuilt.len(),
+            want: want + rebuilds,
+        });
+    }
     Ok(Outcome {
         reports,
+        rebuilt,
         sections,
         run,
     })

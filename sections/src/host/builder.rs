@@ -3,16 +3,17 @@
 
 use crate::hash::mix64;
 use crate::host::algo::{self, Proto, ProtoMsg};
-use crate::host::merge::{Hop, MergeRequest, MergeState, Route};
+use crate::host::merge::{Hop, MergeRequest, MergeState, Route, Way};
+use crate::host::rebuild::{self, Patched};
 use crate::host::spec::{CreationReport, HostError, Parent, Request};
 use crate::host::tally::Tally;
 use crate::kary;
 use crate::neighbour_discovery::{Intermediaries, ToIntermediary};
 use crate::protocol::{Algorithm, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::section::{Placement, Section, SectionId};
-use chorus_core::{Callback, Chare, Ctx, Encoded, GroupProxy, Pe};
+use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Pe};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Key of the intermediary hash, mixed with each creation's token.
 const SALT: u64 = 0x5EC7_104A_5400;
@@ -116,6 +117,43 @@ pub enum BuilderMsg {
         /// The announcement.
         msg: ToIntermediary,
     },
+    /// The runtime reports that a PE failed (sim layer).
+    Failed(Pe),
+    /// A neighbour of a dead rank arrives at the rendezvous of the repair.
+    Hello {
+        /// The section with the hole.
+        sid: SectionId,
+        /// The dead rank.
+        dead: u32,
+        /// The neighbour's rank.
+        rank: u32,
+        /// The neighbour's PE.
+        pe: Pe,
+        /// How many neighbours will come.
+        expect: u32,
+    },
+    /// The rendezvous introduces the dead rank's neighbours to each other.
+    Links {
+        /// The rebuild (its new section's name).
+        token: u64,
+        /// The section with the hole.
+        sid: SectionId,
+        /// The dead rank.
+        dead: u32,
+        /// (rank, PE) of every neighbour.
+        parties: Vec<(u32, Pe)>,
+    },
+    /// Which rank died, spread over the patched tree.
+    Notice {
+        /// The rebuild.
+        token: u64,
+        /// The section with the hole.
+        sid: SectionId,
+        /// The dead rank.
+        dead: u32,
+        /// The PE it came from.
+        from: Pe,
+    },
     /// Every PE has finished: report state peaks and let go of the creation.
     Release {
         /// The creation.
@@ -173,6 +211,21 @@ impl Engine {
 /// count on arrival).
 type Item = (Pe, Pe, u32, Wire<ProtoMsg>, u64);
 
+/// Where a section's members and report go; kept for rebuilds.
+#[derive(Debug, Clone)]
+struct Meta {
+    on_member: Callback,
+    on_report: Callback,
+    tag: u64,
+}
+
+/// What the builder group is created with: [`crate::host::register`] returns it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct BuilderInit {
+    /// The entry the runtime reports failed PEs to.
+    pub on_failure: Entry<Builder, Pe>,
+}
+
 /// One section's state machine of a creation on this PE.
 struct Part {
     proto: Engine,
@@ -206,6 +259,9 @@ pub struct Builder {
     counter: u32,
     proxy: Option<GroupProxy<Builder>>,
     sections: HashMap<SectionId, Section>,
+    meta: HashMap<SectionId, Meta>,
+    failed: BTreeSet<Pe>,
+    meetings: HashMap<(SectionId, u32), Vec<(u32, Pe)>>,
     runs: HashMap<u64, Run>,
     early: HashMap<u64, Vec<Early>>,
     orphans: HashMap<(u64, u32), Intermediaries>,
@@ -214,16 +270,24 @@ pub struct Builder {
 }
 
 impl Chare for Builder {
-    type Init = ();
+    type Init = BuilderInit;
     type Msg = BuilderMsg;
 
-    fn create(_: (), ctx: &mut Ctx) -> Self {
+    fn create(init: BuilderInit, ctx: &mut Ctx) -> Self {
+        let proxy: Option<GroupProxy<Builder>> = ctx.this_group();
+        if let Some(g) = &proxy {
+            let me = ctx.my_pe();
+            ctx.on_pe_failure(Callback::group_member(g, me, init.on_failure));
+        }
         Builder {
             me: ctx.my_pe(),
             npes: ctx.num_pes() as u32,
             counter: 0,
-            proxy: ctx.this_group(),
+            proxy,
             sections: HashMap::new(),
+            meta: HashMap::new(),
+            failed: BTreeSet::new(),
+            meetings: HashMap::new(),
             runs: HashMap::new(),
             early: HashMap::new(),
             orphans: HashMap::new(),
@@ -358,6 +422,26 @@ impl Builder {
             },
             BuilderMsg::Release { token } => self.on_release(ctx, token),
             BuilderMsg::Merge(req) => self.on_merge_ask(ctx, req, 0, 0),
+            BuilderMsg::Failed(pe) => self.on_failed(ctx, pe),
+            BuilderMsg::Hello {
+                sid,
+                dead,
+                rank,
+                pe,
+                expect,
+            } => self.on_hello(ctx, sid, dead, (rank, pe), expect),
+            BuilderMsg::Links {
+                token,
+                sid,
+                dead,
+                parties,
+            } => self.on_links(ctx, token, sid, dead, parties),
+            BuilderMsg::Notice {
+                token,
+                sid,
+                dead,
+                from,
+            } => self.on_notice(ctx, token, sid, dead, from),
             BuilderMsg::MergeAsk {
                 req,
                 messages,
@@ -695,7 +779,13 @@ impl Builder {
             run.tally.last_done = run.tally.last_done.max(now);
         }
         let cb = local_callback(&run.on_member, me);
+        let meta = Meta {
+            on_member: run.on_member.clone(),
+            on_report: run.on_report.clone(),
+            tag: run.tag,
+        };
         for section in placed {
+            self.meta.insert(section.id, meta.clone());
             self.sections.insert(section.id, section.clone());
             ctx.send_to_callback(&cb, Encoded(section));
         }
@@ -963,12 +1053,35 @@ impl Builder {
             // A's root: B's root hangs below it in the joined tree.
             down.extend(route.link);
         }
-        let salt = mix64(token ^ SALT);
-        let (state, sends) = MergeState::start(self.me, route, size, req.k, salt, token);
-        let run = Run {
+        let meta = Meta {
             on_member: req.on_member,
             on_report: req.on_report,
             tag: req.tag,
+        };
+        let way = Way::Joined(route);
+        self.launch(ctx, token, meta, way, (up, down), (size, req.k), tally)
+    }
+
+    /// Start a member's part in a merge or rebuild: its run over the joined or
+    /// patched tree, and its announcements to the intermediaries of its new rank and
+    /// its parent's.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        meta: Meta,
+        way: Way,
+        (up, down): (Option<Pe>, Vec<Pe>),
+        (size, k): (u32, u32),
+        tally: Tally,
+    ) -> Result<(), HostError> {
+        let salt = mix64(token ^ SALT);
+        let (state, sends) = MergeState::start(self.me, way, size, k, salt, token);
+        let run = Run {
+            on_member: meta.on_member,
+            on_report: meta.on_report,
+            tag: meta.tag,
             algorithm: None,
             parts: vec![Part {
                 proto: Engine::Merge(Box::new(state)),
@@ -1023,5 +1136,176 @@ impl Builder {
                 Ok(None)
             }
         }
+    }
+
+    /// A PE failed: for every section it was a tree neighbour of this member in,
+    /// go to the rendezvous of the repair.
+    fn on_failed(&mut self, ctx: &mut Ctx, dead_pe: Pe) -> Result<(), HostError> {
+        self.failed.insert(dead_pe);
+        let mut ids: Vec<SectionId> = self.sections.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let view = &self.sections[&id];
+            let Some((_, dead)) = rebuild::role(view, dead_pe) else {
+                continue;
+            };
+            let expect = rebuild::parties(dead, view.size, view.k);
+            let Some(at) = rebuild::rendezvous(id, dead, self.npes, &self.failed) else {
+                continue;
+            };
+            let hello = BuilderMsg::Hello {
+                sid: id,
+                dead,
+                rank: view.rank,
+                pe: self.me,
+                expect,
+            };
+            self.send(ctx, at, hello);
+        }
+        Ok(())
+    }
+
+    /// At the rendezvous: once every neighbour of the dead rank is here, name the
+    /// new section and introduce them to each other.
+    fn on_hello(
+        &mut self,
+        ctx: &mut Ctx,
+        sid: SectionId,
+        dead: u32,
+        party: (u32, Pe),
+        expect: u32,
+    ) -> Result<(), HostError> {
+        let met = self.meetings.entry((sid, dead)).or_default();
+        met.push(party);
+        if met.len() < expect as usize {
+            return Ok(());
+        }
+        let mut parties = self.meetings.remove(&(sid, dead)).unwrap_or_default();
+        parties.sort_unstable();
+        let token = SectionId::token(self.me, self.counter);
+        self.counter += 1;
+        for &(_, pe) in &parties {
+            let links = BuilderMsg::Links {
+                token,
+                sid,
+                dead,
+                parties: parties.clone(),
+            };
+            self.send(ctx, pe, links);
+        }
+        Ok(())
+    }
+
+    /// A neighbour of the dead rank learns the others, patches its links and starts.
+    fn on_links(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        sid: SectionId,
+        dead: u32,
+        parties: Vec<(u32, Pe)>,
+    ) -> Result<(), HostError> {
+        let old = self.view(sid)?;
+        // Its own hello and this introduction are the rebuild's first messages.
+        let hello = BuilderMsg::Hello {
+            sid,
+            dead,
+            rank: old.rank,
+            pe: self.me,
+            expect: parties.len() as u32,
+        };
+        let links = BuilderMsg::Links {
+            token,
+            sid,
+            dead,
+            parties: parties.clone(),
+        };
+        let mut tally = Tally::joined(Some(0), 1, ctx.now());
+        tally.message(encoded_len(&hello));
+        tally.message(encoded_len(&links));
+        let k = old.k;
+        let others = parties.iter().copied().filter(|p| p.0 != old.rank);
+        let (mut adopted, mut across) = (Vec::new(), None);
+        if kary::parent(old.rank, k) != Some(dead) {
+            adopted = others.collect();
+        } else if dead > 0 {
+            let p = kary::parent(dead, k);
+            across = parties.iter().find(|q| Some(q.0) == p).map(|q| q.1);
+        } else if old.rank == 1 {
+            adopted = others.collect();
+        } else {
+            across = parties.iter().find(|q| q.0 == 1).map(|q| q.1);
+        }
+        let patched = Patched {
+            old,
+            dead,
+            adopted,
+            across,
+        };
+        self.start_rebuild(ctx, token, patched, None, tally)
+    }
+
+    /// Any other survivor hears which rank died.
+    fn on_notice(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        sid: SectionId,
+        dead: u32,
+        from: Pe,
+    ) -> Result<(), HostError> {
+        let patched = Patched {
+            old: self.view(sid)?,
+            dead,
+            adopted: Vec::new(),
+            across: None,
+        };
+        let tally = Tally::joined(Some(0), 1, ctx.now());
+        self.start_rebuild(ctx, token, patched, Some(from), tally)
+    }
+
+    /// Spread the notice over the old tree (the dead PE aside), then run.
+    fn start_rebuild(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        patched: Patched,
+        from: Option<Pe>,
+        mut tally: Tally,
+    ) -> Result<(), HostError> {
+        let sid = patched.old.id;
+        let dead_pe = |pe: &Pe| self.failed.contains(pe);
+        let next: Vec<Pe> = (patched.old.parent.iter().chain(&patched.old.children))
+            .copied()
+            .filter(|pe| Some(*pe) != from && !dead_pe(pe))
+            .collect();
+        for pe in next {
+            let notice = BuilderMsg::Notice {
+                token,
+                sid,
+                dead: patched.dead,
+                from: self.me,
+            };
+            tally.message(self.send_counted(ctx, pe, notice));
+        }
+        let meta = self
+            .meta
+            .get(&sid)
+            .cloned()
+            .ok_or(HostError::UnknownParent {
+                pe: self.me,
+                id: sid,
+            })?;
+        let (up, down) = (patched.up(), patched.down());
+        let size = (patched.size(), patched.old.k);
+        self.launch(
+            ctx,
+            token,
+            meta,
+            Way::Patched(patched),
+            (up, down),
+            size,
+            tally,
+        )
     }
 }

@@ -5,8 +5,8 @@
 //! rank), reached by routing through the two old trees, joined at their roots. No
 //! PE outside the two sections hears of the merge.
 
+use crate::host::rebuild::{child_towards, Patched};
 use crate::host::spec::HostError;
-use crate::kary;
 use crate::neighbour_discovery::{Discovery, FromIntermediary, ToIntermediary};
 use crate::protocol::Wire;
 use crate::section::{Placement, Section, SectionId};
@@ -53,16 +53,31 @@ pub struct Route {
     pub link: Option<Pe>,
 }
 
-/// The child of `r` on the way down to `t` in a k-ary tree, if `t` is below `r`.
-fn child_towards(r: u32, t: u32, k: u32) -> Option<u32> {
-    let mut x = t;
-    while let Some(p) = kary::parent(x, k) {
-        if p == r {
-            return Some(x);
+/// How a member reaches the holder of a new rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Way {
+    /// Through two old trees joined at their roots (a merge).
+    Joined(Route),
+    /// Through an old tree patched around a dead rank (a rebuild).
+    Patched(Patched),
+}
+
+impl Way {
+    /// The member's new rank.
+    pub fn rank(&self) -> u32 {
+        match self {
+            Way::Joined(r) => r.rank(),
+            Way::Patched(p) => p.rank(),
         }
-        x = p;
     }
-    None
+
+    /// The next hop towards the holder of new rank `dest`.
+    pub fn next_hop(&self, dest: u32) -> Result<Hop, HostError> {
+        match self {
+            Way::Joined(r) => r.next_hop(dest),
+            Way::Patched(p) => p.next_hop(dest),
+        }
+    }
 }
 
 impl Route {
@@ -99,10 +114,11 @@ impl Route {
     }
 }
 
-/// One member's state in a merge: its route and its neighbour discovery.
+/// One member's state in a merge or a rebuild: its way to the others and its
+/// neighbour discovery.
 #[derive(Debug, Clone)]
 pub struct MergeState {
-    route: Route,
+    route: Way,
     token: u64,
     size: u32,
     k: u32,
@@ -116,7 +132,7 @@ impl MergeState {
     /// (merged rank of the intermediary, message).
     pub fn start(
         me: Pe,
-        route: Route,
+        route: Way,
         size: u32,
         k: u32,
         salt: u64,
@@ -144,8 +160,8 @@ impl MergeState {
         (s, sends)
     }
 
-    /// The member's route.
-    pub fn route(&self) -> &Route {
+    /// The member's way to the others.
+    pub fn route(&self) -> &Way {
         &self.route
     }
 
@@ -186,6 +202,7 @@ impl MergeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kary;
 
     fn view(id: SectionId, rank: u32, size: u32, k: u32, pe_of: impl Fn(u32) -> Pe) -> Section {
         Section {

@@ -24,11 +24,12 @@ mod algo;
 pub mod batch;
 pub mod builder;
 pub mod merge;
+pub mod rebuild;
 pub mod spec;
 pub mod tally;
 
 pub use algo::{available, ProtoMsg};
-pub use builder::{Builder, BuilderMsg};
+pub use builder::{Builder, BuilderInit, BuilderMsg};
 pub use merge::MergeRequest;
 pub use spec::{
     drawn, Colouring, CreationReport, HostError, Membership, Parent, Request, MAX_COLOURS,
@@ -37,7 +38,11 @@ pub use tally::Tally;
 
 use chorus_core::Registry;
 
-/// Register the builder group's chare type (every process, same order as the rest).
-pub fn register(reg: &mut Registry) {
+/// Register the builder group's chare type and its failure entry (every process,
+/// same order as the rest); create the group with the init this returns:
+/// `ctx.create_group::<Builder>(init)`.
+pub fn register(reg: &mut Registry) -> BuilderInit {
     reg.chare::<Builder>("chorus_sections::Builder");
+    let on_failure = reg.entry::<Builder, chorus_core::Pe>("Builder::failed", BuilderMsg::Failed);
+    BuilderInit { on_failure }
 }
