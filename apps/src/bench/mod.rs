@@ -6,6 +6,8 @@ pub mod messaging;
 #[cfg(feature = "mpi")]
 pub mod mpi_pingpong;
 pub mod sections;
+#[cfg(feature = "mpi")]
+pub mod sections_vs_mpi;
 pub mod sim_scale;
 
 /// Median of a sample (sorts it).

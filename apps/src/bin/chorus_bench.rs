@@ -84,6 +84,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Section creation on the mpi layer against MPI_Comm_split and
+    /// MPI_Comm_create_group, each alone and followed by an 8-byte broadcast to half
+    /// the ranks (run under mpirun -n 8 --oversubscribe; needs --features mpi).
+    SectionsVsMpi {
+        #[command(flatten)]
+        config: Config,
+        /// Repetitions of each measurement (medians are reported).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        reps: u32,
+        /// Print one JSON object instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// A broadcast and a sum reduction over a group on --pes simulated PEs (always the
     /// sim layer; every --sim-* flag applies).
     SimScale {
@@ -139,6 +152,56 @@ fn mpi_pingpong_cmd(config: Config, sizes: &[usize], as_json: bool) -> Result<()
 #[cfg(not(feature = "mpi"))]
 fn mpi_pingpong_cmd(_: Config, _: &[usize], _: bool) -> Result<(), String> {
     Err("mpi-pingpong needs MPI: rebuild with `cargo build --release --features mpi` and run it under `mpirun -n 2`".into())
+}
+
+#[cfg(feature = "mpi")]
+fn sections_vs_mpi_cmd(config: Config, reps: u32, as_json: bool) -> Result<(), String> {
+    use chorus_apps::bench::sections_vs_mpi;
+    let session = chorus_core::MpiSession::init().map_err(|e| e.to_string())?;
+    let Some(r) = sections_vs_mpi::run(&session, &config, reps).map_err(|e| e.to_string())? else {
+        return Ok(());
+    };
+    if as_json {
+        println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    println!(
+        "{} ranks, new group of {}, median of {} reps (us):",
+        r.ranks, r.members, r.reps
+    );
+    let rows = [
+        (
+            "MPI_Comm_split",
+            r.mpi_comm_split_us,
+            r.mpi_comm_split_plus_bcast_us,
+        ),
+        (
+            "MPI_Comm_create_group",
+            r.mpi_comm_create_group_us,
+            r.mpi_comm_create_group_plus_bcast_us,
+        ),
+        (
+            "shrink-and-hash",
+            r.shrink_and_hash_us,
+            r.shrink_and_hash_plus_bcast_us,
+        ),
+        ("range", r.range_us, r.range_plus_bcast_us),
+    ];
+    println!("{:<24} {:>12} {:>14}", "creation", "alone", "plus bcast");
+    for (name, alone, plus) in rows {
+        println!("{name:<24} {alone:>12.2} {plus:>14.2}");
+    }
+    println!(
+        "targets: range+bcast >= 20x faster than split+bcast (got {:.1}x); shrink-and-hash no slower than split (got {:.2}x)",
+        r.mpi_comm_split_plus_bcast_us / r.range_plus_bcast_us,
+        r.shrink_and_hash_us / r.mpi_comm_split_us
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn sections_vs_mpi_cmd(_: Config, _: u32, _: bool) -> Result<(), String> {
+    Err("sections-vs-mpi needs MPI: rebuild with `cargo build --release --features mpi` and run it under `mpirun -n 8 --oversubscribe`".into())
 }
 
 /// Peak resident set size of this process in MiB, from /proc (Linux only).
@@ -394,6 +457,7 @@ fn main() -> ExitCode {
             trace,
         } => messaging(messages, rounds, reps, json, trace.as_deref()),
         Command::SimScale { config, json } => sim_scale_cmd(config, json),
+        Command::SectionsVsMpi { config, reps, json } => sections_vs_mpi_cmd(config, reps, json),
         Command::Sections {
             layer,
             pes,
