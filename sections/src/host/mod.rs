@@ -14,6 +14,18 @@
 //! state peaks once everyone is done) and the parent's root sends one
 //! [`CreationReport`] to the report callback.
 //!
+//! Beyond one section per creation:
+//! - **split by colour** ([`Colouring`]): every PE of the parent names a colour or
+//!   none and one pass makes a section per colour: each PE runs one state machine
+//!   per colour, and what they send to one PE in one handler travels as one message,
+//!   so the upward pass is one wave carrying every colour's counts;
+//! - **group merge** ([`MergeRequest`], [`Builder::merge_sections`]): two sections
+//!   become one with only their members taking part ([`merge`]);
+//! - **rebuild after failure** (sim layer): when a member dies, the survivors make
+//!   the section again without it, with only the dead member's tree neighbours, a
+//!   rendezvous PE and the survivors taking part ([`rebuild`]); the new section goes
+//!   to the old creation's callbacks, with its tag.
+//!
 //! Counting: a creation message is one chorus message of the protocol between two
 //! distinct PEs — state-machine messages and announcements to intermediaries counted
 //! by their sender, intermediaries' answers by their receiver. The start, the figure
