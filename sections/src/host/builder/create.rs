@@ -1,0 +1,270 @@
+//! Starting a creation and running its state machines: the start, early
+//! messages, local delivery and sending (one message each, or bundled for a split).
+
+use super::*;
+
+impl Builder {
+    pub(super) fn on_create(&mut self, ctx: &mut Ctx, req: Request) -> Result<(), HostError> {
+        req.validate()?;
+        let token = SectionId::token(self.me, self.counter);
+        self.counter += req.membership.sections();
+        match req.parent {
+            Parent::World => {
+                self.proxy().broadcast(
+                    ctx,
+                    BuilderMsg::Start {
+                        token,
+                        from: None,
+                        req,
+                    },
+                );
+                Ok(())
+            }
+            Parent::Section(id) => {
+                if !self.sections.contains_key(&id) {
+                    return Err(HostError::UnknownParent { pe: self.me, id });
+                }
+                self.on_start(ctx, token, None, req)
+            }
+        }
+    }
+
+    /// This PE's place in the parent's tree: (parent, children, generation).
+    pub(super) fn parent_tree(
+        &self,
+        req: &Request,
+    ) -> Result<(Option<Pe>, Vec<Pe>, u32), HostError> {
+        match req.parent {
+            Parent::World => Ok((
+                kary::parent(self.me, req.k),
+                kary::children(self.me, self.npes, req.k).collect(),
+                kary::generation(self.me, req.k),
+            )),
+            Parent::Section(id) => {
+                let s = self
+                    .sections
+                    .get(&id)
+                    .ok_or(HostError::UnknownParent { pe: self.me, id })?;
+                Ok((s.parent, s.children.clone(), kary::generation(s.rank, s.k)))
+            }
+        }
+    }
+
+    pub(super) fn on_start(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        from: Option<Pe>,
+        req: Request,
+    ) -> Result<(), HostError> {
+        let (up, down, generation) = self.parent_tree(&req)?;
+        if let Parent::Section(_) = req.parent {
+            // Flood the parent section's tree from wherever the creation began.
+            for n in up.iter().chain(&down).copied().filter(|&n| Some(n) != from) {
+                let start = BuilderMsg::Start {
+                    token,
+                    from: Some(self.me),
+                    req: req.clone(),
+                };
+                self.send(ctx, n, start);
+            }
+        }
+        let colour = req.membership.colour(self.me);
+        let sections = req.membership.sections();
+        let mut parts = Vec::with_capacity(sections as usize);
+        for part in 0..sections {
+            let setup = Setup {
+                me: self.me,
+                world: self.npes,
+                member: colour == Some(part),
+                k: req.k,
+                tree_parent: up,
+                tree_children: down.clone(),
+                generation,
+                salt: mix64((token + u64::from(part)) ^ SALT),
+                token: token + u64::from(part),
+            };
+            parts.push(Part {
+                proto: Engine::Algo(Box::new(algo::protocol(req.algorithm, setup)?)),
+                inter: self.orphans.remove(&(token, part)).unwrap_or_default(),
+                finished: false,
+            });
+        }
+        let mut queue = VecDeque::new();
+        for (i, p) in parts.iter_mut().enumerate() {
+            let mut out = Outbox::new();
+            if let Engine::Algo(proto) = &mut p.proto {
+                proto
+                    .start(&mut out)
+                    .map_err(|source| HostError::Protocol { token, source })?;
+            }
+            queue.extend(out.into_iter().map(|(to, w)| (self.me, to, i as u32, w, 0)));
+        }
+        let run = Run {
+            on_member: req.on_member,
+            on_report: req.on_report,
+            tag: req.tag,
+            algorithm: Some(req.algorithm),
+            parts,
+            up,
+            down,
+            tally: Tally::joined(colour, sections, ctx.now()),
+            children_done: 0,
+            finished: false,
+            sent_up: false,
+            released: false,
+            peak: 0,
+            children_peaked: 0,
+        };
+        self.runs.insert(token, run);
+        self.replay(ctx, token, queue)
+    }
+
+    /// Take in what arrived before the run started here, then run.
+    pub(super) fn replay(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        mut queue: VecDeque<Item>,
+    ) -> Result<(), HostError> {
+        for early in self.early.remove(&token).unwrap_or_default() {
+            match early {
+                Early::Wire(from, part, wire, bytes) => {
+                    queue.push_back((from, self.me, part, wire, bytes))
+                }
+                Early::Done(tally) => {
+                    let run = self.run(token, "done")?;
+                    run.tally.merge(&tally);
+                    run.children_done += 1;
+                }
+                Early::Routed(dest, msg) => {
+                    if let Some(msg) = self.route(ctx, token, dest, msg)? {
+                        queue.push_back((self.me, self.me, 0, Wire::ToIntermediary(msg), 0));
+                    }
+                }
+            }
+        }
+        self.pump(ctx, token, queue)
+    }
+
+    /// Deliver protocol messages until none is left for this PE, then send the rest.
+    pub(super) fn pump(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        mut queue: VecDeque<Item>,
+    ) -> Result<(), HostError> {
+        let me = self.me;
+        while let Some((from, to, part, wire, bytes)) = queue.pop_front() {
+            if to != me {
+                self.outgoing.push((to, part, wire));
+                continue;
+            }
+            let mut out = Outbox::new();
+            let slot = self.runs.get_mut(&token).and_then(|r| {
+                let tally = &mut r.tally;
+                r.parts.get_mut(part as usize).map(|p| (p, tally))
+            });
+            match (slot, wire) {
+                (Some((p, _)), Wire::ToIntermediary(m)) => p.inter.handle(m, &mut out),
+                (None, Wire::ToIntermediary(m)) => {
+                    let inter = self.orphans.entry((token, part)).or_default();
+                    inter.handle(m, &mut out);
+                    if inter.is_idle() {
+                        self.orphans.remove(&(token, part));
+                    }
+                }
+                (Some((p, _)), Wire::Role(m)) => match &mut p.proto {
+                    Engine::Algo(proto) => proto
+                        .handle(from, m, &mut out)
+                        .map_err(|source| HostError::Protocol { token, source })?,
+                    Engine::Merge(_) => return Err(unexpected(me, from, token, "role message")),
+                },
+                (Some((p, tally)), Wire::FromIntermediary(m)) => {
+                    if bytes > 0 {
+                        tally.message(bytes);
+                    }
+                    match &mut p.proto {
+                        Engine::Algo(proto) => proto
+                            .found(from, m, &mut out)
+                            .map_err(|source| HostError::Protocol { token, source })?,
+                        Engine::Merge(state) => {
+                            if !state.found(m) {
+                                return Err(unexpected(me, from, token, "intermediary answer"));
+                            }
+                        }
+                    }
+                }
+                (None, wire) => {
+                    let early = Early::Wire(from, part, wire, bytes);
+                    self.early.entry(token).or_default().push(early);
+                }
+            }
+            queue.extend(out.into_iter().map(|(to, w)| (me, to, part, w, 0)));
+        }
+        self.flush(ctx, token);
+        self.check_finished(ctx, token)
+    }
+
+    /// Send what the last handler produced: one message per protocol message, or for
+    /// a split one message per destination. The sender counts what it sends unless
+    /// it is only intermediaries' answers (those are counted where they arrive, which
+    /// is always a member).
+    pub(super) fn flush(&mut self, ctx: &mut Ctx, token: u64) {
+        let mut outgoing = std::mem::take(&mut self.outgoing);
+        let split = !matches!(self.runs.get(&token), Some(r) if r.parts.len() == 1);
+        let mut msgs: Vec<(Pe, BuilderMsg)> = Vec::new();
+        let me = self.me;
+        let single = |(to, part, wire): (Pe, u32, Wire<ProtoMsg>)| {
+            let msg = BuilderMsg::Proto {
+                token,
+                from: me,
+                part,
+                wire,
+            };
+            (to, msg)
+        };
+        if split && outgoing.len() > 1 {
+            let mut dests: Vec<Pe> = outgoing.iter().map(|o| o.0).collect();
+            dests.sort_unstable();
+            dests.dedup();
+            let mut grouped: Vec<Vec<(u32, Wire<ProtoMsg>)>> = vec![Vec::new(); dests.len()];
+            for (to, part, wire) in outgoing.drain(..) {
+                let at = dests.binary_search(&to).expect("collected above");
+                grouped[at].push((part, wire));
+            }
+            for (to, mut parts) in dests.into_iter().zip(grouped) {
+                if parts.len() == 1 {
+                    let (part, wire) = parts.pop().expect("one part");
+                    msgs.push(single((to, part, wire)));
+                } else {
+                    msgs.push((
+                        to,
+                        BuilderMsg::Bundle {
+                            token,
+                            from: me,
+                            parts,
+                        },
+                    ));
+                }
+            }
+        } else {
+            msgs.extend(outgoing.drain(..).map(single));
+        }
+        self.outgoing = outgoing;
+        for (to, msg) in msgs {
+            let counted = match &msg {
+                BuilderMsg::Proto { wire, .. } => !is_answer(wire),
+                BuilderMsg::Bundle { parts, .. } => !parts.iter().all(|(_, w)| is_answer(w)),
+                _ => false,
+            };
+            if counted {
+                let bytes = encoded_len(&msg);
+                if let Some(run) = self.runs.get_mut(&token) {
+                    run.tally.message(bytes);
+                }
+            }
+            self.send(ctx, to, msg);
+        }
+    }
+}

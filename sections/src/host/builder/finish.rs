@@ -1,0 +1,109 @@
+//! The end of a creation: member callbacks, then the two sums over the parent
+//! tree (finish times and counts, then state peaks) and the report.
+
+use super::*;
+
+impl Builder {
+    pub(super) fn check_finished(&mut self, ctx: &mut Ctx, token: u64) -> Result<(), HostError> {
+        let me = self.me;
+        let now = ctx.now();
+        let Some(run) = self.runs.get_mut(&token) else {
+            return Ok(());
+        };
+        if run.finished {
+            return Ok(());
+        }
+        let mut placed = Vec::new();
+        for p in run.parts.iter_mut().filter(|p| !p.finished) {
+            if p.proto.finished() {
+                p.finished = true;
+                placed.extend(p.proto.placement().map(section_of));
+            }
+        }
+        run.finished = run.parts.iter().all(|p| p.finished);
+        if run.finished {
+            run.tally.last_done = run.tally.last_done.max(now);
+        }
+        let cb = local_callback(&run.on_member, me);
+        let meta = Meta {
+            on_member: run.on_member.clone(),
+            on_report: run.on_report.clone(),
+            tag: run.tag,
+        };
+        for section in placed {
+            self.meta.insert(section.id, meta.clone());
+            self.sections.insert(section.id, section.clone());
+            ctx.send_to_callback(&cb, Encoded(section));
+        }
+        self.try_up(ctx, token)
+    }
+
+    pub(super) fn try_up(&mut self, ctx: &mut Ctx, token: u64) -> Result<(), HostError> {
+        let run = self.run(token, "done")?;
+        if !run.finished || run.sent_up || run.children_done < run.down.len() {
+            return Ok(());
+        }
+        run.sent_up = true;
+        match run.up {
+            Some(p) => {
+                let tally = run.tally.clone();
+                self.send(ctx, p, BuilderMsg::Done { token, tally });
+                Ok(())
+            }
+            None => self.on_release(ctx, token),
+        }
+    }
+
+    pub(super) fn on_release(&mut self, ctx: &mut Ctx, token: u64) -> Result<(), HostError> {
+        let run = self.run(token, "release")?;
+        run.released = true;
+        let own: usize = run
+            .parts
+            .iter()
+            .map(|p| p.proto.peak_state_bytes() + p.inter.peak_state_bytes())
+            .sum();
+        run.peak = run.peak.max(own as u64);
+        for c in run.down.clone() {
+            self.send(ctx, c, BuilderMsg::Release { token });
+        }
+        self.try_peak_up(ctx, token)
+    }
+
+    pub(super) fn try_peak_up(&mut self, ctx: &mut Ctx, token: u64) -> Result<(), HostError> {
+        let run = self.run(token, "peak")?;
+        if !run.released || run.children_peaked < run.down.len() {
+            return Ok(());
+        }
+        let run = self.runs.remove(&token).expect("looked up above");
+        match run.up {
+            Some(p) => self.send(
+                ctx,
+                p,
+                BuilderMsg::Peak {
+                    token,
+                    bytes: run.peak,
+                },
+            ),
+            None => {
+                let t = &run.tally;
+                let sections: Vec<SectionId> = (t.members.iter().enumerate())
+                    .map(|(c, &m)| SectionId::from_token(token + c as u64, m as u32))
+                    .collect();
+                let report = CreationReport {
+                    tag: run.tag,
+                    id: sections[0],
+                    sections,
+                    algorithm: run.algorithm,
+                    parent_pes: t.pes,
+                    members: t.members.iter().sum(),
+                    messages: t.messages,
+                    bytes: t.bytes,
+                    time_us: t.time_us(),
+                    max_pe_state_bytes: run.peak,
+                };
+                ctx.send_to_callback(&run.on_report, Encoded(report));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,378 @@
+//! The builder group: one member per PE runs that PE's part of every creation over
+//! chorus messages, keyed by the creation's token.
+
+use crate::hash::mix64;
+use crate::host::algo::{self, Proto, ProtoMsg};
+use crate::host::merge::{Hop, MergeRequest, MergeState, Route, Way};
+use crate::host::rebuild::{self, Patched};
+use crate::host::spec::{CreationReport, HostError, Parent, Request};
+use crate::host::tally::Tally;
+use crate::kary;
+use crate::neighbour_discovery::{Intermediaries, ToIntermediary};
+use crate::protocol::{Algorithm, Outbox, Protocol, ProtocolError, Setup, Wire};
+use crate::section::{Placement, Section, SectionId};
+use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Pe};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+/// Key of the intermediary hash, mixed with each creation's token.
+const SALT: u64 = 0x5EC7_104A_5400;
+
+mod create;
+mod finish;
+mod merging;
+mod msg;
+mod repair;
+
+pub use msg::BuilderMsg;
+
+/// Something that reached a PE before the creation started there.
+#[derive(Debug)]
+enum Early {
+    Wire(Pe, u32, Wire<ProtoMsg>, u64),
+    Done(Tally),
+    Routed(u32, ToIntermediary),
+}
+
+/// The state machine of one section of a creation.
+enum Engine {
+    /// A creation algorithm.
+    Algo(Box<Proto>),
+    /// A member's part in a merge.
+    Merge(Box<MergeState>),
+}
+
+impl Engine {
+    fn finished(&self) -> bool {
+        match self {
+            Engine::Algo(p) => p.finished(),
+            Engine::Merge(m) => m.placement().is_some(),
+        }
+    }
+
+    fn placement(&self) -> Option<&Placement> {
+        match self {
+            Engine::Algo(p) => p.placement(),
+            Engine::Merge(m) => m.placement(),
+        }
+    }
+
+    fn peak_state_bytes(&self) -> usize {
+        match self {
+            Engine::Algo(p) => p.peak_state_bytes(),
+            Engine::Merge(m) => m.peak_state_bytes(),
+        }
+    }
+}
+
+/// A protocol message on its way inside one PE: (from, to, part, message, bytes to
+/// count on arrival).
+type Item = (Pe, Pe, u32, Wire<ProtoMsg>, u64);
+
+/// Where a section's members and report go; kept for rebuilds.
+#[derive(Debug, Clone)]
+struct Meta {
+    on_member: Callback,
+    on_report: Callback,
+    tag: u64,
+}
+
+/// What the builder group is created with: [`crate::host::register`] returns it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct BuilderInit {
+    /// The entry the runtime reports failed PEs to.
+    pub on_failure: Entry<Builder, Pe>,
+}
+
+/// One section's state machine of a creation on this PE.
+struct Part {
+    proto: Engine,
+    inter: Intermediaries,
+    finished: bool,
+}
+
+/// One PE's part in one creation.
+struct Run {
+    on_member: Callback,
+    on_report: Callback,
+    tag: u64,
+    algorithm: Option<Algorithm>,
+    parts: Vec<Part>,
+    up: Option<Pe>,
+    down: Vec<Pe>,
+    tally: Tally,
+    children_done: usize,
+    finished: bool,
+    sent_up: bool,
+    released: bool,
+    peak: u64,
+    children_peaked: usize,
+}
+
+/// The per-PE builder: register it with [`crate::host::register`] and create it once
+/// with `ctx.create_group::<Builder>(init)`, `init` from `register`.
+pub struct Builder {
+    me: Pe,
+    npes: u32,
+    counter: u32,
+    proxy: Option<GroupProxy<Builder>>,
+    sections: HashMap<SectionId, Section>,
+    meta: HashMap<SectionId, Meta>,
+    failed: BTreeSet<Pe>,
+    meetings: HashMap<(SectionId, u32), Vec<(u32, Pe)>>,
+    runs: HashMap<u64, Run>,
+    early: HashMap<u64, Vec<Early>>,
+    orphans: HashMap<(u64, u32), Intermediaries>,
+    pending_merges: HashMap<u64, (MergeRequest, Section)>,
+    outgoing: Vec<(Pe, u32, Wire<ProtoMsg>)>,
+}
+
+impl Chare for Builder {
+    type Init = BuilderInit;
+    type Msg = BuilderMsg;
+
+    fn create(init: BuilderInit, ctx: &mut Ctx) -> Self {
+        let proxy: Option<GroupProxy<Builder>> = ctx.this_group();
+        if let Some(g) = &proxy {
+            let me = ctx.my_pe();
+            ctx.on_pe_failure(Callback::group_member(g, me, init.on_failure));
+        }
+        Builder {
+            me: ctx.my_pe(),
+            npes: ctx.num_pes() as u32,
+            counter: 0,
+            proxy,
+            sections: HashMap::new(),
+            meta: HashMap::new(),
+            failed: BTreeSet::new(),
+            meetings: HashMap::new(),
+            runs: HashMap::new(),
+            early: HashMap::new(),
+            orphans: HashMap::new(),
+            pending_merges: HashMap::new(),
+            outgoing: Vec::new(),
+        }
+    }
+
+    fn handle(&mut self, msg: BuilderMsg, ctx: &mut Ctx) {
+        if let Err(e) = self.dispatch(msg, ctx) {
+            panic!("section builder: {e}");
+        }
+    }
+}
+
+/// Where a member's callback goes on PE `pe`: a group-wide callback means the local
+/// member of that group; any other callback is used as given.
+fn local_callback(cb: &Callback, pe: Pe) -> Callback {
+    match cb {
+        Callback::GroupAll { coll, entry } => Callback::GroupMember {
+            coll: *coll,
+            pe,
+            entry: *entry,
+        },
+        other => other.clone(),
+    }
+}
+
+/// A member's view of the section it was placed in (ids are PEs on the builder).
+fn section_of(p: &Placement) -> Section {
+    Section {
+        id: SectionId::from_token(p.token, p.size),
+        rank: p.rank,
+        size: p.size,
+        k: p.k,
+        parent: p.parent,
+        children: p.children.clone(),
+    }
+}
+
+fn encoded_len(msg: &BuilderMsg) -> u64 {
+    bincode::serialized_size(msg).unwrap_or(0)
+}
+
+fn unexpected(me: Pe, from: Pe, token: u64, what: &'static str) -> HostError {
+    HostError::Protocol {
+        token,
+        source: ProtocolError::Unexpected { me, from, what },
+    }
+}
+
+fn is_answer(w: &Wire<ProtoMsg>) -> bool {
+    matches!(w, Wire::FromIntermediary(_))
+}
+
+impl Builder {
+    /// Ask the builder on this PE to create a section.
+    pub fn create_section(proxy: &GroupProxy<Builder>, ctx: &mut Ctx, req: Request) {
+        let me = ctx.my_pe();
+        proxy.send(ctx, me, BuilderMsg::Create(req));
+    }
+
+    /// Ask the builder on this PE (a member of `req.a`) to merge two sections.
+    pub fn merge_sections(proxy: &GroupProxy<Builder>, ctx: &mut Ctx, req: MergeRequest) {
+        let me = ctx.my_pe();
+        proxy.send(ctx, me, BuilderMsg::Merge(req));
+    }
+
+    fn proxy(&self) -> GroupProxy<Builder> {
+        self.proxy.expect("the builder is a group member")
+    }
+
+    fn send(&self, ctx: &mut Ctx, to: Pe, msg: BuilderMsg) {
+        self.proxy().send(ctx, to, msg);
+    }
+
+    fn dispatch(&mut self, msg: BuilderMsg, ctx: &mut Ctx) -> Result<(), HostError> {
+        match msg {
+            BuilderMsg::Create(req) => self.on_create(ctx, req),
+            BuilderMsg::Start { token, from, req } => self.on_start(ctx, token, from, req),
+            BuilderMsg::Proto {
+                token,
+                from,
+                part,
+                wire,
+            } => {
+                // Intermediaries' answers are counted where they arrive.
+                let bytes = if is_answer(&wire) {
+                    encoded_len(&BuilderMsg::Proto {
+                        token,
+                        from,
+                        part,
+                        wire: wire.clone(),
+                    })
+                } else {
+                    0
+                };
+                let queue = VecDeque::from([(from, self.me, part, wire, bytes)]);
+                self.pump(ctx, token, queue)
+            }
+            BuilderMsg::Bundle { token, from, parts } => {
+                let answers = parts.iter().all(|(_, w)| is_answer(w));
+                let mut bytes = if answers {
+                    encoded_len(&BuilderMsg::Bundle {
+                        token,
+                        from,
+                        parts: parts.clone(),
+                    })
+                } else {
+                    0
+                };
+                let mut queue = VecDeque::new();
+                for (part, wire) in parts {
+                    // The bundle counts once, with its first answer.
+                    queue.push_back((from, self.me, part, wire, std::mem::take(&mut bytes)));
+                }
+                self.pump(ctx, token, queue)
+            }
+            BuilderMsg::Done { token, tally } => match self.runs.get_mut(&token) {
+                Some(run) => {
+                    run.tally.merge(&tally);
+                    run.children_done += 1;
+                    self.try_up(ctx, token)
+                }
+                None => {
+                    self.early
+                        .entry(token)
+                        .or_default()
+                        .push(Early::Done(tally));
+                    Ok(())
+                }
+            },
+            BuilderMsg::Release { token } => self.on_release(ctx, token),
+            BuilderMsg::Merge(req) => self.on_merge_ask(ctx, req, 0, 0),
+            BuilderMsg::Failed(pe) => self.on_failed(ctx, pe),
+            BuilderMsg::Hello {
+                sid,
+                dead,
+                rank,
+                pe,
+                expect,
+            } => self.on_hello(ctx, sid, dead, (rank, pe), expect),
+            BuilderMsg::Links {
+                token,
+                sid,
+                dead,
+                parties,
+            } => self.on_links(ctx, token, sid, dead, parties),
+            BuilderMsg::Notice {
+                token,
+                sid,
+                dead,
+                from,
+            } => self.on_notice(ctx, token, sid, dead, from),
+            BuilderMsg::MergeAsk {
+                req,
+                messages,
+                bytes,
+            } => self.on_merge_ask(ctx, req, messages, bytes),
+            BuilderMsg::Offer {
+                token,
+                req,
+                a_root,
+                a_size,
+                messages,
+                bytes,
+            } => self.on_offer(ctx, token, req, a_root, a_size, (messages, bytes)),
+            BuilderMsg::Accept {
+                token,
+                size,
+                b_root,
+            } => self.on_accept(ctx, token, size, b_root),
+            BuilderMsg::Go {
+                token,
+                req,
+                old,
+                offset,
+                size,
+            } => self.on_go(ctx, token, req, old, offset, size),
+            BuilderMsg::Routed { token, dest, msg } => {
+                if !self.runs.contains_key(&token) {
+                    let early = Early::Routed(dest, msg);
+                    self.early.entry(token).or_default().push(early);
+                    return Ok(());
+                }
+                let queue = match self.route(ctx, token, dest, msg)? {
+                    Some(msg) => {
+                        VecDeque::from([(self.me, self.me, 0, Wire::ToIntermediary(msg), 0)])
+                    }
+                    None => VecDeque::new(),
+                };
+                self.pump(ctx, token, queue)
+            }
+            BuilderMsg::Peak { token, bytes } => {
+                let run = self.run(token, "peak")?;
+                run.peak = run.peak.max(bytes);
+                run.children_peaked += 1;
+                self.try_peak_up(ctx, token)
+            }
+        }
+    }
+
+    fn run(&mut self, token: u64, what: &'static str) -> Result<&mut Run, HostError> {
+        let pe = self.me;
+        self.runs
+            .get_mut(&token)
+            .ok_or(HostError::UnknownCreation { pe, token, what })
+    }
+
+    /// The sections this PE is a member of, by id.
+    pub fn sections(&self) -> &HashMap<SectionId, Section> {
+        &self.sections
+    }
+
+    /// The section `id` as this PE sees it.
+    fn view(&self, id: SectionId) -> Result<Section, HostError> {
+        self.sections
+            .get(&id)
+            .cloned()
+            .ok_or(HostError::UnknownParent { pe: self.me, id })
+    }
+
+    /// Send a merge message that is not protocol traffic of a started run; returns
+    /// its bytes.
+    fn send_counted(&self, ctx: &mut Ctx, to: Pe, msg: BuilderMsg) -> u64 {
+        let bytes = encoded_len(&msg);
+        self.send(ctx, to, msg);
+        bytes
+    }
+}

@@ -1,0 +1,153 @@
+//! The messages builders exchange.
+
+use super::*;
+
+/// Messages of the builder group.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum BuilderMsg {
+    /// From the application to the builder on its own PE: start a creation.
+    Create(Request),
+    /// The start of creation `token`, from the creator (world) or from a tree
+    /// neighbour in the parent section (`from`).
+    Start {
+        /// The creation.
+        token: u64,
+        /// The parent-section neighbour it came from (None from a broadcast).
+        from: Option<Pe>,
+        /// What to create.
+        req: Request,
+    },
+    /// A message of the creation protocol.
+    Proto {
+        /// The creation.
+        token: u64,
+        /// The sending PE.
+        from: Pe,
+        /// Which section of a split (0 otherwise).
+        part: u32,
+        /// The protocol's message.
+        wire: Wire<ProtoMsg>,
+    },
+    /// Messages of several sections of one split for one PE, sent as one.
+    Bundle {
+        /// The creation.
+        token: u64,
+        /// The sending PE.
+        from: Pe,
+        /// (section of the split, message), in the order they were produced.
+        parts: Vec<(u32, Wire<ProtoMsg>)>,
+    },
+    /// A parent-tree subtree has finished; its figures.
+    Done {
+        /// The creation.
+        token: u64,
+        /// The subtree's figures.
+        tally: Tally,
+    },
+    /// From the application to the builder on a member of `req.a`: merge two sections.
+    Merge(MergeRequest),
+    /// A merge request on its way up section `a` to its root, with its cost so far.
+    MergeAsk {
+        /// The request.
+        req: MergeRequest,
+        /// Messages so far.
+        messages: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// A's root offers the merge; it travels up section `b` to its root.
+    Offer {
+        /// The merge.
+        token: u64,
+        /// The request.
+        req: MergeRequest,
+        /// A's root.
+        a_root: Pe,
+        /// Members of A.
+        a_size: u32,
+        /// Messages so far.
+        messages: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// B's root accepts: the merged size, and where B's root is.
+    Accept {
+        /// The merge.
+        token: u64,
+        /// Members of the merged section.
+        size: u32,
+        /// B's root.
+        b_root: Pe,
+    },
+    /// The start of a merge, down one of the old trees.
+    Go {
+        /// The merge.
+        token: u64,
+        /// The request.
+        req: MergeRequest,
+        /// The old section this tree belongs to.
+        old: SectionId,
+        /// Merged rank of its rank 0.
+        offset: u32,
+        /// Members of the merged section.
+        size: u32,
+    },
+    /// A neighbour-discovery announcement of a merge, routed by merged rank.
+    Routed {
+        /// The merge.
+        token: u64,
+        /// Merged rank of the intermediary.
+        dest: u32,
+        /// The announcement.
+        msg: ToIntermediary,
+    },
+    /// The runtime reports that a PE failed (sim layer).
+    Failed(Pe),
+    /// A neighbour of a dead rank arrives at the rendezvous of the repair.
+    Hello {
+        /// The section with the hole.
+        sid: SectionId,
+        /// The dead rank.
+        dead: u32,
+        /// The neighbour's rank.
+        rank: u32,
+        /// The neighbour's PE.
+        pe: Pe,
+        /// How many neighbours will come.
+        expect: u32,
+    },
+    /// The rendezvous introduces the dead rank's neighbours to each other.
+    Links {
+        /// The rebuild (its new section's name).
+        token: u64,
+        /// The section with the hole.
+        sid: SectionId,
+        /// The dead rank.
+        dead: u32,
+        /// (rank, PE) of every neighbour.
+        parties: Vec<(u32, Pe)>,
+    },
+    /// Which rank died, spread over the patched tree.
+    Notice {
+        /// The rebuild.
+        token: u64,
+        /// The section with the hole.
+        sid: SectionId,
+        /// The dead rank.
+        dead: u32,
+        /// The PE it came from.
+        from: Pe,
+    },
+    /// Every PE has finished: report state peaks and let go of the creation.
+    Release {
+        /// The creation.
+        token: u64,
+    },
+    /// A parent-tree subtree's largest per-PE state.
+    Peak {
+        /// The creation.
+        token: u64,
+        /// Bytes.
+        bytes: u64,
+    },
+}
