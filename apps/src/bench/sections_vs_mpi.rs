@@ -36,6 +36,8 @@ pub struct VsMpi {
     pub members: i32,
     /// Repetitions per figure.
     pub reps: u32,
+    /// Branching factor of the chorus trees (world tree, new section, range).
+    pub k: u32,
     /// MPI_Comm_split.
     pub mpi_comm_split_us: f64,
     /// MPI_Comm_split, then MPI_Bcast of 8 bytes in the new communicator.
@@ -106,6 +108,7 @@ struct ProbeInit {
     reps: u32,
     half: u32,
     npes: u32,
+    k: u32,
     on_section: Entry<Probe, Encoded<Section>>,
     on_value: Entry<Probe, u64>,
 }
@@ -196,7 +199,7 @@ impl Probe {
             Mode::ShrinkAndHash { .. } => {
                 let req = Request {
                     algorithm: Algorithm::ShrinkAndHash(Filler::None),
-                    k: 2,
+                    k: self.init.k,
                     parent: Parent::World,
                     membership: Membership::Pes((0..self.init.half).collect()),
                     on_member: Callback::group_all(&me, self.init.on_section),
@@ -206,7 +209,7 @@ impl Probe {
                 Builder::create_section(&self.init.builder, ctx, req);
             }
             Mode::Range { bcast } => {
-                let section = RangeSection::world(self.init.npes, 2)
+                let section = RangeSection::world(self.init.npes, self.init.k)
                     .and_then(|w| w.split(0, self.init.half - 1, 1))
                     .expect("a valid range");
                 if !bcast {
@@ -231,7 +234,13 @@ impl Probe {
 }
 
 /// Median microseconds of one chorus measurement.
-fn chorus_timed(config: &Config, mode: Mode, reps: u32, half: u32) -> Result<f64, RuntimeError> {
+fn chorus_timed(
+    config: &Config,
+    mode: Mode,
+    reps: u32,
+    half: u32,
+    k: u32,
+) -> Result<f64, RuntimeError> {
     let mut reg = Registry::new();
     let builder_init = host::register(&mut reg);
     Collectives::register(&mut reg);
@@ -252,6 +261,7 @@ fn chorus_timed(config: &Config, mode: Mode, reps: u32, half: u32) -> Result<f64
             reps,
             half,
             npes: ctx.num_pes() as u32,
+            k,
             on_section,
             on_value,
         };
@@ -269,6 +279,7 @@ pub fn run(
     session: &MpiSession,
     config: &Config,
     reps: u32,
+    k: u32,
 ) -> Result<Option<VsMpi>, RuntimeError> {
     let world = session.world();
     let n = world.size();
@@ -295,14 +306,21 @@ pub fn run(
     let create_us = timed(&|| create_group(&world, half), false);
     let create_bcast_us = timed(&|| create_group(&world, half), true);
     let half_u = half as u32;
-    let sah_us = chorus_timed(config, Mode::ShrinkAndHash { bcast: false }, reps, half_u)?;
-    let sah_bcast_us = chorus_timed(config, Mode::ShrinkAndHash { bcast: true }, reps, half_u)?;
-    let range_us = chorus_timed(config, Mode::Range { bcast: false }, reps, half_u)?;
-    let range_bcast_us = chorus_timed(config, Mode::Range { bcast: true }, reps, half_u)?;
+    let sah_us = chorus_timed(
+        config,
+        Mode::ShrinkAndHash { bcast: false },
+        reps,
+        half_u,
+        k,
+    )?;
+    let sah_bcast_us = chorus_timed(config, Mode::ShrinkAndHash { bcast: true }, reps, half_u, k)?;
+    let range_us = chorus_timed(config, Mode::Range { bcast: false }, reps, half_u, k)?;
+    let range_bcast_us = chorus_timed(config, Mode::Range { bcast: true }, reps, half_u, k)?;
     Ok((world.rank() == 0).then_some(VsMpi {
         ranks: n,
         members: half,
         reps,
+        k,
         mpi_comm_split_us: split_us,
         mpi_comm_split_plus_bcast_us: split_bcast_us,
         mpi_comm_create_group_us: create_us,

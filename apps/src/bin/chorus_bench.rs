@@ -93,6 +93,9 @@ enum Command {
         /// Repetitions of each measurement (medians are reported).
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         reps: u32,
+        /// Branching factor of the chorus trees, 2..=16.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=16))]
+        k: u32,
         /// Print one JSON object instead of lines.
         #[arg(long)]
         json: bool,
@@ -155,10 +158,11 @@ fn mpi_pingpong_cmd(_: Config, _: &[usize], _: bool) -> Result<(), String> {
 }
 
 #[cfg(feature = "mpi")]
-fn sections_vs_mpi_cmd(config: Config, reps: u32, as_json: bool) -> Result<(), String> {
+fn sections_vs_mpi_cmd(config: Config, reps: u32, k: u32, as_json: bool) -> Result<(), String> {
     use chorus_apps::bench::sections_vs_mpi;
     let session = chorus_core::MpiSession::init().map_err(|e| e.to_string())?;
-    let Some(r) = sections_vs_mpi::run(&session, &config, reps).map_err(|e| e.to_string())? else {
+    let Some(r) = sections_vs_mpi::run(&session, &config, reps, k).map_err(|e| e.to_string())?
+    else {
         return Ok(());
     };
     if as_json {
@@ -200,7 +204,7 @@ fn sections_vs_mpi_cmd(config: Config, reps: u32, as_json: bool) -> Result<(), S
 }
 
 #[cfg(not(feature = "mpi"))]
-fn sections_vs_mpi_cmd(_: Config, _: u32, _: bool) -> Result<(), String> {
+fn sections_vs_mpi_cmd(_: Config, _: u32, _: u32, _: bool) -> Result<(), String> {
     Err("sections-vs-mpi needs MPI: rebuild with `cargo build --release --features mpi` and run it under `mpirun -n 8 --oversubscribe`".into())
 }
 
@@ -457,7 +461,12 @@ fn main() -> ExitCode {
             trace,
         } => messaging(messages, rounds, reps, json, trace.as_deref()),
         Command::SimScale { config, json } => sim_scale_cmd(config, json),
-        Command::SectionsVsMpi { config, reps, json } => sections_vs_mpi_cmd(config, reps, json),
+        Command::SectionsVsMpi {
+            config,
+            reps,
+            k,
+            json,
+        } => sections_vs_mpi_cmd(config, reps, k, json),
         Command::Sections {
             layer,
             pes,
