@@ -439,3 +439,48 @@ fn survivors_rebuild_a_section_without_a_killed_pe_on_sim() {
             .unwrap_or_else(|e| panic!("dead rank {dead_rank}: {e}"));
     }
 }
+
+#[test]
+fn a_creation_from_a_section_stays_inside_it() {
+    let npes = 36;
+    let parent: Vec<Pe> = (0..npes).filter(|p| p % 4 != 3 && *p != 0).collect();
+    let split = Membership::Colours(Colouring::Random {
+        colours: 3,
+        none: 0.2,
+        seed: 2,
+    });
+    for alg in available() {
+        let first = vec![plan(
+            1,
+            PlannedParent::World,
+            alg,
+            3,
+            Membership::Pes(parent.clone()),
+        )];
+        let inner = vec![
+            plan(
+                5,
+                PlannedParent::Earlier(0),
+                alg,
+                2,
+                Membership::Random {
+                    fraction: 0.5,
+                    seed: 8,
+                },
+            ),
+            plan(9, PlannedParent::Earlier(0), alg, 3, split.clone()),
+        ];
+        let stages = vec![first.clone(), inner];
+        let with = batch::run(config(Layer::Sim, npes), stages.clone(), true).unwrap();
+        verify(npes, &stages, &with);
+        let without = batch::run(config(Layer::Sim, npes), vec![first], true).unwrap();
+        // PE 0 drives the plan; every other PE outside the parent hears nothing.
+        for pe in (1..npes).filter(|p| !parent.contains(p)) {
+            let (x, y) = (
+                &without.run.per_pe[pe as usize],
+                &with.run.per_pe[pe as usize],
+            );
+            assert_eq!(x.processed, y.processed, "{alg:?}: PE {pe} took part");
+        }
+    }
+}

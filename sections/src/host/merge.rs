@@ -114,11 +114,10 @@ impl Route {
     }
 }
 
-/// One member's state in a merge or a rebuild: its way to the others and its
-/// neighbour discovery.
+/// One member's state in a merge or a rebuild: its neighbour discovery (its host
+/// routes the announcements along a [`Way`]).
 #[derive(Debug, Clone)]
 pub struct MergeState {
-    route: Way,
     token: u64,
     size: u32,
     k: u32,
@@ -132,14 +131,14 @@ impl MergeState {
     /// (merged rank of the intermediary, message).
     pub fn start(
         me: Pe,
-        route: Way,
+        way: &Way,
         size: u32,
         k: u32,
         salt: u64,
         token: u64,
     ) -> (Self, Vec<(u32, ToIntermediary)>) {
         let mut out: Vec<(u32, Wire<()>)> = Vec::new();
-        let d = Discovery::start(me, route.rank(), size, k, size, salt, &mut out);
+        let d = Discovery::start(me, way.rank(), size, k, size, salt, &mut out);
         let sends = out
             .into_iter()
             .filter_map(|(to, w)| match w {
@@ -148,7 +147,6 @@ impl MergeState {
             })
             .collect();
         let mut s = MergeState {
-            route,
             token,
             size,
             k,
@@ -158,11 +156,6 @@ impl MergeState {
         };
         s.try_finish();
         (s, sends)
-    }
-
-    /// The member's way to the others.
-    pub fn route(&self) -> &Way {
-        &self.route
     }
 
     /// An intermediary's answer; false if it was not expected.

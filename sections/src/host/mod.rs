@@ -8,7 +8,10 @@
 //! number of creations run at once, from any parents, without agreement. The start
 //! reaches every PE of the parent (a group broadcast for the world, a flood of the
 //! parent section's tree otherwise); each PE decides from the request's
-//! [`Membership`] whether it joins and runs the algorithm's state machine. Each member
+//! [`Membership`] whether it joins and runs the algorithm's state machine. From a
+//! section, the intermediaries of hash-based neighbour discovery are named by parent
+//! rank and reached by routing over the parent's tree, so no PE outside the parent
+//! takes part (from the world, they are PEs and are reached directly). Each member
 //! gets its [`crate::section::Section`] at the request's member callback. Then the
 //! parent's tree adds up the figures twice (finish times and message counts, then
 //! state peaks once everyone is done) and the parent's root sends one
@@ -29,7 +32,8 @@
 //! Counting: a creation message is one chorus message of the protocol between two
 //! distinct PEs — state-machine messages and announcements to intermediaries counted
 //! by their sender, intermediaries' answers by their receiver. The start, the figure
-//! sums and messages a PE hands to itself are not counted. Bytes are bincode bytes of
+//! sums and messages a PE hands to itself are not counted; a routed announcement
+//! counts once per hop. Bytes are bincode bytes of
 //! the builder's message (token and sender included, envelope header excluded).
 
 mod algo;

@@ -69,13 +69,28 @@ impl Builder {
                 self.send(ctx, n, start);
             }
         }
+        // From a section, intermediaries are named by parent rank and reached by
+        // routing over the parent's tree, so no PE outside the parent takes part.
+        let (world, way) = match req.parent {
+            Parent::World => (self.npes, None),
+            Parent::Section(id) => {
+                let old = self.view(id)?;
+                let size = old.size;
+                let route = Route {
+                    old,
+                    offset: 0,
+                    link: None,
+                };
+                (size, Some(Way::Joined(route)))
+            }
+        };
         let colour = req.membership.colour(self.me);
         let sections = req.membership.sections();
         let mut parts = Vec::with_capacity(sections as usize);
         for part in 0..sections {
             let setup = Setup {
                 me: self.me,
-                world: self.npes,
+                world,
                 member: colour == Some(part),
                 k: req.k,
                 tree_parent: up,
@@ -90,17 +105,8 @@ impl Builder {
                 finished: false,
             });
         }
-        let mut queue = VecDeque::new();
-        for (i, p) in parts.iter_mut().enumerate() {
-            let mut out = Outbox::new();
-            if let Engine::Algo(proto) = &mut p.proto {
-                proto
-                    .start(&mut out)
-                    .map_err(|source| HostError::Protocol { token, source })?;
-            }
-            queue.extend(out.into_iter().map(|(to, w)| (self.me, to, i as u32, w, 0)));
-        }
         let run = Run {
+            way,
             on_member: req.on_member,
             on_report: req.on_report,
             tag: req.tag,
@@ -117,7 +123,45 @@ impl Builder {
             children_peaked: 0,
         };
         self.runs.insert(token, run);
+        let mut queue = VecDeque::new();
+        for part in 0..sections {
+            let mut out = Outbox::new();
+            let run = self.run(token, "start")?;
+            if let Some(Engine::Algo(proto)) =
+                run.parts.get_mut(part as usize).map(|p| &mut p.proto)
+            {
+                proto
+                    .start(&mut out)
+                    .map_err(|source| HostError::Protocol { token, source })?;
+            }
+            self.emit(ctx, token, part, out, &mut queue)?;
+        }
         self.replay(ctx, token, queue)
+    }
+
+    /// Queue what a state machine produced; on a run that names intermediaries by
+    /// rank, announcements are routed instead.
+    fn emit(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        part: u32,
+        out: Outbox<ProtoMsg>,
+        queue: &mut VecDeque<Item>,
+    ) -> Result<(), HostError> {
+        let me = self.me;
+        let routed = self.runs.get(&token).is_some_and(|r| r.way.is_some());
+        for (to, wire) in out {
+            match wire {
+                Wire::ToIntermediary(msg) if routed => {
+                    if let Some(msg) = self.route(ctx, token, part, to, msg)? {
+                        queue.push_back((me, me, part, Wire::ToIntermediary(msg), 0));
+                    }
+                }
+                wire => queue.push_back((me, to, part, wire, 0)),
+            }
+        }
+        Ok(())
     }
 
     /// Take in what arrived before the run started here, then run.
@@ -137,9 +181,9 @@ impl Builder {
                     run.tally.merge(&tally);
                     run.children_done += 1;
                 }
-                Early::Routed(dest, msg) => {
-                    if let Some(msg) = self.route(ctx, token, dest, msg)? {
-                        queue.push_back((self.me, self.me, 0, Wire::ToIntermediary(msg), 0));
+                Early::Routed(part, dest, msg) => {
+                    if let Some(msg) = self.route(ctx, token, part, dest, msg)? {
+                        queue.push_back((self.me, self.me, part, Wire::ToIntermediary(msg), 0));
                     }
                 }
             }
@@ -200,7 +244,7 @@ impl Builder {
                     self.early.entry(token).or_default().push(early);
                 }
             }
-            queue.extend(out.into_iter().map(|(to, w)| (me, to, part, w, 0)));
+            self.emit(ctx, token, part, out, &mut queue)?;
         }
         self.flush(ctx, token);
         self.check_finished(ctx, token)

@@ -199,8 +199,9 @@ impl Builder {
         tally: Tally,
     ) -> Result<(), HostError> {
         let salt = mix64(token ^ SALT);
-        let (state, sends) = MergeState::start(self.me, way, size, k, salt, token);
+        let (state, sends) = MergeState::start(self.me, &way, size, k, salt, token);
         let run = Run {
+            way: Some(way),
             on_member: meta.on_member,
             on_report: meta.on_report,
             tag: meta.tag,
@@ -223,7 +224,7 @@ impl Builder {
         self.runs.insert(token, run);
         let mut queue = VecDeque::new();
         for (dest, msg) in sends {
-            if let Some(msg) = self.route(ctx, token, dest, msg)? {
+            if let Some(msg) = self.route(ctx, token, 0, dest, msg)? {
                 queue.push_back((self.me, self.me, 0, Wire::ToIntermediary(msg), 0));
             }
         }
@@ -236,22 +237,24 @@ impl Builder {
         &mut self,
         ctx: &mut Ctx,
         token: u64,
+        part: u32,
         dest: u32,
         msg: ToIntermediary,
     ) -> Result<Option<ToIntermediary>, HostError> {
         let me = self.me;
         let run = self.run(token, "routed announcement")?;
-        let Some(Part {
-            proto: Engine::Merge(state),
-            ..
-        }) = run.parts.first()
-        else {
+        let Some(way) = &run.way else {
             return Err(unexpected(me, me, token, "routed announcement"));
         };
-        match state.route().next_hop(dest)? {
+        match way.next_hop(dest)? {
             Hop::Here => Ok(Some(msg)),
             Hop::To(pe) => {
-                let fwd = BuilderMsg::Routed { token, dest, msg };
+                let fwd = BuilderMsg::Routed {
+                    token,
+                    part,
+                    dest,
+                    msg,
+                };
                 let bytes = encoded_len(&fwd);
                 run.tally.message(bytes);
                 self.send(ctx, pe, fwd);

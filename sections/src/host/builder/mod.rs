@@ -31,7 +31,7 @@ pub use msg::BuilderMsg;
 enum Early {
     Wire(Pe, u32, Wire<ProtoMsg>, u64),
     Done(Tally),
-    Routed(u32, ToIntermediary),
+    Routed(u32, u32, ToIntermediary),
 }
 
 /// The state machine of one section of a creation.
@@ -93,6 +93,8 @@ struct Part {
 
 /// One PE's part in one creation.
 struct Run {
+    /// How announcements reach intermediaries named by rank (None: ids are PEs).
+    way: Option<Way>,
     on_member: Callback,
     on_report: Callback,
     tag: u64,
@@ -325,15 +327,20 @@ impl Builder {
                 offset,
                 size,
             } => self.on_go(ctx, token, req, old, offset, size),
-            BuilderMsg::Routed { token, dest, msg } => {
+            BuilderMsg::Routed {
+                token,
+                part,
+                dest,
+                msg,
+            } => {
                 if !self.runs.contains_key(&token) {
-                    let early = Early::Routed(dest, msg);
+                    let early = Early::Routed(part, dest, msg);
                     self.early.entry(token).or_default().push(early);
                     return Ok(());
                 }
-                let queue = match self.route(ctx, token, dest, msg)? {
+                let queue = match self.route(ctx, token, part, dest, msg)? {
                     Some(msg) => {
-                        VecDeque::from([(self.me, self.me, 0, Wire::ToIntermediary(msg), 0)])
+                        VecDeque::from([(self.me, self.me, part, Wire::ToIntermediary(msg), 0)])
                     }
                     None => VecDeque::new(),
                 };

@@ -92,10 +92,13 @@ pub enum BuilderMsg {
         /// Members of the merged section.
         size: u32,
     },
-    /// A neighbour-discovery announcement of a merge, routed by merged rank.
+    /// A neighbour-discovery announcement routed by rank over the parent's tree (a
+    /// creation from a section, a merge, a rebuild).
     Routed {
         /// The merge.
         token: u64,
+        /// Which section of a split (0 otherwise).
+        part: u32,
         /// Merged rank of the intermediary.
         dest: u32,
         /// The announcement.
