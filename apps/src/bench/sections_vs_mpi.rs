@@ -205,6 +205,8 @@ impl Probe {
                     on_member: Callback::group_all(&me, self.init.on_section),
                     on_report: Callback::Ignore,
                     tag: u64::from(self.rep),
+                    // The broadcast runs on the member's own view.
+                    keep: false,
                 };
                 Builder::create_section(&self.init.builder, ctx, req);
             }

@@ -117,6 +117,8 @@ struct Init {
     stages: Vec<Vec<Step>>,
     keep_sections: bool,
     rebuilds: usize,
+    /// Per step: a later step builds on its sections.
+    used: Vec<bool>,
     on_section: Entry<Batch, Encoded<Section>>,
     on_report: Entry<Batch, Encoded<CreationReport>>,
 }
@@ -233,6 +235,9 @@ impl Batch {
                         on_member: on_member.clone(),
                         on_report: on_report.clone(),
                         tag,
+                        keep: self.init.keep_sections
+                            || self.init.rebuilds > 0
+                            || self.init.used[first + i],
                     };
                     (p.creator, BatchMsg::Create(req))
                 }
@@ -277,6 +282,7 @@ pub fn run_with_failures(
     rebuilds: usize,
 ) -> Result<Outcome, BatchError> {
     let mut index = 0;
+    let mut used = Vec::new();
     for stage in &stages {
         let first = index;
         for step in stage {
@@ -289,6 +295,10 @@ pub fn run_with_failures(
             };
             if let Some(&j) = named.iter().find(|&&j| j >= first) {
                 return Err(BatchError::Parent { index, parent: j });
+            }
+            used.push(false);
+            for j in named {
+                used[j] = true;
             }
             index += 1;
         }
@@ -306,6 +316,7 @@ pub fn run_with_failures(
             stages,
             keep_sections,
             rebuilds,
+            used,
             on_section,
             on_report,
         };

@@ -126,6 +126,9 @@ pub struct Request {
     pub on_report: Callback,
     /// A number of the caller's choosing, echoed in the report.
     pub tag: u64,
+    /// Members keep the new section, so it can be a parent, merged or rebuilt
+    /// (false: they only hear of it at `on_member`, and the builder holds nothing).
+    pub keep: bool,
 }
 
 /// What one finished creation cost.
@@ -301,6 +304,7 @@ mod tests {
             on_member: Callback::Ignore,
             on_report: Callback::Ignore,
             tag: 0,
+            keep: true,
         };
         assert!(matches!(req(bad).validate(), Err(HostError::BadColours(_))));
         assert!(req(m).validate().is_ok());

@@ -106,6 +106,7 @@ impl Builder {
             });
         }
         let run = Run {
+            keep: req.keep,
             way,
             on_member: req.on_member,
             on_report: req.on_report,

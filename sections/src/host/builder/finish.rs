@@ -25,14 +25,17 @@ impl Builder {
             run.tally.last_done = run.tally.last_done.max(now);
         }
         let cb = local_callback(&run.on_member, me);
+        let keep = run.keep;
         let meta = Meta {
             on_member: run.on_member.clone(),
             on_report: run.on_report.clone(),
             tag: run.tag,
         };
         for section in placed {
-            self.meta.insert(section.id, meta.clone());
-            self.sections.insert(section.id, section.clone());
+            if keep {
+                self.meta.insert(section.id, meta.clone());
+                self.sections.insert(section.id, section.clone());
+            }
             ctx.send_to_callback(&cb, Encoded(section));
         }
         self.try_up(ctx, token)

@@ -201,6 +201,7 @@ impl Builder {
         let salt = mix64(token ^ SALT);
         let (state, sends) = MergeState::start(self.me, &way, size, k, salt, token);
         let run = Run {
+            keep: true,
             way: Some(way),
             on_member: meta.on_member,
             on_report: meta.on_report,

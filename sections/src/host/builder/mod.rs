@@ -93,6 +93,8 @@ struct Part {
 
 /// One PE's part in one creation.
 struct Run {
+    /// Members keep the sections made.
+    keep: bool,
     /// How announcements reach intermediaries named by rank (None: ids are PEs).
     way: Option<Way>,
     on_member: Callback,
