@@ -484,3 +484,30 @@ fn a_creation_from_a_section_stays_inside_it() {
         }
     }
 }
+
+#[test]
+fn many_creations_at_once_on_threads() {
+    let npes = 32;
+    let algs = available();
+    let stage: Vec<Step> = (0..12u32)
+        .map(|i| {
+            let alg = algs[i as usize % algs.len()];
+            let m = if i % 4 == 3 {
+                Membership::Colours(Colouring::Random {
+                    colours: 1 + i % 5,
+                    none: 0.1,
+                    seed: u64::from(i),
+                })
+            } else {
+                Membership::Random {
+                    fraction: 0.2 + 0.07 * f64::from(i),
+                    seed: u64::from(i),
+                }
+            };
+            plan(i % npes, PlannedParent::World, alg, 2 + i % 4, m)
+        })
+        .collect();
+    let stages = vec![stage];
+    let out = batch::run(config(Layer::Threads, npes), stages.clone(), true).unwrap();
+    verify(npes, &stages, &out);
+}
