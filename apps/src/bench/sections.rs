@@ -60,9 +60,7 @@ pub fn parse_algorithms(s: &str) -> Result<Vec<Algorithm>, String> {
             let name = name.trim();
             let alg = Algorithm::ALL
                 .into_iter()
-                .find(|a| {
-                    a.name() == name || (*a == Algorithm::Centralized && name == "centralized")
-                })
+                .find(|a| a.name() == name)
                 .ok_or_else(|| {
                     let known: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
                     format!(
@@ -138,4 +136,64 @@ pub fn run(plan: &Plan) -> Result<Vec<Row>, BatchError> {
         }
     }
     Ok(rows)
+}
+
+/// Centralized time over each Shrink-and-Hash filler's time, per (pes, fraction)
+/// where both ran: (pes, fraction, filler, ratio); above 1 means Shrink-and-Hash
+/// was faster.
+pub fn speedups(rows: &[Row]) -> Vec<(u32, f64, String, f64)> {
+    let mut out = Vec::new();
+    for c in rows.iter().filter(|r| r.algorithm == "centralized") {
+        for h in rows.iter().filter(|r| {
+            r.algorithm == "shrink-and-hash" && r.pes == c.pes && r.fraction == c.fraction
+        }) {
+            out.push((c.pes, c.fraction, h.filler.clone(), c.time_us / h.time_us));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(algorithm: &str, filler: &str, time_us: f64) -> Row {
+        Row {
+            algorithm: algorithm.into(),
+            filler: filler.into(),
+            pes: 8,
+            fraction: 0.5,
+            members: 4,
+            messages: 1,
+            bytes: 1,
+            time_us,
+            max_pe_state_bytes: 1,
+        }
+    }
+
+    #[test]
+    fn speedups_pair_centralized_with_each_filler() {
+        let rows = vec![
+            row("centralized", "none", 100.0),
+            row("shrink-and-hash", "none", 20.0),
+            row("shrink-and-hash", "leaf", 50.0),
+            row("shrink-and-balance", "leaf", 10.0),
+        ];
+        let s = speedups(&rows);
+        assert_eq!(
+            s,
+            vec![(8, 0.5, "none".into(), 5.0), (8, 0.5, "leaf".into(), 2.0)]
+        );
+        assert!(speedups(&rows[1..]).is_empty());
+    }
+
+    #[test]
+    fn algorithm_names_parse_and_all_means_available() {
+        assert_eq!(parse_algorithms("all").unwrap(), available());
+        assert_eq!(
+            parse_algorithms("shrink-and-hash/leaf").unwrap(),
+            vec![Algorithm::ShrinkAndHash(Filler::Leaf)]
+        );
+        assert!(parse_algorithms("bogus").is_err());
+    }
 }

@@ -315,6 +315,11 @@ fn sections_cmd(
             r.max_pe_state_bytes
         );
     }
+    for (pes, fraction, filler, ratio) in sections::speedups(&rows) {
+        println!(
+            "{pes} PEs, fraction {fraction}: centralized / shrink-and-hash/{filler} = {ratio:.2}x"
+        );
+    }
     Ok(())
 }
 
