@@ -240,7 +240,8 @@ fn sim_figures_replay_exactly_for_a_seed() {
         b.run.sim.as_ref().map(|s| s.digest)
     );
     for r in &a.reports {
-        assert!(r.time_us > 0.0, "{r:?}");
+        // The start reaches PEs at different times, all before the last finish.
+        assert!(r.join_spread_us > 0.0 && r.join_spread_us < r.time_us, "{r:?}");
     }
 }
 

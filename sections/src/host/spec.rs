@@ -155,6 +155,8 @@ pub struct CreationReport {
     /// From the first PE's join to the last PE's finish, microseconds of the layer's
     /// clock (virtual on sim, wall elsewhere).
     pub time_us: f64,
+    /// Of `time_us`, from the first join to the last (the start reaching every PE).
+    pub join_spread_us: f64,
     /// Most bytes of creation state any PE of the parent held at once (its algorithm
     /// state plus its intermediary slots).
     pub max_pe_state_bytes: u64,

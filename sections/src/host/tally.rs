@@ -15,6 +15,8 @@ pub struct Tally {
     pub bytes: u64,
     /// Earliest join, seconds of the layer's clock.
     pub first_join: f64,
+    /// Latest join, seconds of the layer's clock.
+    pub last_join: f64,
     /// Latest finish, seconds of the layer's clock.
     pub last_done: f64,
 }
@@ -32,6 +34,7 @@ impl Tally {
             messages: 0,
             bytes: 0,
             first_join: now,
+            last_join: now,
             last_done: now,
         }
     }
@@ -51,7 +54,14 @@ impl Tally {
         self.messages += other.messages;
         self.bytes += other.bytes;
         self.first_join = self.first_join.min(other.first_join);
+        self.last_join = self.last_join.max(other.last_join);
         self.last_done = self.last_done.max(other.last_done);
+    }
+
+    /// Microseconds from the first join to the last join (how long the start took
+    /// to reach every PE).
+    pub fn join_spread_us(&self) -> f64 {
+        (self.last_join - self.first_join) * 1e6
     }
 
     /// Microseconds from the first join to the last finish.
@@ -82,5 +92,6 @@ mod tests {
         c.merge(&Tally::joined(Some(1), 2, 0.0));
         assert_eq!(c.members, vec![0, 2]);
         assert_eq!(a.time_us(), 4e6);
+        assert_eq!(a.join_spread_us(), 1e6);
     }
 }

@@ -102,6 +102,7 @@ impl Builder {
                     messages: t.messages,
                     bytes: t.bytes,
                     time_us: t.time_us(),
+                    join_spread_us: t.join_spread_us(),
                     max_pe_state_bytes: run.peak,
                 };
                 ctx.send_to_callback(&run.on_report, Encoded(report));
