@@ -176,10 +176,7 @@ impl Payload {
 
     /// A payload received as the bytes of `buf` from `start` on: one message, or a run.
     pub(crate) fn from_wire(buf: Arc<Vec<u8>>, start: usize, run: bool) -> Self {
-        let bytes = WireBytes {
-            buf,
-            start,
-        };
+        let bytes = WireBytes { buf, start };
         if run {
             Payload::RunBytes(bytes)
         } else {

@@ -25,8 +25,8 @@ use crate::ids::Pe;
 use crate::message::Payload;
 use crate::runtime::{Envelope, Kind};
 use bincode::Options;
-use thiserror::Error;
 use std::sync::Arc;
+use thiserror::Error;
 
 /// The first four bytes of every envelope.
 pub const MAGIC: [u8; 4] = *b"CHRS";

@@ -61,6 +61,12 @@ mod tests {
         let a: Vec<u32> = (0..1000).map(|x| permute(x, 1000, 1)).collect();
         let b: Vec<u32> = (0..1000).map(|x| permute(x, 1000, 2)).collect();
         assert_ne!(a, b);
-        assert!(a.iter().enumerate().filter(|(i, &y)| *i as u32 == y).count() < 20);
+        assert!(
+            a.iter()
+                .enumerate()
+                .filter(|(i, &y)| *i as u32 == y)
+                .count()
+                < 20
+        );
     }
 }

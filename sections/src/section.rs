@@ -191,7 +191,9 @@ pub fn check(
         let by_rank = |r: u32| holder[r as usize].expect("every rank is held");
         let want = (
             kary::parent(p.rank, k).map(by_rank),
-            kary::children(p.rank, m, k).map(by_rank).collect::<Vec<_>>(),
+            kary::children(p.rank, m, k)
+                .map(by_rank)
+                .collect::<Vec<_>>(),
         );
         if (p.parent, &p.children) != (want.0, &want.1) {
             return Err(InvalidSection::Tree {

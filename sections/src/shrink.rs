@@ -73,6 +73,7 @@ pub struct Shrink {
     relocations: u32,
     subtree: u32,
     result: Option<Option<Sub>>,
+    degree: usize,
 }
 
 impl Shrink {
@@ -94,6 +95,7 @@ impl Shrink {
             relocations: 0,
             subtree: 0,
             result: None,
+            degree: 0,
         }
     }
 
@@ -145,6 +147,7 @@ impl Shrink {
                 self.provenance
                     .extend(provenance.into_iter().map(|(c, i)| (c, i + base)));
                 self.relocations += 1;
+                self.degree = self.degree.max(self.children.len());
             }
         }
         Ok(())
@@ -210,6 +213,7 @@ impl Shrink {
                 victims: Vec::new(),
             })
             .collect();
+        self.degree = self.degree.max(self.children.len());
     }
 
     /// Up to `generation` candidates from `subs` (skipping `victim`), recording at this
@@ -223,7 +227,7 @@ impl Shrink {
         for (i, s) in subs.iter().enumerate() {
             let vanished = victim.is_some_and(|(vi, v)| vi == i && s.root == v);
             for &c in &s.candidates {
-                if forwarded.len() < cap && victim.map_or(true, |(_, v)| v != c) {
+                if forwarded.len() < cap && victim.is_none_or(|(_, v)| v != c) {
                     forwarded.push(c);
                     provenance.push((c, child_index));
                 }
@@ -336,6 +340,16 @@ impl Shrink {
             self.children.retain(|c| c.size > 0);
         }
         Ok(())
+    }
+
+    /// The hole-filling scheme.
+    pub fn filler(&self) -> Filler {
+        self.filler
+    }
+
+    /// The most children this vertex has had in the shrunk tree.
+    pub fn degree(&self) -> usize {
+        self.degree
     }
 
     /// True once this vertex has sent (or, at the root, kept) its report.

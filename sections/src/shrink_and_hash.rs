@@ -175,7 +175,12 @@ impl ShrinkAndHash {
 
     /// Whether this PE takes part in the downward pass.
     fn expects_rank(&self) -> bool {
-        self.setup.member || (self.shrink.subtree() > 0 && self.setup.tree_parent.is_some())
+        // With a filler, a hole leaves the shrunk tree; with none, a hole above any
+        // member stays in it and passes ranges on.
+        self.setup.member
+            || (self.shrink.filler() == Filler::None
+                && self.shrink.subtree() > 0
+                && self.setup.tree_parent.is_some())
     }
 }
 
@@ -252,5 +257,12 @@ impl Protocol for ShrinkAndHash {
 
     fn peak_state_bytes(&self) -> usize {
         self.peak
+    }
+}
+
+impl ShrinkAndHash {
+    /// The most children this PE had in the shrunk tree.
+    pub fn degree(&self) -> usize {
+        self.shrink.degree()
     }
 }

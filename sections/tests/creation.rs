@@ -241,7 +241,10 @@ fn sim_figures_replay_exactly_for_a_seed() {
     );
     for r in &a.reports {
         // The start reaches PEs at different times, all before the last finish.
-        assert!(r.join_spread_us > 0.0 && r.join_spread_us < r.time_us, "{r:?}");
+        assert!(
+            r.join_spread_us > 0.0 && r.join_spread_us < r.time_us,
+            "{r:?}"
+        );
     }
 }
 

@@ -10,7 +10,6 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 
-
 /// What the pair of chares is asked to do.
 #[derive(Clone, Copy, Serialize, Deserialize)]
 enum Mode {

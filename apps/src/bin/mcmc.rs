@@ -1,0 +1,206 @@
+//! mcmc: the MCMC walker benchmark kernel of the noncollective-communicator paper,
+//! run under each load-balancing strategy and compared.
+
+use chorus_core::{Config, Layer};
+use chorus_lb::{
+    AsyncMerge, Collective, McmcParams, McmcReport, NoBalancing, StrategySpec, Workload,
+};
+use clap::Parser;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    about = "MCMC walker groups load-balanced by none, collective regrouping or asynchronous merge"
+)]
+struct Args {
+    /// PEs per initial walker group (G).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    group_size: u32,
+    /// Cost of one work item on one PE, in ms (T) [default: 100 on sim, 10 elsewhere].
+    #[arg(long)]
+    item_ms: Option<f64>,
+    /// Chain lengths: `cyclic` (S = 10 * (leader mod 32)) or `random` (from --seed).
+    #[arg(long, default_value = "cyclic")]
+    workload: String,
+    /// Strategies: none, collective:I, async, or all (none, collective:1,16,128, async).
+    #[arg(long, default_value = "all")]
+    lb: String,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    chorus: Config,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcmc: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let strategies = StrategySpec::parse_list(&args.lb).map_err(|e| e.to_string())?;
+    let workload = match args
+        .workload
+        .parse::<Workload>()
+        .map_err(|e| e.to_string())?
+    {
+        Workload::Random { .. } => Workload::Random {
+            seed: args.chorus.seed,
+        },
+        w => w,
+    };
+    let item_ms = args.item_ms.unwrap_or(match args.chorus.layer {
+        Layer::Sim => 100.0,
+        Layer::Threads | Layer::Mpi => 10.0,
+    });
+    if !(item_ms.is_finite() && item_ms > 0.0) {
+        return Err(format!(
+            "--item-ms {item_ms} must be a positive number of ms"
+        ));
+    }
+    let params = McmcParams {
+        group_size: args.group_size,
+        item: Duration::from_secs_f64(item_ms / 1e3),
+        workload,
+    };
+    #[cfg(feature = "mpi")]
+    let session = match args.chorus.layer {
+        Layer::Mpi => Some(chorus_core::MpiSession::init().map_err(|e| e.to_string())?),
+        _ => None,
+    };
+    #[cfg(feature = "mpi")]
+    let speaks = session.as_ref().is_none_or(|s| {
+        use mpi::topology::Communicator;
+        s.world().rank() == 0
+    });
+    #[cfg(not(feature = "mpi"))]
+    let speaks = true;
+    let many = strategies.len() > 1;
+    let mut reports = Vec::new();
+    for spec in strategies {
+        let mut config = args.chorus.clone();
+        if let (Some(t), true) = (&args.chorus.trace, many) {
+            config.trace = Some(trace_name(t, &spec.name()));
+        }
+        if speaks && !args.json {
+            eprintln!(
+                "running {} on {} PEs ({})...",
+                spec.name(),
+                config.pes,
+                config.layer.name()
+            );
+        }
+        let r = match spec {
+            StrategySpec::None => chorus_lb::run(&config, params, NoBalancing),
+            StrategySpec::Collective(interval) => {
+                chorus_lb::run(&config, params, Collective { interval })
+            }
+            StrategySpec::Async => chorus_lb::run(&config, params, AsyncMerge),
+        }
+        .map_err(|e| format!("{}: {e}", spec.name()))?;
+        reports.push(r);
+    }
+    if speaks {
+        if args.json {
+            println!("{}", to_json(&reports));
+        } else {
+            print_table(&reports, args, item_ms);
+        }
+    }
+    Ok(())
+}
+
+/// `FILE` with `-name` before its extension, one trace per strategy.
+fn trace_name(t: &Path, name: &str) -> PathBuf {
+    let stem = t.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+    let tag = name.replace(':', "-");
+    let file = match t.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!("{stem}-{tag}.{ext}"),
+        None => format!("{stem}-{tag}"),
+    };
+    t.with_file_name(file)
+}
+
+fn to_json(reports: &[McmcReport]) -> serde_json::Value {
+    json!({
+        "ideal_s": reports.first().map_or(0.0, |r| r.ideal_s),
+        "strategies": reports.iter().map(|r| json!({
+            "name": r.name,
+            "makespan_s": r.makespan_s,
+            "regroups_avg": r.regroups.avg,
+            "regroups_stdev": r.regroups.stdev,
+            "regroups_min": r.regroups.min,
+            "regroups_max": r.regroups.max,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64) {
+    let none = reports
+        .iter()
+        .find(|r| r.name == "none")
+        .map(|r| r.makespan_s);
+    let best_collective = reports
+        .iter()
+        .filter(|r| r.name.starts_with("collective"))
+        .map(|r| r.makespan_s)
+        .reduce(f64::min);
+    let ideal = reports.first().map_or(0.0, |r| r.ideal_s);
+    println!(
+        "MCMC kernel: {} PEs on {}, G = {}, T = {item_ms} ms, workload {}; ideal {ideal:.3} s",
+        args.chorus.pes,
+        args.chorus.layer.name(),
+        args.group_size,
+        args.workload
+    );
+    println!(
+        "{:<16} {:>11} {:>10} {:>14} {:>10} {:>8} {:>8} {:>5} {:>5}",
+        "strategy",
+        "makespan s",
+        "vs none",
+        "vs best coll.",
+        "vs ideal",
+        "regr.avg",
+        "stdev",
+        "min",
+        "max"
+    );
+    let gain = |base: Option<f64>, x: f64| match base {
+        Some(b) if b > 0.0 => format!("{:+.1}%", (b - x) / b * 100.0),
+        _ => "-".into(),
+    };
+    for r in reports {
+        let gap = if ideal > 0.0 {
+            format!("{:+.1}%", (r.makespan_s - ideal) / ideal * 100.0)
+        } else {
+            "-".into()
+        };
+        println!(
+            "{:<16} {:>11.3} {:>10} {:>14} {:>10} {:>8.2} {:>8.2} {:>5} {:>5}",
+            r.name,
+            r.makespan_s,
+            gain(none, r.makespan_s),
+            gain(best_collective, r.makespan_s),
+            gap,
+            r.regroups.avg,
+            r.regroups.stdev,
+            r.regroups.min,
+            r.regroups.max
+        );
+    }
+    println!("(vs none / vs best coll.: time saved; vs ideal: time above total work / PEs)");
+    for r in reports {
+        if let Some(t) = &r.trace {
+            println!("trace of {}: {}", r.name, t.display());
+        }
+    }
+}

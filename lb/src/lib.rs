@@ -1,0 +1,16 @@
+//! Load balancing for chorus: Markov-chain walker groups over range sections,
+//! regrouped by pluggable strategies — none, periodic collective regrouping, and
+//! asynchronous noncollective merge (the dinan paper's MCMC benchmark kernel).
+#![forbid(unsafe_code)]
+
+pub mod driver;
+pub mod regroup;
+pub mod report;
+pub mod strategy;
+pub mod walker;
+pub mod workload;
+
+pub use driver::{run, McmcParams};
+pub use report::{McmcReport, RegroupStats};
+pub use strategy::{AsyncMerge, Collective, NoBalancing, Strategy, StrategySpec};
+pub use workload::Workload;
