@@ -136,6 +136,10 @@ pub struct SimArgs {
     /// Fixed CPU cost of running any handler, microseconds.
     #[arg(long = "sim-handler-us")]
     pub handler_us: Option<f64>,
+    /// Extra delay of each network message, microseconds, drawn from 0..=this by
+    /// --seed: reorders messages (adversarial timing, reproducible per seed).
+    #[arg(long = "sim-jitter-us")]
+    pub jitter_us: Option<f64>,
     /// Model contention: each PE's outgoing and incoming link carries one message at a time.
     #[arg(long = "sim-contention")]
     pub contention: bool,

@@ -8,6 +8,7 @@
 #![cfg_attr(not(feature = "mpi"), forbid(unsafe_code))]
 #![cfg_attr(feature = "mpi", deny(unsafe_code))]
 
+mod announced;
 pub mod array;
 pub mod bytes;
 pub mod callback;
@@ -39,6 +40,7 @@ pub use chare::Chare;
 pub use config::{Config, ErrorPolicy, KillSpec, Layer, SimArgs, SimPreset, StatsFormat, WorkMode};
 pub use ctx::Ctx;
 pub use error::{RegistryMismatch, RuntimeError};
+pub use fixed_hash::mix64;
 pub use ids::{ChareId, CollectionId, Pe};
 #[cfg(feature = "mpi")]
 pub use machine::mpi::MpiSession;

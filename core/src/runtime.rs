@@ -2,6 +2,7 @@
 //! state every machine layer shares. A layer only moves envelopes between PEs and
 //! tells this code when its PE is idle.
 
+use crate::announced::Announced;
 use crate::array::{builtin_home, ArrayMap, ElemAddr, Shape};
 use crate::callback::Callback;
 use crate::chare::AnyChare;
@@ -727,11 +728,11 @@ pub(crate) struct PeRuntime {
     chare_slot: HashMap<ChareId, usize>,
     /// The last chare looked up: runs of messages to one chare skip the hash.
     last_chare: Option<(ChareId, usize)>,
-    chares_announced: HashMap<Pe, u32>,
+    chares_announced: Announced,
     waiting_for_chare: HashMap<ChareId, Vec<Envelope>>,
     /// Boxed so the table of an idle PE stays small.
     colls: HashMap<CollectionId, Box<Collection>>,
-    colls_announced: HashMap<Pe, u32>,
+    colls_announced: Announced,
     waiting_for_coll: HashMap<CollectionId, Vec<Envelope>>,
 }
 
@@ -776,10 +777,10 @@ impl PeRuntime {
             chare_slab: Vec::new(),
             chare_slot: HashMap::default(),
             last_chare: None,
-            chares_announced: HashMap::default(),
+            chares_announced: Announced::default(),
             waiting_for_chare: HashMap::default(),
             colls: HashMap::default(),
-            colls_announced: HashMap::default(),
+            colls_announced: Announced::default(),
             waiting_for_coll: HashMap::default(),
         }
     }
@@ -1079,12 +1080,7 @@ impl PeRuntime {
         };
         match dest_coll {
             Ok(coll) => {
-                let announced = self
-                    .colls_announced
-                    .get(&coll.creator)
-                    .copied()
-                    .unwrap_or(0);
-                if coll.seq >= announced {
+                if !self.colls_announced.contains(coll.creator, coll.seq) {
                     self.waiting_for_coll.entry(coll).or_default().push(env);
                 } else {
                     self.core
@@ -1092,8 +1088,7 @@ impl PeRuntime {
                 }
             }
             Err(Dest::Chare(id)) => {
-                let announced = self.chares_announced.get(&id.creator).copied().unwrap_or(0);
-                if id.seq >= announced {
+                if !self.chares_announced.contains(id.creator, id.seq) {
                     self.waiting_for_chare.entry(id).or_default().push(env);
                 } else {
                     self.core.fail(RuntimeError::UnknownChare {
@@ -1297,8 +1292,7 @@ impl PeRuntime {
     }
 
     fn create_chare(&mut self, id: ChareId, ty: u32, init: Payload) {
-        let next = self.chares_announced.entry(id.creator).or_insert(0);
-        *next = (*next).max(id.seq + 1);
+        self.chares_announced.insert(id.creator, id.seq);
         if let Some(chare) = self.construct(ty, init, Current::Chare(id)) {
             self.chare_slot.insert(id, self.chare_slab.len());
             self.chare_slab.push(chare);
@@ -1308,8 +1302,7 @@ impl PeRuntime {
     }
 
     fn announce_collection(&mut self, coll: CollectionId) {
-        let next = self.colls_announced.entry(coll.creator).or_insert(0);
-        *next = (*next).max(coll.seq + 1);
+        self.colls_announced.insert(coll.creator, coll.seq);
     }
 
     fn create_group(&mut self, coll: CollectionId, ty: u32, root: Pe, init: Payload) {

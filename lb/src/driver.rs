@@ -2,8 +2,8 @@
 //! and reports the makespan and the regroup counts.
 
 use crate::report::{McmcReport, RegroupStats};
-use crate::strategy::Strategy;
-use crate::walker::{ChainEnd, Walker, WalkerEntries, WalkerInit, WalkerMsg};
+use crate::strategy::{AsyncMerge, Collective, NoBalancing, Strategy, StrategySpec};
+use crate::walker::{ChainEnd, Walker, WalkerEntries, WalkerInit, WalkerMsg, WORK_UNIT};
 use crate::workload::Workload;
 use chorus_core::{
     Callback, Chare, Config, Ctx, Entry, GroupProxy, Registry, Runtime, RuntimeError,
@@ -58,7 +58,7 @@ pub struct DriverInit<S> {
 pub enum DriverMsg {
     /// A chain's group reports its end.
     ChainEnded(ChainEnd),
-    /// Every PE's regroup count.
+    /// Every PE's regroup count and work share, in pairs by PE.
     Regroups(Vec<u64>),
 }
 
@@ -105,7 +105,9 @@ impl<S: Strategy> Chare for Driver<S> {
     fn handle(&mut self, msg: DriverMsg, ctx: &mut Ctx) {
         match msg {
             DriverMsg::ChainEnded(end) => self.chain_ended(end, ctx),
-            DriverMsg::Regroups(counts) => {
+            DriverMsg::Regroups(pairs) => {
+                let counts: Vec<u64> = pairs.chunks(2).map(|c| c[0]).collect();
+                self.check_work(&pairs);
                 let makespan = self
                     .ended
                     .iter()
@@ -122,6 +124,23 @@ impl<S: Strategy> Chare for Driver<S> {
 }
 
 impl<S: Strategy> Driver<S> {
+    /// Every item's work was done once in all: a PE lost from a group, or in two
+    /// groups at once, would leave the PEs' shares short of or above the items.
+    fn check_work(&mut self, pairs: &[u64]) {
+        let done: f64 = pairs
+            .chunks(2)
+            .filter_map(|c| c.get(1))
+            .map(|&s| s as f64 / WORK_UNIT)
+            .sum();
+        let items: u64 = self.init.chains.iter().sum();
+        if (done - items as f64).abs() > 1e-6 * (items as f64 + 1.0) {
+            self.errors.push(format!(
+                "PEs did {done:.6} items' worth of work, the chains hold {items}: \
+                 a PE was lost from a group or worked in two"
+            ));
+        }
+    }
+
     fn chain_ended(&mut self, end: ChainEnd, ctx: &mut Ctx) {
         let c = end.chain as usize;
         let want = self.init.chains.get(c).copied();
@@ -205,4 +224,17 @@ pub fn run<S: Strategy>(
         regroups: RegroupStats::of(&counts),
         trace: report.trace.map(|t| t.file),
     })
+}
+
+/// Run the MCMC benchmark kernel once with the built-in strategy `spec`.
+pub fn run_spec(
+    config: &Config,
+    params: McmcParams,
+    spec: StrategySpec,
+) -> Result<McmcReport, LbError> {
+    match spec {
+        StrategySpec::None => run(config, params, NoBalancing),
+        StrategySpec::Collective(interval) => run(config, params, Collective { interval }),
+        StrategySpec::Async => run(config, params, AsyncMerge),
+    }
 }

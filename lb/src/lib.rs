@@ -10,7 +10,7 @@ pub mod strategy;
 pub mod walker;
 pub mod workload;
 
-pub use driver::{run, McmcParams};
+pub use driver::{run, run_spec, LbError, McmcParams};
 pub use report::{McmcReport, RegroupStats};
 pub use strategy::{AsyncMerge, Collective, NoBalancing, Strategy, StrategySpec};
 pub use workload::Workload;

@@ -96,6 +96,9 @@ pub struct GroupState {
     index_sum: u64,
 }
 
+/// Fixed-point scale of the work shares PEs report (2^32 per item).
+pub const WORK_UNIT: f64 = 4_294_967_296.0;
+
 /// One PE's walker.
 pub struct Walker<S> {
     init: WalkerInit<S>,
@@ -113,6 +116,8 @@ pub struct Walker<S> {
     /// Merge requests this PE received and its group has not yet taken in.
     held: Vec<(u32, u32)>,
     regroups: u64,
+    /// Items' worth of work this PE has done (a share of 1/g per step in a group of g).
+    work_share: f64,
 }
 
 impl<S: Strategy> Chare for Walker<S> {
@@ -138,6 +143,7 @@ impl<S: Strategy> Chare for Walker<S> {
             steps_since_exchange: 0,
             held: Vec::new(),
             regroups: 0,
+            work_share: 0.0,
             init,
         };
         if left == 0 {
@@ -155,12 +161,22 @@ impl<S: Strategy> Chare for Walker<S> {
             WalkerMsg::Exchanged(v) => self.exchanged(&v, ctx),
             WalkerMsg::MergeRequest { first, last } => self.merge_request(first, last, ctx),
             WalkerMsg::Joined(g) => {
+                if let Some(c) = self.chain {
+                    panic!(
+                        "PE {} was asked to join group {}..={} while walking chain {c}: \
+                         a PE would be in two groups",
+                        self.me, g.first, g.last
+                    );
+                }
                 self.adopt(g);
                 self.regroups += 1;
                 self.steps_since_exchange = 0;
                 self.step(ctx);
             }
-            WalkerMsg::Report(cb) => ctx.contribute(self.regroups, Reducer::Gather, cb),
+            WalkerMsg::Report(cb) => {
+                let share = (self.work_share * WORK_UNIT).round() as u64;
+                ctx.contribute(vec![self.regroups, share], Reducer::Concat, cb)
+            }
         }
     }
 }
@@ -188,6 +204,7 @@ impl<S: Strategy> Walker<S> {
     /// allreduce rather than the next one's.
     fn step(&mut self, ctx: &mut Ctx) {
         let g = self.last - self.first + 1;
+        self.work_share += 1.0 / f64::from(g);
         ctx.work(self.init.item / g);
         Self::proxy(ctx).send(ctx, self.me, WalkerMsg::Worked);
     }
@@ -417,6 +434,9 @@ fn parse_step(v: &[u64], members: u32) -> (u64, Vec<(u32, u32)>) {
             requests.push((v[i] as u32, v[i + 1] as u32));
             i += 2;
         }
+    }
+    if i != v.len() {
+        panic!("a step's allreduce result has more than {members} members: {v:?}");
     }
     (item.unwrap_or(0), requests)
 }

@@ -1,5 +1,6 @@
 //! How many work items each walker's Markov chain holds.
 
+use chorus_core::mix64;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -24,7 +25,7 @@ impl Workload {
         match self {
             Workload::Cyclic => 10 * u64::from(leader % 32),
             Workload::Random { seed } => {
-                let z = splitmix(seed ^ u64::from(chain).wrapping_mul(0xA24B_AED4_963E_E407));
+                let z = mix64(seed ^ u64::from(chain).wrapping_mul(0xA24B_AED4_963E_E407));
                 z % 281
             }
         }
@@ -36,13 +37,6 @@ impl Workload {
             .map(|c| self.items(c, c * group_size))
             .collect()
     }
-}
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl fmt::Display for Workload {

@@ -6,13 +6,7 @@
 //! that covers n, restricted to 0..n by cycle walking; every process computes the same
 //! values (no per-process seeds).
 
-/// splitmix64's output function: a fixed 64-bit mixer.
-pub fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use chorus_core::mix64;
 
 const ROUNDS: u64 = 4;
 

@@ -2,9 +2,7 @@
 //! run under each load-balancing strategy and compared.
 
 use chorus_core::{Config, Layer};
-use chorus_lb::{
-    AsyncMerge, Collective, McmcParams, McmcReport, NoBalancing, StrategySpec, Workload,
-};
+use chorus_lb::{McmcParams, McmcReport, StrategySpec, Workload};
 use clap::Parser;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -19,7 +17,7 @@ struct Args {
     /// PEs per initial walker group (G).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     group_size: u32,
-    /// Cost of one work item on one PE, in ms (T) [default: 100 on sim, 10 elsewhere].
+    /// Cost of one work item on one PE, in ms (T) [default: 100 on sim, 40 elsewhere].
     #[arg(long)]
     item_ms: Option<f64>,
     /// Chain lengths: `cyclic` (S = 10 * (leader mod 32)) or `random` (from --seed).
@@ -60,7 +58,7 @@ fn run(args: &Args) -> Result<(), String> {
     };
     let item_ms = args.item_ms.unwrap_or(match args.chorus.layer {
         Layer::Sim => 100.0,
-        Layer::Threads | Layer::Mpi => 10.0,
+        Layer::Threads | Layer::Mpi => 40.0,
     });
     if !(item_ms.is_finite() && item_ms > 0.0) {
         return Err(format!(
@@ -99,14 +97,8 @@ fn run(args: &Args) -> Result<(), String> {
                 config.layer.name()
             );
         }
-        let r = match spec {
-            StrategySpec::None => chorus_lb::run(&config, params, NoBalancing),
-            StrategySpec::Collective(interval) => {
-                chorus_lb::run(&config, params, Collective { interval })
-            }
-            StrategySpec::Async => chorus_lb::run(&config, params, AsyncMerge),
-        }
-        .map_err(|e| format!("{}: {e}", spec.name()))?;
+        let r = chorus_lb::run_spec(&config, params, spec)
+            .map_err(|e| format!("{}: {e}", spec.name()))?;
         reports.push(r);
     }
     if speaks {

@@ -100,7 +100,7 @@ impl Simulator {
         Ok(Simulator {
             pes: (0..npes).map(|_| SimPe::default()).collect(),
             events,
-            cursor: Rc::new(RefCell::new(Cursor::new(model, npes))),
+            cursor: Rc::new(RefCell::new(Cursor::new(model, npes, config.seed))),
             registry,
             config: config.clone(),
             model,

@@ -3,7 +3,8 @@
 //! A message of `b` bytes (envelope header included) sent at virtual time `t` by a
 //! handler on PE i:
 //! - costs the sender `o_send` of CPU: its clock moves from `t` to `t + o_send`;
-//! - arrives at PE j at `t + o_send + alpha + beta*b`;
+//! - arrives at PE j at `t + o_send + alpha + beta*b` (plus, with `jitter`, a delay
+//!   drawn from 0..=jitter by the seed, which lets tests reorder messages on purpose);
 //! - waits there until PE j is free (a PE is a single server; arrivals queue, and the
 //!   highest-priority ready message runs first);
 //! - costs the receiver `o_recv + gamma*b` (copying, decoding) plus the fixed
@@ -35,6 +36,8 @@ pub struct NetworkModel {
     pub handler_ns: u64,
     /// One message at a time on each PE's outgoing and incoming link.
     pub contention: bool,
+    /// Largest extra delay of a network message, drawn per message from the seed.
+    pub jitter_ns: u64,
 }
 
 impl NetworkModel {
@@ -55,6 +58,7 @@ impl NetworkModel {
                 gamma_ns_per_byte: 0.5,
                 handler_ns: 500,
                 contention: false,
+                jitter_ns: 0,
             },
             SimPreset::Cluster => NetworkModel {
                 alpha_ns: 1_000,
@@ -64,6 +68,7 @@ impl NetworkModel {
                 gamma_ns_per_byte: 0.05,
                 handler_ns: 100,
                 contention: false,
+                jitter_ns: 0,
             },
             SimPreset::Ideal => NetworkModel {
                 alpha_ns: 0,
@@ -73,6 +78,7 @@ impl NetworkModel {
                 gamma_ns_per_byte: 0.0,
                 handler_ns: 0,
                 contention: false,
+                jitter_ns: 0,
             },
         }
     }
@@ -102,6 +108,9 @@ impl NetworkModel {
         }
         if let Some(v) = a.handler_us {
             m.handler_ns = us(v);
+        }
+        if let Some(v) = a.jitter_us {
+            m.jitter_ns = us(v);
         }
         m.contention = a.contention;
         m

@@ -33,10 +33,14 @@ pub(crate) struct Cursor {
     pub(crate) subscribers: Vec<(Pe, Callback)>,
     pub(crate) model: NetworkModel,
     links: Option<Links>,
+    /// Seed of the per-message jitter.
+    seed: u64,
+    /// Network messages sent so far: the jitter draw's counter.
+    sent: u64,
 }
 
 impl Cursor {
-    pub(crate) fn new(model: NetworkModel, npes: usize) -> Self {
+    pub(crate) fn new(model: NetworkModel, npes: usize, seed: u64) -> Self {
         Cursor {
             pe: 0,
             clock: 0,
@@ -44,7 +48,20 @@ impl Cursor {
             subscribers: Vec::new(),
             links: model.contention.then(|| Links::new(npes)),
             model,
+            seed,
+            sent: 0,
         }
+    }
+
+    /// The next message's extra delay in 0..=max: a fixed function of the seed and
+    /// the message count, since the simulator sends in a reproducible order.
+    fn jitter(&mut self, max: u64) -> u64 {
+        if max == 0 {
+            return 0;
+        }
+        self.sent += 1;
+        crate::fixed_hash::mix64(self.seed ^ self.sent.wrapping_mul(0xA24B_AED4_963E_E407))
+            % (max + 1)
     }
 
     /// Start running `pe` at virtual time `t`.
@@ -70,6 +87,7 @@ impl Transport for SimPort {
             Some(links) => links.book(from, to as usize, depart, wire, m.alpha_ns),
             None => depart + m.alpha_ns + wire,
         };
+        let arrive = arrive + c.jitter(m.jitter_ns);
         c.out.push(Outgoing {
             to,
             arrive,
