@@ -280,6 +280,9 @@ pub(crate) struct PeCore {
     deferred: Vec<LocalContribution>,
     pub(crate) qd: Quiescence,
     pub(crate) exiting: bool,
+    /// A handler declared compute since the layer last asked: messages that arrived
+    /// meanwhile wait in the layer's inbox, unseen by the ready queue.
+    worked: bool,
     pub(crate) report: PeReport,
     /// Sequence number of the last envelope made here.
     next_seq: u32,
@@ -605,6 +608,10 @@ impl PeCore {
     }
 
     pub(crate) fn work(&mut self, d: Duration) {
+        self.worked = true;
+        // What the handler sent so far leaves before the compute, as an MPI_Isend
+        // posted before computing would.
+        self.net.flush();
         self.net.work(d, self.work_mode);
     }
 
@@ -770,6 +777,7 @@ impl PeRuntime {
                 deferred: Vec::new(),
                 qd: Quiescence::default(),
                 exiting: false,
+                worked: false,
                 report: PeReport::new(setup.me),
                 next_seq: 0,
                 trace: setup.trace,
@@ -888,6 +896,13 @@ impl PeRuntime {
     /// True once this PE has seen the job's exit.
     pub(crate) fn exiting(&self) -> bool {
         self.core.exiting
+    }
+
+    /// True (once) if a handler computed since the last call: a layer with an inbox
+    /// then drains it before the next message, so what arrived during the compute
+    /// competes by priority with what the handler queued locally.
+    pub(crate) fn take_worked(&mut self) -> bool {
+        std::mem::take(&mut self.core.worked)
     }
 
     fn process(&mut self, env: Envelope) {

@@ -6,7 +6,7 @@
 use crate::driver::{Driver, DriverMsg};
 use crate::regroup::{self, GroupLoad};
 use crate::strategy::Strategy;
-use chorus_core::{Callback, Chare, ChareProxy, Ctx, Entry, GroupProxy, Pe, Reducer};
+use chorus_core::{Callback, Chare, ChareProxy, Ctx, Entry, GroupProxy, Pe, Reducer, SendOpts};
 use chorus_sections::collectives::{Collectives, RangeMember};
 use chorus_sections::range::RangeSection;
 use serde::{Deserialize, Serialize};
@@ -95,6 +95,10 @@ pub struct GroupState {
     items: u64,
     index_sum: u64,
 }
+
+/// Priority of a member's own "share done" message: after merge requests (smaller
+/// runs first), which may have arrived while the share was computed.
+const AFTER_REQUESTS: i32 = 1;
 
 /// Fixed-point scale of the work shares PEs report (2^32 per item).
 pub const WORK_UNIT: f64 = 4_294_967_296.0;
@@ -200,13 +204,18 @@ impl<S: Strategy> Walker<S> {
     }
 
     /// Run this PE's share of the next item, then synchronise the group — through
-    /// the queue, so merge requests that came in during the work join this step's
-    /// allreduce rather than the next one's.
+    /// the queue, behind any merge request that came in during the work, so the
+    /// request joins this step's allreduce rather than the next one's.
     fn step(&mut self, ctx: &mut Ctx) {
         let g = self.last - self.first + 1;
         self.work_share += 1.0 / f64::from(g);
         ctx.work(self.init.item / g);
-        Self::proxy(ctx).send(ctx, self.me, WalkerMsg::Worked);
+        Self::proxy(ctx).send_with(
+            ctx,
+            self.me,
+            WalkerMsg::Worked,
+            SendOpts::prio(AFTER_REQUESTS),
+        );
     }
 
     /// Offer the item index and the held merge requests to the group's allreduce.

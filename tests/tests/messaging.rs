@@ -33,3 +33,10 @@ fn chares_created_from_any_pe_receive_messages_sent_right_after_creation() {
         messaging::chares_created_from_any_pe_receive_messages_sent_right_after_creation(layer);
     }
 }
+
+#[test]
+fn a_message_arriving_during_compute_outranks_a_later_local_send() {
+    for layer in layers() {
+        messaging::a_message_arriving_during_compute_outranks_a_later_local_send(layer);
+    }
+}

@@ -447,6 +447,9 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
         let mut ran = 0;
         while ran < BATCH && !rt.exiting() && rt.step() {
             ran += 1;
+            if rt.take_worked() {
+                break;
+            }
         }
         if rt.exiting() {
             break;

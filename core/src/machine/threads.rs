@@ -169,6 +169,9 @@ fn pe_loop(rt: &mut PeRuntime, rx: &Receiver<Packet>) {
             if rt.exiting() {
                 return;
             }
+            if rt.take_worked() {
+                break;
+            }
         }
         if ran > 0 {
             continue;

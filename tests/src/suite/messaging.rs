@@ -3,10 +3,11 @@
 
 use crate::{config, pes, splitmix64};
 use chorus_core::{
-    ArrayMap, ArrayProxy, Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, Layer, Reducer,
-    Registry, Runtime, SendOpts,
+    ArrayMap, ArrayProxy, Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, GroupProxy, Layer,
+    Reducer, Registry, Runtime, SendOpts,
 };
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 const ELEMENTS: usize = 80;
 const TOKENS_PER_ELEMENT: u64 = 5;
@@ -317,6 +318,69 @@ pub fn chares_created_from_any_pe_receive_messages_sent_right_after_creation(lay
     assert_eq!(by_pe, want);
 }
 
+/// One member per PE: PE 0 computes while PE 1 answers it.
+struct Duo {
+    seen: Vec<String>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum DuoMsg {
+    Start,
+    Ping,
+    Pong,
+    Late,
+}
+
+impl Chare for Duo {
+    type Init = ();
+    type Msg = DuoMsg;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Duo { seen: Vec::new() }
+    }
+    fn handle(&mut self, msg: DuoMsg, ctx: &mut Ctx) {
+        let me: GroupProxy<Duo> = ctx.this_group().expect("group member");
+        match msg {
+            DuoMsg::Start => {
+                me.send(ctx, 1, DuoMsg::Ping);
+                // PE 1's answer arrives during this compute, before the local send below.
+                ctx.work(Duration::from_millis(100));
+                me.send_with(ctx, 0, DuoMsg::Late, SendOpts::prio(1));
+            }
+            DuoMsg::Ping => me.send(ctx, 0, DuoMsg::Pong),
+            DuoMsg::Pong | DuoMsg::Late => {
+                let name = if matches!(msg, DuoMsg::Pong) {
+                    "pong"
+                } else {
+                    "late"
+                };
+                self.seen.push(name.into());
+                if self.seen.len() == 2 {
+                    ctx.publish("order", &self.seen);
+                    ctx.exit();
+                }
+            }
+        }
+    }
+}
+
+/// A message that arrived while a handler computed competes by priority with what
+/// that handler queued locally afterwards (the layer looks at its inbox first).
+pub fn a_message_arriving_during_compute_outranks_a_later_local_send(layer: Layer) {
+    let p = pes(layer, 2);
+    let mut reg = Registry::new();
+    reg.chare::<Duo>("Duo");
+    let report = Runtime::new(reg, config(layer, p, ErrorPolicy::Abort))
+        .run(move |ctx| {
+            let duo = ctx.create_group::<Duo>(());
+            duo.send(ctx, 0, DuoMsg::Start);
+        })
+        .expect("run");
+    assert_eq!(
+        report.output::<Vec<String>>("order"),
+        Some(vec!["pong".to_string(), "late".to_string()])
+    );
+}
+
 /// This module's tests, by name.
 pub const TESTS: &[super::Test] = &[
     (
@@ -334,5 +398,9 @@ pub const TESTS: &[super::Test] = &[
     (
         "chares_created_from_any_pe_receive_messages_sent_right_after_creation",
         chares_created_from_any_pe_receive_messages_sent_right_after_creation,
+    ),
+    (
+        "a_message_arriving_during_compute_outranks_a_later_local_send",
+        a_message_arriving_during_compute_outranks_a_later_local_send,
     ),
 ];
