@@ -166,8 +166,10 @@ fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64) {
         "min",
         "max"
     );
+    // With no work at all (e.g. one group whose chain is empty) only messaging
+    // time is left, and ratios of it say nothing about balancing.
     let gain = |base: Option<f64>, x: f64| match base {
-        Some(b) if b > 0.0 => format!("{:+.1}%", (b - x) / b * 100.0),
+        Some(b) if b > 0.0 && ideal > 0.0 => format!("{:+.1}%", (b - x) / b * 100.0),
         _ => "-".into(),
     };
     for r in reports {
@@ -190,6 +192,12 @@ fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64) {
         );
     }
     println!("(vs none / vs best coll.: time saved; vs ideal: time above total work / PEs)");
+    if ideal == 0.0 {
+        println!(
+            "(the chains hold no work: with the cyclic workload the group led by PE 0 has none; \
+             use more PEs or a smaller --group-size)"
+        );
+    }
     for r in reports {
         if let Some(t) = &r.trace {
             println!("trace of {}: {}", r.name, t.display());
