@@ -2,7 +2,9 @@
 //! spanning-tree construction, and range sections.
 #![forbid(unsafe_code)]
 
+pub mod centralized;
 pub mod collectives;
+pub mod driver;
 pub mod hash;
 pub mod host;
 pub mod kary;
