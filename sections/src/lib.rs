@@ -13,4 +13,5 @@ pub mod protocol;
 pub mod range;
 pub mod section;
 pub mod shrink;
+pub mod shrink_and_balance;
 pub mod shrink_and_hash;
