@@ -58,6 +58,11 @@ impl Centralized {
         }
     }
 
+    /// The id of the PE this state belongs to.
+    pub fn id(&self) -> u32 {
+        self.setup.me
+    }
+
     fn state_bytes(&self, held: usize) -> usize {
         let reports: usize = self.reports.iter().flatten().map(Vec::len).sum();
         let placed = self.placement.as_ref().map_or(0, |p| p.children.len());

@@ -149,6 +149,11 @@ impl ShrinkAndBalance {
         })
     }
 
+    /// The id of the PE this state belongs to.
+    pub fn id(&self) -> u32 {
+        self.setup.me
+    }
+
     fn inconsistent(&self, detail: String) -> ProtocolError {
         ProtocolError::Inconsistent {
             me: self.setup.me,
