@@ -249,7 +249,9 @@ mod tests {
     fn builds_a_valid_section_with_the_formula_message_count() {
         for (n, k, seed) in [(1u32, 2u32, 1u64), (40, 3, 2), (100, 4, 3), (77, 2, 4)] {
             for stride in [1u32, 2, 3, 7] {
-                let members: Vec<bool> = (0..n).map(|i| (i * 31 + 5) % stride == 0).collect();
+                let members: Vec<bool> = (0..n)
+                    .map(|i| (i * 31 + 5).is_multiple_of(stride))
+                    .collect();
                 let m = members.iter().filter(|&&b| b).count() as u64;
                 let out = drive(world_setups(&members, k, 9, 77), Centralized::new, seed).unwrap();
                 check(&members, &out.placed, 77, k).unwrap();
@@ -263,7 +265,12 @@ mod tests {
                     if members[v as usize] {
                         preorder.push(v);
                     }
-                    stack.extend(kary::children(v, n, k).collect::<Vec<_>>().into_iter().rev());
+                    stack.extend(
+                        kary::children(v, n, k)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .rev(),
+                    );
                 }
                 assert_eq!(preorder.len(), order.len());
                 for (r, id) in preorder.iter().enumerate() {

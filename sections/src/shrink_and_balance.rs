@@ -128,8 +128,7 @@ impl ShrinkAndBalance {
     pub fn new(setup: Setup, filler: Filler) -> Result<Self, ProtocolError> {
         if filler == Filler::None {
             return Err(ProtocolError::Setup(
-                "shrink-and-balance needs a filler: the balancing pass moves members only"
-                    .into(),
+                "shrink-and-balance needs a filler: the balancing pass moves members only".into(),
             ));
         }
         Ok(ShrinkAndBalance {
@@ -282,10 +281,9 @@ impl ShrinkAndBalance {
                 );
             }
             Some(_) if victims != self.victims.as_slice() => {
-                return Err(self.inconsistent(format!(
-                    "victims {victims:?} after {:?}",
-                    self.victims
-                )));
+                return Err(
+                    self.inconsistent(format!("victims {victims:?} after {:?}", self.victims))
+                );
             }
             Some(_) => {}
         }
@@ -493,7 +491,10 @@ impl Protocol for ShrinkAndBalance {
     fn start(&mut self, out: &mut Outbox<Msg>) -> Result<(), ProtocolError> {
         let mut up = Vec::new();
         self.shrink.join(&mut up);
-        out.extend(up.into_iter().map(|(to, m)| (to, Wire::Role(Msg::Shrink(m)))));
+        out.extend(
+            up.into_iter()
+                .map(|(to, m)| (to, Wire::Role(Msg::Shrink(m)))),
+        );
         self.after_upward(out);
         self.progress(out)?;
         self.peak = self.peak.max(self.state_bytes());
@@ -505,7 +506,10 @@ impl Protocol for ShrinkAndBalance {
             Msg::Shrink(m) => {
                 let mut up = Vec::new();
                 self.shrink.handle(from, m, &mut up)?;
-                out.extend(up.into_iter().map(|(to, m)| (to, Wire::Role(Msg::Shrink(m)))));
+                out.extend(
+                    up.into_iter()
+                        .map(|(to, m)| (to, Wire::Role(Msg::Shrink(m)))),
+                );
                 self.after_upward(out);
             }
             Msg::Give(pieces) => {
@@ -588,8 +592,9 @@ mod tests {
             for (n, k) in [(1u32, 2u32), (2, 2), (40, 3), (100, 2), (150, 4), (64, 16)] {
                 for stride in [1u32, 2, 3, 5, 11] {
                     for seed in 0..4u64 {
-                        let members: Vec<bool> =
-                            (0..n).map(|i| (i * 7 + seed as u32) % stride == 0).collect();
+                        let members: Vec<bool> = (0..n)
+                            .map(|i| (i * 7 + seed as u32).is_multiple_of(stride))
+                            .collect();
                         let out = drive(
                             world_setups(&members, k, 3, 5),
                             |s| ShrinkAndBalance::new(s, filler).unwrap(),

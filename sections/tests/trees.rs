@@ -53,7 +53,12 @@ fn relocations(members: &[bool], k: u32) -> u64 {
     let below = subtree_members(members, k);
     (0..n)
         .filter(|&v| !members[v as usize])
-        .filter(|&v| kary::children(v, n, k).filter(|&c| below[c as usize] > 0).count() >= 2)
+        .filter(|&v| {
+            kary::children(v, n, k)
+                .filter(|&c| below[c as usize] > 0)
+                .count()
+                >= 2
+        })
         .count() as u64
 }
 
