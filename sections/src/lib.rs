@@ -2,7 +2,9 @@
 //! spanning-tree construction, and range sections.
 #![forbid(unsafe_code)]
 
+pub mod centralized;
 pub mod collectives;
+pub mod driver;
 pub mod hash;
 pub mod host;
 pub mod kary;
@@ -11,4 +13,5 @@ pub mod protocol;
 pub mod range;
 pub mod section;
 pub mod shrink;
+pub mod shrink_and_balance;
 pub mod shrink_and_hash;

@@ -48,10 +48,12 @@ pub enum ShrinkMsg {
     /// A child's subtree report (None: no member below).
     Up(Option<Sub>),
     /// A filler takes a hole's place: these become its children; `provenance` maps
-    /// the candidates the hole forwarded to the index of the child they came from.
+    /// the candidates the hole forwarded to the index of the child they came from;
+    /// `generation` is the hole's, which orders the groups a filler takes.
     Relocate {
         children: Vec<Child>,
         provenance: Vec<(u32, u32)>,
+        generation: u32,
     },
 }
 
@@ -70,6 +72,8 @@ pub struct Shrink {
     reported: bool,
     children: Vec<Child>,
     provenance: Vec<(u32, u32)>,
+    own: usize,
+    groups: Vec<(u32, usize)>,
     relocations: u32,
     subtree: u32,
     result: Option<Option<Sub>>,
@@ -92,6 +96,8 @@ impl Shrink {
             reported: false,
             children: Vec::new(),
             provenance: Vec::new(),
+            own: 0,
+            groups: Vec::new(),
             relocations: 0,
             subtree: 0,
             result: None,
@@ -132,6 +138,7 @@ impl Shrink {
             ShrinkMsg::Relocate {
                 children,
                 provenance,
+                generation,
             } => {
                 if !self.member || self.filler == Filler::None {
                     return Err(ProtocolError::Unexpected {
@@ -141,9 +148,21 @@ impl Shrink {
                     });
                 }
                 // A leaf filler had no children and forwarded only itself; a child
-                // filler keeps its own children and adds the hole's.
-                let base = self.children.len() as u32;
-                self.children.extend(children);
+                // filler keeps its own children and adds the hole's. Groups from
+                // several holes (a chain of holes promoting one child) go deepest
+                // hole first, whatever order they arrive in, so ranks do not depend
+                // on the schedule.
+                let at = self.groups.iter().take_while(|g| g.0 > generation).count();
+                let base = self.own + self.groups[..at].iter().map(|g| g.1).sum::<usize>();
+                let len = children.len();
+                self.groups.insert(at, (generation, len));
+                self.children.splice(base..base, children);
+                for p in &mut self.provenance {
+                    if p.1 as usize >= base {
+                        p.1 += len as u32;
+                    }
+                }
+                let base = base as u32;
                 self.provenance
                     .extend(provenance.into_iter().map(|(c, i)| (c, i + base)));
                 self.relocations += 1;
@@ -213,6 +232,7 @@ impl Shrink {
                 victims: Vec::new(),
             })
             .collect();
+        self.own = self.children.len();
         self.degree = self.degree.max(self.children.len());
     }
 
@@ -257,6 +277,7 @@ impl Shrink {
             ShrinkMsg::Relocate {
                 children: siblings,
                 provenance: Vec::new(),
+                generation: self.generation,
             },
         ));
         Sub {
@@ -296,6 +317,7 @@ impl Shrink {
             ShrinkMsg::Relocate {
                 children,
                 provenance,
+                generation: self.generation,
             },
         ));
         Sub {

@@ -57,6 +57,11 @@ impl ShrinkAndHash {
         }
     }
 
+    /// The id of the PE this state belongs to.
+    pub fn id(&self) -> u32 {
+        self.setup.me
+    }
+
     fn wrap(shrink_out: Vec<(u32, ShrinkMsg)>, out: &mut Outbox<Msg>) {
         out.extend(
             shrink_out

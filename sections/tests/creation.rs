@@ -515,3 +515,49 @@ fn many_creations_at_once_on_threads() {
     let out = batch::run(config(Layer::Threads, npes), stages.clone(), true).unwrap();
     verify(npes, &stages, &out);
 }
+
+#[test]
+fn every_algorithm_makes_an_equivalent_section_of_the_same_members() {
+    use chorus_sections::protocol::Filler;
+    assert_eq!(available(), Algorithm::ALL.to_vec());
+    assert!(!available().contains(&Algorithm::ShrinkAndBalance(Filler::None)));
+    let npes = 37;
+    for layer in [Layer::Threads, Layer::Sim] {
+        for m in memberships() {
+            let stages: Vec<Vec<Step>> = available()
+                .into_iter()
+                .map(|alg| vec![plan(4, PlannedParent::World, alg, 3, m.clone())])
+                .collect();
+            let out = batch::run(config(layer, npes), stages.clone(), true)
+                .unwrap_or_else(|e| panic!("{layer:?} {m:?}: {e}"));
+            verify(npes, &stages, &out);
+            // PE → rank in each algorithm's section, in the order of `available()`.
+            let ranks: Vec<Vec<(Pe, u32)>> = out
+                .reports
+                .iter()
+                .map(|r| {
+                    let mut v: Vec<(Pe, u32)> = out
+                        .sections
+                        .iter()
+                        .filter(|(_, s)| s.id == r.id)
+                        .map(|(pe, s)| (*pe, s.rank))
+                        .collect();
+                    v.sort_unstable();
+                    v
+                })
+                .collect();
+            let pes = |v: &Vec<(Pe, u32)>| v.iter().map(|x| x.0).collect::<Vec<_>>();
+            for v in &ranks {
+                assert_eq!(pes(v), pes(&ranks[0]), "{layer:?} {m:?}: same members");
+            }
+            // The centralized gather and Shrink-and-Hash without a filler both rank
+            // members in the preorder of the parent's tree.
+            let at = |a: Algorithm| available().iter().position(|&x| x == a).unwrap();
+            assert_eq!(
+                ranks[at(Algorithm::Centralized)],
+                ranks[at(Algorithm::ShrinkAndHash(Filler::None))],
+                "{layer:?} {m:?}"
+            );
+        }
+    }
+}

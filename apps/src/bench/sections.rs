@@ -138,16 +138,24 @@ pub fn run(plan: &Plan) -> Result<Vec<Row>, BatchError> {
     Ok(rows)
 }
 
-/// Centralized time over each Shrink-and-Hash filler's time, per (pes, fraction)
-/// where both ran: (pes, fraction, filler, ratio); above 1 means Shrink-and-Hash
-/// was faster.
-pub fn speedups(rows: &[Row]) -> Vec<(u32, f64, String, f64)> {
+/// Each distributed algorithm against the centralized reference, per (pes, fraction)
+/// where both ran: (pes, fraction, `algorithm/filler`, centralized time over its
+/// time, its messages over centralized messages); a time ratio above 1 means the
+/// distributed algorithm was faster.
+pub fn speedups(rows: &[Row]) -> Vec<(u32, f64, String, f64, f64)> {
     let mut out = Vec::new();
     for c in rows.iter().filter(|r| r.algorithm == "centralized") {
-        for h in rows.iter().filter(|r| {
-            r.algorithm == "shrink-and-hash" && r.pes == c.pes && r.fraction == c.fraction
-        }) {
-            out.push((c.pes, c.fraction, h.filler.clone(), c.time_us / h.time_us));
+        for h in rows
+            .iter()
+            .filter(|r| r.algorithm != "centralized" && r.pes == c.pes && r.fraction == c.fraction)
+        {
+            out.push((
+                c.pes,
+                c.fraction,
+                format!("{}/{}", h.algorithm, h.filler),
+                c.time_us / h.time_us,
+                h.messages as f64 / c.messages as f64,
+            ));
         }
     }
     out
@@ -172,7 +180,7 @@ mod tests {
     }
 
     #[test]
-    fn speedups_pair_centralized_with_each_filler() {
+    fn speedups_pair_centralized_with_every_other_algorithm() {
         let rows = vec![
             row("centralized", "none", 100.0),
             row("shrink-and-hash", "none", 20.0),
@@ -182,7 +190,11 @@ mod tests {
         let s = speedups(&rows);
         assert_eq!(
             s,
-            vec![(8, 0.5, "none".into(), 5.0), (8, 0.5, "leaf".into(), 2.0)]
+            vec![
+                (8, 0.5, "shrink-and-hash/none".into(), 5.0, 1.0),
+                (8, 0.5, "shrink-and-hash/leaf".into(), 2.0, 1.0),
+                (8, 0.5, "shrink-and-balance/leaf".into(), 10.0, 1.0),
+            ]
         );
         assert!(speedups(&rows[1..]).is_empty());
     }

@@ -315,9 +315,10 @@ fn sections_cmd(
             r.max_pe_state_bytes
         );
     }
-    for (pes, fraction, filler, ratio) in sections::speedups(&rows) {
+    for (pes, fraction, name, time, messages) in sections::speedups(&rows) {
         println!(
-            "{pes} PEs, fraction {fraction}: centralized / shrink-and-hash/{filler} = {ratio:.2}x"
+            "{pes} PEs, fraction {fraction}: centralized time / {name} time = {time:.2}x, \
+             {name} messages / centralized messages = {messages:.2}"
         );
     }
     Ok(())

@@ -94,7 +94,7 @@ impl Topology for RangeMember {
 }
 
 /// A member of a section built by a creation algorithm, with the rank→PE table when
-/// the creation handed one out (the centralized algorithm does; the others keep O(k)).
+/// the application has one (creation hands each member only its tree neighbours).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeMember {
     section: Section,

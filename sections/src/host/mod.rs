@@ -44,7 +44,7 @@ pub mod rebuild;
 pub mod spec;
 pub mod tally;
 
-pub use algo::{available, ProtoMsg};
+pub use algo::{available, protocol, Proto, ProtoMsg};
 pub use builder::{Builder, BuilderInit, BuilderMsg};
 pub use merge::MergeRequest;
 pub use spec::{

@@ -182,7 +182,7 @@ pub enum HostError {
     /// A split with no colours, too many, or a PE naming a colour out of range.
     #[error("a split needs 1..={MAX_COLOURS} colours and colours below that: {0}")]
     BadColours(String),
-    /// This build cannot run the algorithm.
+    /// The algorithm and filler do not go together (Shrink-and-Balance needs a filler).
     #[error("algorithm {} is not available", .0.name())]
     Unsupported(Algorithm),
     /// The algorithm's state machine rejected a message.
