@@ -226,7 +226,9 @@ fn algorithm_json(a: Allgather, o: &Outcome, buckets: usize) -> Value {
 
 fn to_json(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) -> Value {
     let buckets = 1usize << args.radix_bits;
-    let first = outcomes.first().map(|(a, o)| algorithm_json(*a, o, buckets));
+    let first = outcomes
+        .first()
+        .map(|(a, o)| algorithm_json(*a, o, buckets));
     let r = outcomes.first().map(|(_, o)| o.report());
     let mut v = first.unwrap_or_else(|| json!({}));
     v["sorted"] = json!(outcomes.iter().all(|(_, o)| o.sorted()));
@@ -303,8 +305,16 @@ fn print_table(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) {
                 "{:<22} {:<7} {:>12} {:>12} {:>8} {:>8} {:>11.6} {:>11.6} {:>11.6}",
                 name,
                 r.sorted,
-                if r.blocking { "-".into() } else { format!("{:.6}", r.time_s) },
-                if r.blocking { format!("{:.6}", r.time_s) } else { "-".into() },
+                if r.blocking {
+                    "-".into()
+                } else {
+                    format!("{:.6}", r.time_s)
+                },
+                if r.blocking {
+                    format!("{:.6}", r.time_s)
+                } else {
+                    "-".into()
+                },
                 "-",
                 "-",
                 r.times.comm_s,

@@ -4,7 +4,9 @@ use super::key::{rounds, Key};
 use super::params::RadixParams;
 use super::report::SortReport;
 use super::sorter::{PeRow, Sorter, SorterInit, SorterMsg, ROW_LEN};
-use chorus_core::{Callback, Chare, Config, Ctx, Entry, GroupProxy, Registry, Runtime, RuntimeError};
+use chorus_core::{
+    Callback, Chare, Config, Ctx, Entry, GroupProxy, Registry, Runtime, RuntimeError,
+};
 use chorus_sections::collectives::Collectives;
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
@@ -114,8 +116,12 @@ pub fn run<K: Key>(config: &Config, params: RadixParams) -> Result<SortReport, R
     let report = Runtime::new(reg, config.clone()).run(move |ctx| {
         ctx.create_chare::<Driver<K>>(init, 0);
     })?;
-    let go_s: f64 = report.output("go_s").ok_or(RadixError::Missing("start time"))?;
-    let flat: Vec<u64> = report.output("rows").ok_or(RadixError::Missing("PE rows"))?;
+    let go_s: f64 = report
+        .output("go_s")
+        .ok_or(RadixError::Missing("start time"))?;
+    let flat: Vec<u64> = report
+        .output("rows")
+        .ok_or(RadixError::Missing("PE rows"))?;
     let rows: Vec<PeRow> = flat.chunks_exact(ROW_LEN).map(PeRow::from_slice).collect();
     Ok(SortReport::of(
         K::NAME,

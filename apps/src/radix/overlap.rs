@@ -23,11 +23,13 @@ impl PhaseTimes {
             return PhaseTimes::default();
         }
         let n = per_pe.len() as f64;
-        let sum = per_pe.iter().fold(PhaseTimes::default(), |a, t| PhaseTimes {
-            comm_s: a.comm_s + t.comm_s,
-            comp_s: a.comp_s + t.comp_s,
-            overlapped_s: a.overlapped_s + t.overlapped_s,
-        });
+        let sum = per_pe
+            .iter()
+            .fold(PhaseTimes::default(), |a, t| PhaseTimes {
+                comm_s: a.comm_s + t.comm_s,
+                comp_s: a.comp_s + t.comp_s,
+                overlapped_s: a.overlapped_s + t.overlapped_s,
+            });
         PhaseTimes {
             comm_s: sum.comm_s / n,
             comp_s: sum.comp_s / n,

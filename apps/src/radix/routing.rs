@@ -135,7 +135,9 @@ mod tests {
             for batch in plan(&all, buckets, me as u32, &starts, &layout) {
                 for run in batch.runs {
                     let owned = layout.owned(batch.dest);
-                    assert!(owned.start <= run.pos && run.pos + (run.local.len() as u64) <= owned.end);
+                    assert!(
+                        owned.start <= run.pos && run.pos + (run.local.len() as u64) <= owned.end
+                    );
                     for (j, i) in run.local.enumerate() {
                         let slot = &mut placed[run.pos as usize + j];
                         assert!(slot.is_none(), "position written twice");

@@ -63,7 +63,10 @@ pub enum SorterMsg<K> {
     /// Every PE's histogram of this round's digit, PE-major.
     Histograms(Vec<u64>),
     /// Keys of round `round` for this PE, as (global position, keys) runs.
-    Keys { round: u32, runs: Vec<(u64, Vec<K>)> },
+    Keys {
+        round: u32,
+        runs: Vec<(u64, Vec<K>)>,
+    },
 }
 
 /// What one PE reports at the end, as `ROW_LEN` numbers.
@@ -312,7 +315,10 @@ impl<K: Key> Sorter<K> {
         self.comp_s += comp - r.comp_started;
         self.overlapped_s += comp.max(comm) - r.started;
         let index = r.index;
-        let all = r.histograms.take().expect("comm_done comes with histograms");
+        let all = r
+            .histograms
+            .take()
+            .expect("comm_done comes with histograms");
         let scatter = std::mem::replace(&mut r.scatter, Scatter::new(&[], 0, 1, 0));
         let (moved, starts) = scatter.into_parts();
         let buckets = self.init.params.buckets();
