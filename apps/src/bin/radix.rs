@@ -2,7 +2,7 @@
 //! local key movement, against the blocking baseline, per allgather algorithm.
 #![forbid(unsafe_code)]
 
-use chorus_apps::radix::{self, Comparison, RadixParams, SortReport};
+use chorus_apps::radix::{self, Comparison, RadixError, RadixParams, SortReport};
 use chorus_core::{Config, Layer, SimPreset};
 use chorus_sections::collectives::Allgather;
 use clap::{Parser, ValueEnum};
@@ -25,7 +25,8 @@ computed the NBCBench way, from per-PE times summed over the rounds and averaged
 overlap = 1 - (t_comp+comm - t_comp) / t_comm\nwith t_comm the allgather alone and t_comp the \
 local movement alone (both from the baseline) and t_comp+comm the overlapped phase. 1 = the \
 allgather is hidden completely; it cannot exceed about t_comp / t_comm, so compare those two \
-(printed) too. --blocking or --no-baseline run one of the two only (then there is no overlap).\n\n\
+(printed) too. --blocking or --no-baseline run one of the two only (then there is no overlap); \
+--reps N repeats the pair and reports the median of every figure.\n\n\
 On --layer sim, local work costs only what is charged with ctx.work: --key-ns per key per pass \
 (counting, moving, placing received keys) and per histogram entry summed. Its default, 10 ns on \
 --sim-preset bgp (an 850 MHz core: ~8 cycles to load a key, extract its digit, bump a cursor and \
@@ -54,6 +55,9 @@ struct Args {
     /// Compute charged per key per pass, ns [default: sim 10 (bgp) or 2; threads/mpi 0].
     #[arg(long)]
     key_ns: Option<f64>,
+    /// Run each comparison this many times and report medians (noisy real layers).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
     /// Run only the blocking baseline.
     #[arg(long, conflicts_with = "no_baseline")]
     blocking: bool,
@@ -155,19 +159,26 @@ fn run(args: &Args) -> Result<bool, String> {
     let mut outcomes = Vec::new();
     for &allgather in &algorithms {
         let params = RadixParams { allgather, ..base };
+        let config = match algorithms.len() {
+            1 => args.chorus.clone(),
+            _ => radix::measure::tagged(&args.chorus, &allgather.name().replace('/', "")),
+        };
         if speaks && !args.json {
+            let pes = match args.chorus.layer {
+                Layer::Mpi => "one PE per rank".to_string(),
+                _ => format!("{} PEs", args.chorus.pes),
+            };
             eprintln!(
-                "sorting with allgather {} on {} PEs ({})...",
+                "sorting with allgather {} on {pes} ({})...",
                 allgather.name(),
-                args.chorus.pes,
                 args.chorus.layer.name()
             );
         }
         let outcome = match (args.key, args.blocking || args.no_baseline) {
-            (KeyType::U32, false) => radix::compare::<u32>(&args.chorus, params).map(Outcome::Both),
-            (KeyType::U64, false) => radix::compare::<u64>(&args.chorus, params).map(Outcome::Both),
-            (KeyType::U32, true) => radix::run::<u32>(&args.chorus, params).map(Outcome::One),
-            (KeyType::U64, true) => radix::run::<u64>(&args.chorus, params).map(Outcome::One),
+            (KeyType::U32, false) => compare_reps::<u32>(&config, params, args.reps),
+            (KeyType::U64, false) => compare_reps::<u64>(&config, params, args.reps),
+            (KeyType::U32, true) => radix::run::<u32>(&config, params).map(Outcome::One),
+            (KeyType::U64, true) => radix::run::<u64>(&config, params).map(Outcome::One),
         }
         .map_err(|e| format!("allgather {}: {e}", allgather.name()))?;
         outcomes.push((allgather, outcome));
@@ -190,6 +201,20 @@ impl Outcome {
             Outcome::One(r) => r,
         }
     }
+}
+
+/// `reps` comparisons, as their medians.
+fn compare_reps<K: radix::Key>(
+    config: &Config,
+    params: RadixParams,
+    reps: u32,
+) -> Result<Outcome, RadixError> {
+    let runs = (0..reps)
+        .map(|_| radix::compare::<K>(config, params))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Outcome::Both(
+        Comparison::median(&runs).expect("--reps is at least 1"),
+    ))
 }
 
 /// The allgather `auto` resolved to for this sort's histograms.
@@ -324,4 +349,14 @@ fn print_table(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) {
         }
     }
     println!("(times per PE are sums over rounds, averaged over PEs; overlap = 1 - (t_c+c - t_comp) / t_comm)");
+    for (_, o) in outcomes {
+        let runs = match o {
+            Outcome::Both(c) => vec![&c.blocking, &c.overlapped],
+            Outcome::One(r) => vec![r],
+        };
+        for r in runs.into_iter().filter(|r| r.trace.is_some()) {
+            let t = r.trace.as_ref().expect("filtered");
+            println!("trace: {}", t.display());
+        }
+    }
 }
