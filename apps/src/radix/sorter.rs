@@ -199,9 +199,8 @@ impl<K: Key> Chare for Sorter<K> {
             SorterMsg::Histograms(all) => self.histograms(all, ctx),
             SorterMsg::Keys { round, runs } => {
                 for (pos, keys) in runs {
-                    self.early.push((round, pos, keys));
+                    self.take_run(round, pos, keys, ctx);
                 }
-                self.place_arrived(ctx);
                 self.check_round_done(ctx);
             }
         }
@@ -333,39 +332,53 @@ impl<K: Key> Sorter<K> {
                 .map(|run| (run.pos, moved[run.local].to_vec()))
                 .collect();
             if batch.dest == self.me {
-                self.early
-                    .extend(runs.into_iter().map(|(pos, keys)| (index, pos, keys)));
+                for (pos, keys) in runs {
+                    self.take_run(index, pos, keys, ctx);
+                }
             } else {
                 let msg = SorterMsg::Keys { round: index, runs };
                 proxy.send(ctx, batch.dest, msg);
             }
         }
-        self.place_arrived(ctx);
         self.check_round_done(ctx);
     }
 
-    /// Put the held runs of the current round into place (once this PE knows which
-    /// positions it owns).
+    /// Where this PE's block of round `round`'s keys starts, if it can place them now
+    /// (it is in that round and knows which positions it owns).
+    fn base_for(&self, round: u32) -> Option<u64> {
+        let (r, layout) = (self.round.as_ref()?, self.layout.as_ref()?);
+        (r.index == round).then(|| layout.owned(self.me).start)
+    }
+
+    /// Place a run of round `round` now, or hold it until this PE can.
+    fn take_run(&mut self, round: u32, pos: u64, keys: Vec<K>, ctx: &mut Ctx) {
+        match self.base_for(round) {
+            Some(base) => {
+                let at = (pos - base) as usize;
+                self.next[at..at + keys.len()].copy_from_slice(&keys);
+                self.received += keys.len();
+                self.charge(ctx, keys.len());
+            }
+            None => self.early.push((round, pos, keys)),
+        }
+    }
+
+    /// Place the held runs that this PE can place now (called when it enters a round
+    /// and when it learns which positions it owns).
     fn place_arrived(&mut self, ctx: &mut Ctx) {
-        let (Some(r), Some(layout)) = (self.round.as_ref(), self.layout.as_ref()) else {
+        let Some(index) = self.round.as_ref().map(|r| r.index) else {
             return;
         };
-        let index = r.index;
-        let base = layout.owned(self.me).start;
-        let mut placed = 0;
-        let mut i = 0;
-        while i < self.early.len() {
-            if self.early[i].0 != index {
-                i += 1;
-                continue;
-            }
-            let (_, pos, keys) = self.early.swap_remove(i);
-            let at = (pos - base) as usize;
-            self.next[at..at + keys.len()].copy_from_slice(&keys);
-            placed += keys.len();
+        if self.base_for(index).is_none() || self.early.is_empty() {
+            return;
         }
-        self.received += placed;
-        self.charge(ctx, placed);
+        let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.early)
+            .into_iter()
+            .partition(|e| e.0 == index);
+        self.early = later;
+        for (round, pos, keys) in now {
+            self.take_run(round, pos, keys, ctx);
+        }
     }
 
     fn check_round_done(&mut self, ctx: &mut Ctx) {
