@@ -49,8 +49,9 @@ struct Args {
     /// Keys each PE starts with (uniform random from --seed).
     #[arg(long, default_value_t = 10_000)]
     keys_per_pe: usize,
-    /// Keys moved per handler of the local movement (the allgather progresses between chunks).
-    #[arg(long, default_value_t = 1024)]
+    /// Keys moved per handler of the local movement (the allgather progresses between
+    /// chunks: smaller chunks progress it sooner but pay a handler each).
+    #[arg(long, default_value_t = 256)]
     chunk_keys: usize,
     /// Compute charged per key per pass, ns [default: sim 10 (bgp) or 2; threads/mpi 0].
     #[arg(long)]
