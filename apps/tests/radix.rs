@@ -186,3 +186,65 @@ fn bad_parameters_are_errors_not_panics() {
         assert!(!e.to_string().is_empty());
     }
 }
+
+/// The binary prints one JSON object with the figures the issue asks for, per
+/// algorithm when several run, and fails clearly on bad input.
+#[test]
+fn the_binary_reports_one_json_object() {
+    let bin = env!("CARGO_BIN_EXE_radix");
+    let out = std::process::Command::new(bin)
+        .args(["--layer", "sim", "--pes", "5", "--keys-per-pe", "300"])
+        .args([
+            "--allgather",
+            "all",
+            "--ports",
+            "2",
+            "--key",
+            "u64",
+            "--json",
+        ])
+        .output()
+        .expect("run radix");
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(v["sorted"], true);
+    assert_eq!(v["pes"], 5);
+    assert_eq!(v["keys"], 1500);
+    assert_eq!(v["rounds"], 8);
+    for field in [
+        "time_s",
+        "blocking_time_s",
+        "overlap",
+        "t_comm_s",
+        "t_comp_s",
+    ] {
+        assert!(v[field].is_number(), "{field} in {v}");
+    }
+    let names: Vec<&str> = v["algorithms"]
+        .as_array()
+        .expect("per-algorithm figures")
+        .iter()
+        .map(|a| a["allgather"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(names, ["bruck/2", "standard-exchange/2", "ring"]);
+
+    let only = std::process::Command::new(bin)
+        .args(["--layer", "sim", "--pes", "3", "--blocking", "--json"])
+        .output()
+        .expect("run radix");
+    let v: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&only.stdout).trim()).expect("JSON");
+    assert_eq!(
+        (v["sorted"].clone(), v["blocking"].clone()),
+        (true.into(), true.into())
+    );
+    assert!(v.get("overlap").is_none(), "one run gives no overlap: {v}");
+
+    let bad = std::process::Command::new(bin)
+        .args(["--layer", "sim", "--allgather", "nope"])
+        .output()
+        .expect("run radix");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--allgather"));
+}
