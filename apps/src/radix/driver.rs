@@ -3,7 +3,8 @@
 use super::key::{rounds, Key};
 use super::params::RadixParams;
 use super::report::SortReport;
-use super::sorter::{PeRow, Sorter, SorterInit, SorterMsg, ROW_LEN};
+use super::row::{PeRow, ROW_LEN};
+use super::sorter::{Sorter, SorterInit, SorterMsg};
 use chorus_core::{
     Callback, Chare, Config, Ctx, Entry, GroupProxy, Registry, Runtime, RuntimeError,
 };

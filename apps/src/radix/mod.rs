@@ -11,6 +11,7 @@ pub mod overlap;
 pub mod params;
 pub mod report;
 pub mod routing;
+pub mod row;
 pub mod sorter;
 
 pub use driver::{run, RadixError};

@@ -2,7 +2,7 @@
 
 use super::overlap::PhaseTimes;
 use super::params::RadixParams;
-use super::sorter::PeRow;
+use super::row::PeRow;
 use std::path::PathBuf;
 
 /// The outcome of one radix sort run.
