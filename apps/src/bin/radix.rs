@@ -1,0 +1,363 @@
+//! radix: parallel LSD radix sort with the histogram allgather overlapped with the
+//! local key movement, against the blocking baseline, per allgather algorithm.
+#![forbid(unsafe_code)]
+
+use chorus_apps::radix::{self, Comparison, RadixError, RadixParams, SortReport};
+use chorus_core::{Config, Layer, SimPreset};
+use chorus_sections::collectives::Allgather;
+use clap::{Parser, ValueEnum};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum KeyType {
+    U32,
+    U64,
+}
+
+#[derive(Parser)]
+#[command(
+    about = "Parallel LSD radix sort (Zagha-Blelloch) whose histogram allgather overlaps the local key movement",
+    after_help = "By default every algorithm runs twice on the same input: the blocking baseline \
+(allgather, then local key movement) and the overlapped sort (allgather started, keys moved \
+locally in --chunk-keys chunks while it progresses, then waited for). From the two, overlap is \
+computed the NBCBench way, from per-PE times summed over the rounds and averaged over PEs:\n  \
+overlap = 1 - (t_comp+comm - t_comp) / t_comm\nwith t_comm the allgather alone and t_comp the \
+local movement alone (both from the baseline) and t_comp+comm the overlapped phase. 1 = the \
+allgather is hidden completely; it cannot exceed about t_comp / t_comm, so compare those two \
+(printed) too. --blocking or --no-baseline run one of the two only (then there is no overlap); \
+--reps N repeats the pair and reports the median of every figure.\n\n\
+On --layer sim, local work costs only what is charged with ctx.work: --key-ns per key per pass \
+(counting, moving, placing received keys) and per histogram entry summed. Its default, 10 ns on \
+--sim-preset bgp (an 850 MHz core: ~8 cycles to load a key, extract its digit, bump a cursor and \
+store it) and 2 ns otherwise, is what a key costs; on threads and mpi it defaults to 0 (the real \
+work is the cost)."
+)]
+struct Args {
+    /// Key type.
+    #[arg(long, value_enum, default_value_t = KeyType::U32)]
+    key: KeyType,
+    /// Allgather algorithms, comma separated: bruck, standard-exchange, ring, auto, or all (the first three).
+    #[arg(long, default_value = "auto")]
+    allgather: String,
+    /// Ports of the k-port algorithms (Bruck, standard exchange).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    ports: u32,
+    /// Bits per digit (2^bits buckets per histogram; one round per digit).
+    #[arg(long, default_value_t = 8)]
+    radix_bits: u32,
+    /// Keys each PE starts with (uniform random from --seed).
+    #[arg(long, default_value_t = 10_000)]
+    keys_per_pe: usize,
+    /// Keys moved per handler of the local movement (the allgather progresses between
+    /// chunks: smaller chunks progress it sooner but pay a handler each).
+    #[arg(long, default_value_t = 256)]
+    chunk_keys: usize,
+    /// Compute charged per key per pass, ns [default: sim 10 (bgp) or 2; threads/mpi 0].
+    #[arg(long)]
+    key_ns: Option<f64>,
+    /// Run each comparison this many times and report medians (noisy real layers).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
+    /// Run only the blocking baseline.
+    #[arg(long, conflicts_with = "no_baseline")]
+    blocking: bool,
+    /// Run only the overlapped sort.
+    #[arg(long)]
+    no_baseline: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    chorus: Config,
+}
+
+/// What one algorithm gave: one or both runs.
+enum Outcome {
+    Both(Comparison),
+    One(SortReport),
+}
+
+impl Outcome {
+    fn sorted(&self) -> bool {
+        match self {
+            Outcome::Both(c) => c.sorted(),
+            Outcome::One(r) => r.sorted,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("radix: the keys did NOT come out sorted");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("radix: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_algorithms(list: &str, ports: u32) -> Result<Vec<Allgather>, String> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        match name {
+            "bruck" => out.push(Allgather::Bruck(ports)),
+            "standard-exchange" => out.push(Allgather::StandardExchange(ports)),
+            "ring" => out.push(Allgather::Ring),
+            "auto" => out.push(Allgather::Auto),
+            "all" => out.extend([
+                Allgather::Bruck(ports),
+                Allgather::StandardExchange(ports),
+                Allgather::Ring,
+            ]),
+            other => {
+                return Err(format!(
+                    "--allgather {other:?}: expected bruck, standard-exchange, ring, auto or all"
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn default_key_ns(config: &Config) -> f64 {
+    match (config.layer, config.sim.preset) {
+        (Layer::Sim, SimPreset::Bgp) => 10.0,
+        (Layer::Sim, _) => 2.0,
+        (Layer::Threads | Layer::Mpi, _) => 0.0,
+    }
+}
+
+fn run(args: &Args) -> Result<bool, String> {
+    let algorithms = parse_algorithms(&args.allgather, args.ports)?;
+    let key_ns = args.key_ns.unwrap_or_else(|| default_key_ns(&args.chorus));
+    let base = RadixParams {
+        radix_bits: args.radix_bits,
+        keys_per_pe: args.keys_per_pe,
+        chunk_keys: args.chunk_keys,
+        key_ns,
+        allgather: Allgather::Auto,
+        blocking: args.blocking,
+    };
+    base.validate()?;
+    #[cfg(feature = "mpi")]
+    let session = match args.chorus.layer {
+        Layer::Mpi => Some(chorus_core::MpiSession::init().map_err(|e| e.to_string())?),
+        _ => None,
+    };
+    #[cfg(feature = "mpi")]
+    let speaks = session.as_ref().is_none_or(|s| {
+        use mpi::topology::Communicator;
+        s.world().rank() == 0
+    });
+    #[cfg(not(feature = "mpi"))]
+    let speaks = true;
+    let mut outcomes = Vec::new();
+    for &allgather in &algorithms {
+        let params = RadixParams { allgather, ..base };
+        let config = match algorithms.len() {
+            1 => args.chorus.clone(),
+            _ => radix::measure::tagged(&args.chorus, &allgather.name().replace('/', "")),
+        };
+        if speaks && !args.json {
+            let pes = match args.chorus.layer {
+                Layer::Mpi => "one PE per rank".to_string(),
+                _ => format!("{} PEs", args.chorus.pes),
+            };
+            eprintln!(
+                "sorting with allgather {} on {pes} ({})...",
+                allgather.name(),
+                args.chorus.layer.name()
+            );
+        }
+        let outcome = match (args.key, args.blocking || args.no_baseline) {
+            (KeyType::U32, false) => compare_reps::<u32>(&config, params, args.reps),
+            (KeyType::U64, false) => compare_reps::<u64>(&config, params, args.reps),
+            (KeyType::U32, true) => radix::run::<u32>(&config, params).map(Outcome::One),
+            (KeyType::U64, true) => radix::run::<u64>(&config, params).map(Outcome::One),
+        }
+        .map_err(|e| format!("allgather {}: {e}", allgather.name()))?;
+        outcomes.push((allgather, outcome));
+    }
+    let sorted = outcomes.iter().all(|(_, o)| o.sorted());
+    if speaks {
+        if args.json {
+            println!("{}", to_json(args, key_ns, &outcomes));
+        } else {
+            print_table(args, key_ns, &outcomes);
+        }
+    }
+    Ok(sorted)
+}
+
+impl Outcome {
+    fn report(&self) -> &SortReport {
+        match self {
+            Outcome::Both(c) => &c.overlapped,
+            Outcome::One(r) => r,
+        }
+    }
+}
+
+/// `reps` comparisons, as their medians.
+fn compare_reps<K: radix::Key>(
+    config: &Config,
+    params: RadixParams,
+    reps: u32,
+) -> Result<Outcome, RadixError> {
+    let runs = (0..reps)
+        .map(|_| radix::compare::<K>(config, params))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Outcome::Both(
+        Comparison::median(&runs).expect("--reps is at least 1"),
+    ))
+}
+
+/// The allgather `auto` resolved to for this sort's histograms.
+fn resolved(a: Allgather, r: &SortReport, buckets: usize) -> String {
+    a.resolve(r.pes, buckets * 8, true)
+        .map(Allgather::name)
+        .unwrap_or_else(|e| e.to_string())
+}
+
+fn algorithm_json(a: Allgather, o: &Outcome, buckets: usize) -> Value {
+    let r = o.report();
+    let mut v = json!({
+        "allgather": a.name(),
+        "resolved": resolved(a, r, buckets),
+        "sorted": o.sorted(),
+        "time_s": r.time_s,
+        "blocking": r.blocking,
+    });
+    if let Outcome::Both(c) = o {
+        let b = &c.blocking;
+        v["blocking_time_s"] = json!(b.time_s);
+        v["speedup"] = json!(if c.overlapped.time_s > 0.0 {
+            b.time_s / c.overlapped.time_s
+        } else {
+            0.0
+        });
+        v["overlap"] = json!(c.overlap);
+        v["t_comm_s"] = json!(b.times.comm_s);
+        v["t_comp_s"] = json!(b.times.comp_s);
+        v["t_comp_comm_s"] = json!(c.overlapped.times.overlapped_s);
+    }
+    v
+}
+
+fn to_json(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) -> Value {
+    let buckets = 1usize << args.radix_bits;
+    let first = outcomes
+        .first()
+        .map(|(a, o)| algorithm_json(*a, o, buckets));
+    let r = outcomes.first().map(|(_, o)| o.report());
+    let mut v = first.unwrap_or_else(|| json!({}));
+    v["sorted"] = json!(outcomes.iter().all(|(_, o)| o.sorted()));
+    v["key"] = json!(r.map_or("", |r| r.key));
+    v["pes"] = json!(r.map_or(0, |r| r.pes));
+    v["keys"] = json!(r.map_or(0, |r| r.keys));
+    v["keys_per_pe"] = json!(args.keys_per_pe);
+    v["radix_bits"] = json!(args.radix_bits);
+    v["rounds"] = json!(r.map_or(0, |r| r.rounds));
+    v["layer"] = json!(args.chorus.layer.name());
+    v["key_ns"] = json!(key_ns);
+    v["chunk_keys"] = json!(args.chunk_keys);
+    if outcomes.len() > 1 {
+        v["algorithms"] = outcomes
+            .iter()
+            .map(|(a, o)| algorithm_json(*a, o, buckets))
+            .collect();
+    }
+    v
+}
+
+fn print_table(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) {
+    let buckets = 1usize << args.radix_bits;
+    let Some((_, first)) = outcomes.first() else {
+        return;
+    };
+    let r = first.report();
+    println!(
+        "radix sort of {} {} keys ({} per PE) on {} PEs ({}), {} rounds of {} bits, {} keys per chunk, {key_ns} ns per key charged",
+        r.keys,
+        r.key,
+        args.keys_per_pe,
+        r.pes,
+        args.chorus.layer.name(),
+        r.rounds,
+        args.radix_bits,
+        args.chunk_keys
+    );
+    println!(
+        "{:<22} {:<7} {:>12} {:>12} {:>8} {:>8} {:>11} {:>11} {:>11}",
+        "allgather",
+        "sorted",
+        "overlapped s",
+        "blocking s",
+        "speedup",
+        "overlap",
+        "t_comm s",
+        "t_comp s",
+        "t_c+c s"
+    );
+    for (a, o) in outcomes {
+        let name = match a {
+            Allgather::Auto => format!("auto ({})", resolved(*a, o.report(), buckets)),
+            _ => a.name(),
+        };
+        match o {
+            Outcome::Both(c) => println!(
+                "{:<22} {:<7} {:>12.6} {:>12.6} {:>8.3} {:>8} {:>11.6} {:>11.6} {:>11.6}",
+                name,
+                c.sorted(),
+                c.overlapped.time_s,
+                c.blocking.time_s,
+                if c.overlapped.time_s > 0.0 {
+                    c.blocking.time_s / c.overlapped.time_s
+                } else {
+                    0.0
+                },
+                c.overlap.map_or("-".into(), |x| format!("{x:.3}")),
+                c.blocking.times.comm_s,
+                c.blocking.times.comp_s,
+                c.overlapped.times.overlapped_s
+            ),
+            Outcome::One(r) => println!(
+                "{:<22} {:<7} {:>12} {:>12} {:>8} {:>8} {:>11.6} {:>11.6} {:>11.6}",
+                name,
+                r.sorted,
+                if r.blocking {
+                    "-".into()
+                } else {
+                    format!("{:.6}", r.time_s)
+                },
+                if r.blocking {
+                    format!("{:.6}", r.time_s)
+                } else {
+                    "-".into()
+                },
+                "-",
+                "-",
+                r.times.comm_s,
+                r.times.comp_s,
+                r.times.overlapped_s
+            ),
+        }
+    }
+    println!("(times per PE are sums over rounds, averaged over PEs; overlap = 1 - (t_c+c - t_comp) / t_comm)");
+    for (_, o) in outcomes {
+        let runs = match o {
+            Outcome::Both(c) => vec![&c.blocking, &c.overlapped],
+            Outcome::One(r) => vec![r],
+        };
+        for r in runs.into_iter().filter(|r| r.trace.is_some()) {
+            let t = r.trace.as_ref().expect("filtered");
+            println!("trace: {}", t.display());
+        }
+    }
+}
