@@ -12,3 +12,4 @@ pub mod range;
 pub mod section;
 pub mod shrink;
 pub mod shrink_and_hash;
+pub mod tune;
