@@ -219,7 +219,8 @@ impl CollectivesHost {
             callback,
             pin,
         } = s;
-        let choice = pin.unwrap_or_else(|| tune::choose(self.profile.as_deref(), &op, member.size()));
+        let choice =
+            pin.unwrap_or_else(|| tune::choose(self.profile.as_deref(), &op, member.size()));
         let op = tune::apply(choice, op, member.has_roster());
         let counter = self.next_seq.entry(member.id()).or_insert(0);
         let key = OpKey {

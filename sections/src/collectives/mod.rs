@@ -60,9 +60,9 @@ pub use topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 use crate::tune::{Impl, Profile};
 use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
 use host::{HostMsg, Op, Start};
-use std::sync::Arc;
 use reduce::Delivery;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use value::{approx_bytes, Fold};
 
 /// Handle to the job's collectives group: start collectives through it.

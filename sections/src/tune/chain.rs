@@ -59,7 +59,10 @@ impl Chain {
     /// Move the current phase's sends to `out`, tagged with the phase.
     fn relay(&self, inner: Out, out: &mut Out) {
         for (pe, tag, piece) in inner.sends {
-            debug_assert!(tag <= INNER_MASK, "a collective's tag {tag} uses phase bits");
+            debug_assert!(
+                tag <= INNER_MASK,
+                "a collective's tag {tag} uses phase bits"
+            );
             out.send(pe, (self.phase << PHASE_SHIFT) | tag, piece);
         }
     }
@@ -87,7 +90,11 @@ impl Chain {
                 .partition(|m| m.0 == self.phase);
             self.early = later;
             for (_, from, tag, piece) in mine {
-                assert_eq!(step, Step::Pending, "a mock-up phase got a message after its end");
+                assert_eq!(
+                    step,
+                    Step::Pending,
+                    "a mock-up phase got a message after its end"
+                );
                 let mut inner = Out::default();
                 step = self.current.receive(me, from, tag, piece, &mut inner);
                 self.relay(inner, out);

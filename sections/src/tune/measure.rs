@@ -255,6 +255,9 @@ pub fn measure(
 /// smallest minimum, in µs.
 pub fn summarise(runs: &[&Sample]) -> (f64, f64) {
     let medians: Vec<f64> = runs.iter().map(|s| stats::median(&s.us)).collect();
-    let min = runs.iter().map(|s| stats::min(&s.us)).fold(f64::INFINITY, f64::min);
+    let min = runs
+        .iter()
+        .map(|s| stats::min(&s.us))
+        .fold(f64::INFINITY, f64::min);
     (stats::median(&medians), min)
 }

@@ -21,6 +21,6 @@ pub mod profile;
 pub mod stats;
 
 pub(crate) use dispatch::choose;
-pub use mockups::{Collective, Impl, MockUp, COLLECTIVES};
 pub(crate) use mockups::{apply, machine};
+pub use mockups::{Collective, Impl, MockUp, COLLECTIVES};
 pub use profile::{Profile, ProfileError, Range};

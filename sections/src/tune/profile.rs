@@ -91,7 +91,9 @@ impl Profile {
             return Impl::Default;
         };
         let i = ranges.partition_point(|r| r.from <= bytes);
-        ranges.get(i.wrapping_sub(1)).map_or(Impl::Default, |r| r.choice)
+        ranges
+            .get(i.wrapping_sub(1))
+            .map_or(Impl::Default, |r| r.choice)
     }
 
     /// The profile as text.
@@ -102,9 +104,18 @@ impl Profile {
         );
         for ((c, size), ranges) in &self.entries {
             for (i, r) in ranges.iter().enumerate() {
-                let to = ranges.get(i + 1).map_or(String::new(), |n| n.from.to_string());
+                let to = ranges
+                    .get(i + 1)
+                    .map_or(String::new(), |n| n.from.to_string());
                 let bytes = format!("{}..{to}", r.from);
-                let _ = writeln!(s, "{:<10} {:>7}  {:<16} {}", c.name(), size, bytes, r.choice.name());
+                let _ = writeln!(
+                    s,
+                    "{:<10} {:>7}  {:<16} {}",
+                    c.name(),
+                    size,
+                    bytes,
+                    r.choice.name()
+                );
             }
         }
         s
@@ -119,23 +130,29 @@ impl Profile {
             if line.is_empty() {
                 continue;
             }
-            let bad = |reason: String| ProfileError::Line { line: n + 1, reason };
+            let bad = |reason: String| ProfileError::Line {
+                line: n + 1,
+                reason,
+            };
             let f: Vec<&str> = line.split_whitespace().collect();
             let [coll, size, bytes, choice] = f[..] else {
                 return Err(bad(format!(
                     "expected `collective size FROM..TO implementation`, got {line:?}"
                 )));
             };
-            let c = Collective::parse(coll).ok_or_else(|| bad(format!("unknown collective {coll:?}")))?;
-            let size: u32 = size
-                .parse()
-                .ok()
-                .filter(|&s| s > 0)
-                .ok_or_else(|| bad(format!("section size {size:?} is not a positive number")))?;
+            let c = Collective::parse(coll)
+                .ok_or_else(|| bad(format!("unknown collective {coll:?}")))?;
+            let size: u32 =
+                size.parse().ok().filter(|&s| s > 0).ok_or_else(|| {
+                    bad(format!("section size {size:?} is not a positive number"))
+                })?;
             let (from, to) = bytes
                 .split_once("..")
                 .ok_or_else(|| bad(format!("bytes {bytes:?} is not FROM..TO or FROM..")))?;
-            let num = |s: &str| s.parse::<u64>().map_err(|_| bad(format!("{s:?} in {bytes:?} is not a byte count")));
+            let num = |s: &str| {
+                s.parse::<u64>()
+                    .map_err(|_| bad(format!("{s:?} in {bytes:?} is not a byte count")))
+            };
             let from = num(from)?;
             let to = if to.is_empty() { None } else { Some(num(to)?) };
             let choice = Impl::parse(c, choice)
@@ -164,7 +181,10 @@ impl Profile {
                     reason: format!("{c} on {size}: the last range must be open (FROM..)"),
                 });
             }
-            let ranges = list.into_iter().map(|(from, _, choice)| Range { from, choice }).collect();
+            let ranges = list
+                .into_iter()
+                .map(|(from, _, choice)| Range { from, choice })
+                .collect();
             profile.entries.insert((c, size), ranges);
         }
         Ok(profile)
