@@ -71,6 +71,12 @@ fn elements(bytes: u64) -> u64 {
     (bytes / 8).max(1)
 }
 
+/// The bytes per member a case of `requested` bytes really moves (whole 8-byte
+/// elements, at least one), as the tuned runtime sees them.
+pub fn message_bytes(requested: u64) -> u64 {
+    8 * elements(requested)
+}
+
 #[derive(Clone, Copy, Serialize, Deserialize)]
 struct Entries {
     go: Entry<Bench, RedData>,
