@@ -377,6 +377,7 @@ fn the_tuned_runtime_runs_the_profiles_choice() {
         }
     }
     let nrep = Nrep {
+        warmup: 1,
         min: 3,
         max: 3,
         rse: 0.0,

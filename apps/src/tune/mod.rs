@@ -34,6 +34,9 @@ pub struct TuneArgs {
     /// Independent runs of every measurement (as separate mpiruns).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
+    /// Untimed warm-up repetitions of a case per run.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
     /// Fewest repetitions of a case per run.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub nrep_min: u32,
@@ -65,8 +68,13 @@ pub struct Outcome {
     pub remaining: Vec<Violation>,
 }
 
-fn runs(args: &TuneArgs, cases: &[Case], profile: Option<Arc<Profile>>) -> Result<Vec<Vec<Sample>>, String> {
+fn runs(
+    args: &TuneArgs,
+    cases: &[Case],
+    profile: Option<Arc<Profile>>,
+) -> Result<Vec<Vec<Sample>>, String> {
     let nrep = Nrep {
+        warmup: args.warmup,
         min: args.nrep_min,
         max: args.nrep_max.max(args.nrep_min),
         rse: args.rse,
@@ -79,7 +87,12 @@ fn runs(args: &TuneArgs, cases: &[Case], profile: Option<Arc<Profile>>) -> Resul
 /// Tune (unless a profile is given), then re-measure with the profile; `pes` is the
 /// job's PE count (the ranks under MPI), the size of the section measured (the whole
 /// job); `write` says whether this process writes files.
-pub fn run(args: &TuneArgs, pes: u32, write: bool, progress: &dyn Fn(&str)) -> Result<Outcome, String> {
+pub fn run(
+    args: &TuneArgs,
+    pes: u32,
+    write: bool,
+    progress: &dyn Fn(&str),
+) -> Result<Outcome, String> {
     let colls: Vec<Collective> = plan::collectives(&args.collectives)?;
     let sizes = plan::sizes(&args.sizes)?;
     let (violations, profile, profile_path) = match &args.tune_profile {

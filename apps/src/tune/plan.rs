@@ -13,7 +13,10 @@ pub fn collectives(spec: &str) -> Result<Vec<Collective>, String> {
     for name in spec.split(',').map(str::trim) {
         let c = Collective::parse(name).ok_or_else(|| {
             let known: Vec<&str> = COLLECTIVES.iter().map(|c| c.name()).collect();
-            format!("--collectives: {name:?} is not one of all, {}", known.join(", "))
+            format!(
+                "--collectives: {name:?} is not one of all, {}",
+                known.join(", ")
+            )
         })?;
         if !out.contains(&c) {
             out.push(c);
@@ -57,7 +60,12 @@ fn cases(colls: &[Collective], sizes: &[u64], tuned: bool) -> Vec<Case> {
                 choices.push(None);
             }
             choices.push(Some(Impl::Default));
-            choices.extend(collective.mock_ups().into_iter().map(|m| Some(Impl::MockUp(m))));
+            choices.extend(
+                collective
+                    .mock_ups()
+                    .into_iter()
+                    .map(|m| Some(Impl::MockUp(m))),
+            );
             out.extend(choices.into_iter().map(|choice| Case {
                 collective,
                 choice,

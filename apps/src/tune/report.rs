@@ -27,7 +27,8 @@ fn find(check: &[Latency], c: Collective, choice: Option<Impl>, bytes: u64) -> O
 
 /// (collective, bytes, default µs, tuned µs, the profile's choice) of the re-measurement.
 fn tuned_rows(o: &Outcome, pes: u32) -> Vec<(Collective, u64, f64, f64, Impl)> {
-    let keys: BTreeSet<(Collective, u64)> = o.check.iter().map(|l| (l.collective, l.bytes)).collect();
+    let keys: BTreeSet<(Collective, u64)> =
+        o.check.iter().map(|l| (l.collective, l.bytes)).collect();
     keys.into_iter()
         .filter_map(|(c, b)| {
             let d = find(&o.check, c, Some(Impl::Default), b)?;
@@ -84,7 +85,11 @@ fn violation_table(title: &str, vs: &[Violation], base: &str) {
 pub fn print_tables(o: &Outcome, pes: u32, layer: &str, tuned_now: bool) {
     println!("chorus-tune: {pes} PEs on {layer}; a violation is a mock-up at least 10% faster");
     if tuned_now {
-        violation_table("Guideline violations of the defaults:", &o.violations, "default us");
+        violation_table(
+            "Guideline violations of the defaults:",
+            &o.violations,
+            "default us",
+        );
         println!("Profile written to {}", o.profile_path.display());
     } else {
         println!("Profile read from {}", o.profile_path.display());

@@ -4,7 +4,8 @@
 //! a rooted collective — do not count), and the repetition's latency is the slowest
 //! member's, agreed by a max-allreduce so every member takes the same decision on the
 //! number of repetitions: at least `min`, then until the relative standard error of the
-//! latencies drops to `rse` or `max` is reached (the NREP rule).
+//! latencies drops to `rse` or `max` is reached (the NREP rule), after `warmup`
+//! untimed ones.
 //!
 //! One run measures every case, in order, on the world range section; independent runs
 //! (several `measure` calls, as several mpiruns) are the caller's.
@@ -35,6 +36,8 @@ pub struct Case {
 /// The NREP rule.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Nrep {
+    /// Untimed repetitions before the first timed one (warm caches and allocators).
+    pub warmup: u32,
     /// Fewest repetitions.
     pub min: u32,
     /// Most repetitions.
@@ -107,6 +110,8 @@ struct Bench {
     case: usize,
     t0: f64,
     times: Vec<f64>,
+    /// Warm-up repetitions of the current case done.
+    warm: u32,
     samples: Vec<Sample>,
 }
 
@@ -158,6 +163,10 @@ impl Bench {
     }
 
     fn agreed(&mut self, ns: u64, ctx: &mut Ctx) {
+        if self.warm < self.init.nrep.warmup {
+            self.warm += 1;
+            return self.synchronise(ctx);
+        }
         self.times.push(ns as f64 / 1e3);
         let n = self.times.len() as u32;
         let nrep = self.init.nrep;
@@ -173,6 +182,7 @@ impl Bench {
             });
         }
         self.case += 1;
+        self.warm = 0;
         if self.case < self.init.cases.len() {
             self.synchronise(ctx);
         } else if ctx.my_pe() == 0 {
@@ -195,6 +205,7 @@ impl Chare for Bench {
             case: 0,
             t0: 0.0,
             times: Vec::new(),
+            warm: 0,
             samples: Vec::new(),
         };
         bench.synchronise(ctx);
