@@ -5,7 +5,9 @@
 //! member's, agreed by a max-allreduce so every member takes the same decision on the
 //! number of repetitions: at least `min`, then until the relative standard error of the
 //! latencies drops to `rse` or `max` is reached (the NREP rule), after `warmup`
-//! untimed ones.
+//! untimed ones. The cases of one collective and message size (the default, the
+//! mock-ups, the tuned runtime) take turns repetition by repetition, so a drift of the
+//! machine's load (other jobs on a shared machine) hits them alike.
 //!
 //! One run measures every case, in order, on the world range section; independent runs
 //! (several `measure` calls, as several mpiruns) are the caller's.
@@ -107,10 +109,16 @@ enum BenchMsg {
 struct Bench {
     init: BenchInit,
     member: RangeMember,
-    case: usize,
+    /// First case of the group under way (the cases of one collective and size).
+    first: usize,
+    /// The group's case whose repetition is under way, from 0.
+    turn: usize,
     t0: f64,
-    times: Vec<f64>,
-    /// Warm-up repetitions of the current case done.
+    /// Latencies of each case of the group.
+    times: Vec<Vec<f64>>,
+    /// Cases of the group that have repetitions enough.
+    done: Vec<bool>,
+    /// Warm-up rounds of the group done.
     warm: u32,
     samples: Vec<Sample>,
 }
@@ -140,7 +148,7 @@ impl Bench {
     /// Start this repetition's collective; true if this member gets a result.
     fn run_case(&self, ctx: &mut Ctx) -> bool {
         use chorus_core::Reducible;
-        let case = self.init.cases[self.case];
+        let case = self.init.cases[self.first + self.turn];
         let coll = match case.choice {
             Some(c) => self.init.coll.pinned(c),
             None => self.init.coll,
@@ -162,28 +170,58 @@ impl Bench {
         !case.collective.rooted() || rank == 0
     }
 
-    fn agreed(&mut self, ns: u64, ctx: &mut Ctx) {
-        if self.warm < self.init.nrep.warmup {
-            self.warm += 1;
-            return self.synchronise(ctx);
-        }
-        self.times.push(ns as f64 / 1e3);
-        let n = self.times.len() as u32;
-        let nrep = self.init.nrep;
-        let enough = n >= nrep.min && (stats::rse(&self.times) <= nrep.rse || n >= nrep.max);
-        if !enough {
-            return self.synchronise(ctx);
-        }
-        let us = std::mem::take(&mut self.times);
-        if ctx.my_pe() == 0 {
-            self.samples.push(Sample {
-                case: self.init.cases[self.case],
-                us,
-            });
-        }
-        self.case += 1;
+    /// Start the group of cases from `first`: those of the same collective and size.
+    fn open_group(&mut self, first: usize) {
+        let key = |c: &Case| (c.collective, c.bytes);
+        let cases = &self.init.cases;
+        let len = cases[first..]
+            .iter()
+            .take_while(|c| key(c) == key(&cases[first]))
+            .count();
+        self.first = first;
+        self.turn = 0;
         self.warm = 0;
-        if self.case < self.init.cases.len() {
+        self.times = vec![Vec::new(); len];
+        self.done = vec![false; len];
+    }
+
+    fn agreed(&mut self, ns: u64, ctx: &mut Ctx) {
+        let n = self.times.len();
+        if self.warm < self.init.nrep.warmup {
+            self.turn += 1;
+            if self.turn == n {
+                self.turn = 0;
+                self.warm += 1;
+            }
+            return self.synchronise(ctx);
+        }
+        let nrep = self.init.nrep;
+        let times = &mut self.times[self.turn];
+        times.push(ns as f64 / 1e3);
+        let reps = times.len() as u32;
+        if reps >= nrep.min && (stats::rse(times) <= nrep.rse || reps >= nrep.max) {
+            self.done[self.turn] = true;
+        }
+        let next = (1..=n)
+            .map(|d| (self.turn + d) % n)
+            .find(|&j| !self.done[j]);
+        if let Some(j) = next {
+            self.turn = j;
+            return self.synchronise(ctx);
+        }
+        let times = std::mem::take(&mut self.times);
+        if ctx.my_pe() == 0 {
+            let cases = &self.init.cases[self.first..self.first + n];
+            self.samples.extend(
+                cases
+                    .iter()
+                    .zip(times)
+                    .map(|(&case, us)| Sample { case, us }),
+            );
+        }
+        let following = self.first + n;
+        if following < self.init.cases.len() {
+            self.open_group(following);
             self.synchronise(ctx);
         } else if ctx.my_pe() == 0 {
             ctx.publish("tune-samples", &self.samples);
@@ -199,15 +237,18 @@ impl Chare for Bench {
     fn create(init: BenchInit, ctx: &mut Ctx) -> Self {
         let world = RangeSection::world(ctx.num_pes() as u32, init.k).expect("a job has PEs");
         let member = RangeMember::new(world, ctx.my_pe()).expect("every PE is in the world");
-        let bench = Bench {
+        let mut bench = Bench {
             init,
             member,
-            case: 0,
+            first: 0,
+            turn: 0,
             t0: 0.0,
             times: Vec::new(),
+            done: Vec::new(),
             warm: 0,
             samples: Vec::new(),
         };
+        bench.open_group(0);
         bench.synchronise(ctx);
         bench
     }
