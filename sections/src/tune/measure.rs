@@ -281,7 +281,7 @@ pub fn measure(
     if cases.is_empty() {
         return Err(MeasureError::Plan("nothing to measure".into()));
     }
-    if nrep.min == 0 || nrep.max < nrep.min || !(nrep.rse >= 0.0) {
+    if nrep.min == 0 || nrep.max < nrep.min || nrep.rse.is_nan() || nrep.rse < 0.0 {
         return Err(MeasureError::Plan(format!(
             "repetitions: need 1 <= min <= max and rse >= 0, got {nrep:?}"
         )));

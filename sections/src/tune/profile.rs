@@ -47,6 +47,9 @@ pub enum ProfileError {
     },
 }
 
+/// A range as read: first size, end (None: open) and implementation.
+type Parsed = (u64, Option<u64>, Impl);
+
 /// A tuning profile.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
@@ -123,8 +126,7 @@ impl Profile {
 
     /// Parse a profile written by `to_text` (or by hand, in that form).
     pub fn parse(text: &str) -> Result<Self, ProfileError> {
-        let mut entries: BTreeMap<(Collective, u32), Vec<(u64, Option<u64>, Impl)>> =
-            BTreeMap::new();
+        let mut entries: BTreeMap<(Collective, u32), Vec<Parsed>> = BTreeMap::new();
         for (n, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
