@@ -30,7 +30,10 @@
 //! sections built by an algorithm need a rank→PE table ([`TreeMember::with_roster`])
 //! for the roster allgathers (give it to all members or to none). With a roster
 //! (always, on range sections) rooted collectives run on the tree re-rooted at their
-//! root, and scans with order-free reducers use recursive doubling instead of the tree. Built-in reducers only: a `Reducer::Custom` lives in
+//! root, and scans with order-free reducers use recursive doubling instead of the tree.
+//! A group created with a tuning profile ([`Collectives::create_tuned`]) runs each call
+//! as the profile chooses (the default or a mock-up of `crate::tune`); a handle
+//! [`Collectives::pinned`] to one implementation ignores the profile. Built-in reducers only: a `Reducer::Custom` lives in
 //! core's registry, which is not reachable from here ([`CollectiveError::CustomReducer`]).
 
 pub mod allgather_bruck;
@@ -96,8 +99,11 @@ impl Collectives {
         Self::create_tuned(ctx, None)
     }
 
-    /// Create the group with a tuning profile: each call of a tuned collective runs the
-    /// implementation the profile chooses for its section size and message size.
+    /// Create the group with a tuning profile (`crate::tune`): each call of a tuned
+    /// collective (allgather with `Auto`, allreduce, gather, reduce, scan) runs the
+    /// implementation the profile chooses for its section size and message size. The
+    /// members of a tuned call must give values of the same size (regular calls, as in
+    /// MPI), or they might choose differently.
     pub fn create_tuned(ctx: &mut Ctx, profile: Option<Arc<Profile>>) -> Self {
         Collectives {
             group: ctx.create_group::<CollectivesHost>(profile),
