@@ -15,3 +15,4 @@ pub mod section;
 pub mod shrink;
 pub mod shrink_and_balance;
 pub mod shrink_and_hash;
+pub mod tune;

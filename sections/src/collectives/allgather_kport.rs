@@ -12,7 +12,8 @@ use super::value::Piece;
 use chorus_core::RedData;
 
 const FOLD_IN: u32 = 0;
-const FOLD_OUT: u32 = u32::MAX;
+// Below bit 24, which the tuner's chained mock-ups use to number their phases.
+const FOLD_OUT: u32 = (1 << 24) - 1;
 
 /// One member's standard exchange.
 pub struct StandardExchange {

@@ -16,9 +16,11 @@ use super::topology::{Member, RangeMember, Rerooted, Topology};
 use super::value::{Fold, Piece};
 use crate::range::RangeSection;
 use crate::section::SectionId;
+use crate::tune::{self, Impl, MockUp, Profile};
 use chorus_core::{Callback, Chare, Ctx, GroupProxy, RedData};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Names one collective: its section and its number among the member's collectives on
 /// that section (every member starts a section's collectives in the same order).
@@ -64,6 +66,13 @@ pub enum Op {
         algorithm: Allgather,
         /// This member's block.
         value: RedData,
+    },
+    /// A collective run by a mock-up of the tuner (a composition of others).
+    MockUp {
+        /// The mock-up.
+        mock_up: MockUp,
+        /// The collective as the member started it.
+        op: Box<Op>,
     },
 }
 
@@ -121,6 +130,7 @@ impl Op {
                     other.name()
                 ),
             },
+            Op::MockUp { mock_up, op } => tune::machine(mock_up, *op, rank, has_roster),
         }
     }
 }
@@ -134,6 +144,8 @@ pub struct Start {
     pub op: Op,
     /// Where this member's result goes.
     pub callback: Callback,
+    /// The implementation to run; None lets the job's tuning profile choose.
+    pub pin: Option<Impl>,
 }
 
 /// Messages of the collectives host.
@@ -176,6 +188,7 @@ struct Running {
 /// The collectives group member on one PE.
 #[derive(Default)]
 pub struct CollectivesHost {
+    profile: Option<Arc<Profile>>,
     next_seq: HashMap<SectionId, u64>,
     running: HashMap<OpKey, Running>,
     early: HashMap<OpKey, Vec<(u32, u32, Piece)>>,
@@ -204,7 +217,11 @@ impl CollectivesHost {
             member,
             op,
             callback,
+            pin,
         } = s;
+        let choice =
+            pin.unwrap_or_else(|| tune::choose(self.profile.as_deref(), &op, member.size()));
+        let op = tune::apply(choice, op, member.has_roster());
         let counter = self.next_seq.entry(member.id()).or_insert(0);
         let key = OpKey {
             section: member.id(),
@@ -248,11 +265,15 @@ impl CollectivesHost {
 }
 
 impl Chare for CollectivesHost {
-    type Init = ();
+    /// The job's tuning profile, if it has one.
+    type Init = Option<Arc<Profile>>;
     type Msg = HostMsg;
 
-    fn create(_: (), _: &mut Ctx) -> Self {
-        CollectivesHost::default()
+    fn create(profile: Option<Arc<Profile>>, _: &mut Ctx) -> Self {
+        CollectivesHost {
+            profile,
+            ..CollectivesHost::default()
+        }
     }
 
     fn handle(&mut self, msg: HostMsg, ctx: &mut Ctx) {

@@ -30,7 +30,10 @@
 //! sections built by an algorithm need a rank→PE table ([`TreeMember::with_roster`])
 //! for the roster allgathers (give it to all members or to none). With a roster
 //! (always, on range sections) rooted collectives run on the tree re-rooted at their
-//! root, and scans with order-free reducers use recursive doubling instead of the tree. Built-in reducers only: a `Reducer::Custom` lives in
+//! root, and scans with order-free reducers use recursive doubling instead of the tree.
+//! A group created with a tuning profile ([`Collectives::create_tuned`]) runs each call
+//! as the profile chooses (the default or a mock-up of `crate::tune`); a handle
+//! [`Collectives::pinned`] to one implementation ignores the profile. Built-in reducers only: a `Reducer::Custom` lives in
 //! core's registry, which is not reachable from here ([`CollectiveError::CustomReducer`]).
 
 pub mod allgather_bruck;
@@ -57,16 +60,21 @@ pub use host::CollectivesHost;
 pub use multicast::PerMember;
 pub use topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 
+use crate::tune::{Impl, Profile};
 use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
 use host::{HostMsg, Op, Start};
 use reduce::Delivery;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use value::{approx_bytes, Fold};
 
 /// Handle to the job's collectives group: start collectives through it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Collectives {
     group: GroupProxy<CollectivesHost>,
+    /// The implementation every collective started through this handle runs; None
+    /// lets the job's tuning profile choose.
+    pin: Option<Impl>,
 }
 
 fn check_root(member: &Member, root: u32) -> Result<(), CollectiveError> {
@@ -88,8 +96,28 @@ impl Collectives {
 
     /// Create the group (once per job, from any PE).
     pub fn create(ctx: &mut Ctx) -> Self {
+        Self::create_tuned(ctx, None)
+    }
+
+    /// Create the group with a tuning profile (`crate::tune`): each call of a tuned
+    /// collective (allgather with `Auto`, allreduce, gather, reduce, scan) runs the
+    /// implementation the profile chooses for its section size and message size. The
+    /// members of a tuned call must give values of the same size (regular calls, as in
+    /// MPI), or they might choose differently.
+    pub fn create_tuned(ctx: &mut Ctx, profile: Option<Arc<Profile>>) -> Self {
         Collectives {
-            group: ctx.create_group::<CollectivesHost>(()),
+            group: ctx.create_group::<CollectivesHost>(profile),
+            pin: None,
+        }
+    }
+
+    /// This handle with every collective pinned to `choice` (the default or a mock-up
+    /// of the tuner), whatever the profile says; mock-ups of another collective are
+    /// ignored.
+    pub fn pinned(self, choice: Impl) -> Self {
+        Collectives {
+            pin: Some(choice),
+            ..self
         }
     }
 
@@ -105,6 +133,17 @@ impl Collectives {
         op: Op,
         callback: Callback,
     ) -> Result<(), CollectiveError> {
+        self.start_as(ctx, member, op, callback, self.pin)
+    }
+
+    fn start_as(
+        &self,
+        ctx: &mut Ctx,
+        member: Member,
+        op: Op,
+        callback: Callback,
+        pin: Option<Impl>,
+    ) -> Result<(), CollectiveError> {
         let (mine, caller) = (member.my_pe(), ctx.my_pe());
         if mine != caller {
             return Err(CollectiveError::NotMyPe {
@@ -116,6 +155,7 @@ impl Collectives {
             member,
             op,
             callback,
+            pin,
         };
         self.group
             .send(ctx, caller, HostMsg::Start(Box::new(start)));
@@ -312,8 +352,9 @@ impl Collectives {
     }
 
     /// Allgather: every member's `callback` gets every member's vector concatenated in
-    /// rank order, by `algorithm` (`Allgather::Auto` chooses; every member must resolve
-    /// to the same algorithm, so give `Auto` equal block lengths or pick one).
+    /// rank order, by `algorithm` (`Allgather::Auto` chooses, or the tuning profile
+    /// does; every member must resolve to the same algorithm, so give `Auto` equal
+    /// block lengths or pick one).
     pub fn allgather<T: Reducible>(
         &self,
         ctx: &mut Ctx,
@@ -324,14 +365,48 @@ impl Collectives {
     ) -> Result<(), CollectiveError> {
         let member = member.into();
         let value = value.into_data();
+        if algorithm == Allgather::Auto {
+            return self.allgather_auto(ctx, member, value, callback);
+        }
         let algorithm =
             algorithm.resolve(member.size(), approx_bytes(&value), member.has_roster())?;
+        let pin = self.pin.or(Some(Impl::Default));
         if algorithm == Allgather::Tree {
-            let d = Delivery::All;
-            return self.reduction(ctx, member, value, Reducer::Concat, d, callback);
+            let fold = Fold::new(Reducer::Concat, &value)?;
+            let op = Op::Reduce {
+                fold,
+                value,
+                delivery: Delivery::All,
+            };
+            return self.start_as(ctx, member, op, callback, pin);
         }
         // Checks the value concatenates, as the tree allgather's fold does.
         Fold::new(Reducer::Concat, &value)?;
-        self.start(ctx, member, Op::Allgather { algorithm, value }, callback)
+        let op = Op::Allgather { algorithm, value };
+        self.start_as(ctx, member, op, callback, pin)
+    }
+
+    /// Allgather by the algorithm `Allgather::Auto` picks, or by the tuning profile's
+    /// choice (an explicit algorithm in `allgather` is never overridden).
+    fn allgather_auto(
+        &self,
+        ctx: &mut Ctx,
+        member: Member,
+        value: RedData,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let algorithm =
+            Allgather::Auto.resolve(member.size(), approx_bytes(&value), member.has_roster())?;
+        let fold = Fold::new(Reducer::Concat, &value)?;
+        let op = if algorithm == Allgather::Tree {
+            Op::Reduce {
+                fold,
+                value,
+                delivery: Delivery::All,
+            }
+        } else {
+            Op::Allgather { algorithm, value }
+        };
+        self.start(ctx, member, op, callback)
     }
 }

@@ -139,8 +139,13 @@ impl Fold {
         }
     }
 
+    /// The reducer this fold applies.
+    pub(crate) fn reducer(&self) -> Reducer {
+        self.reducer
+    }
+
     /// One value as the first term of a fold.
-    fn lift(&self, v: RedData) -> RedData {
+    pub(crate) fn lift(&self, v: RedData) -> RedData {
         match self.reducer {
             Reducer::Gather => RedData::List(vec![v]),
             _ => v,
@@ -148,7 +153,7 @@ impl Fold {
     }
 
     /// `acc ⊕ v`, v a single member's value.
-    fn step(&self, acc: RedData, v: RedData) -> Result<RedData, String> {
+    pub(crate) fn step(&self, acc: RedData, v: RedData) -> Result<RedData, String> {
         match self.reducer {
             Reducer::Concat => append(acc, v),
             Reducer::Gather => append(acc, RedData::List(vec![v])),

@@ -1,0 +1,128 @@
+//! chorus-tune: checks the section collectives against their performance guidelines
+//! (mock-ups made of other collectives), writes a profile that repairs the violations,
+//! and re-measures the tuned runtime against the defaults and every mock-up.
+
+pub mod plan;
+pub mod report;
+
+use chorus_core::Config;
+use chorus_sections::tune::detect::{self, Latency, Violation};
+use chorus_sections::tune::measure::{measure, Case, Nrep, Sample};
+use chorus_sections::tune::{Collective, Impl, Profile};
+use clap::Parser;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The command line of chorus-tune.
+#[derive(Parser, Debug)]
+#[command(
+    about = "Check section collectives against their performance guidelines, write a profile that repairs violations, re-measure the tuned runtime"
+)]
+pub struct TuneArgs {
+    /// Collectives to tune: all, or a comma list of allgather, allreduce, gather, reduce, scan.
+    #[arg(long, default_value = "all")]
+    pub collectives: String,
+    /// Message sizes, bytes per member, comma separated (rounded to whole 8-byte elements).
+    #[arg(long, default_value = "8,64,512,4096")]
+    pub sizes: String,
+    /// Where to write the profile.
+    #[arg(long, default_value = "chorus-tune.profile")]
+    pub out: PathBuf,
+    /// Only re-measure the tuned runtime with this profile (no tuning, nothing written).
+    #[arg(long)]
+    pub tune_profile: Option<PathBuf>,
+    /// Independent runs of every measurement (as separate mpiruns).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Untimed warm-up repetitions of a case per run.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// Fewest repetitions of a case per run.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub nrep_min: u32,
+    /// Most repetitions of a case per run.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub nrep_max: u32,
+    /// Stop repeating a case once the relative standard error of its latencies is this low.
+    #[arg(long, default_value_t = 0.02)]
+    pub rse: f64,
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub chorus: Config,
+}
+
+/// What a tuning session found.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Violations of the defaults (empty when only re-measuring a given profile).
+    pub violations: Vec<Violation>,
+    /// The profile written or used.
+    pub profile_path: PathBuf,
+    /// The profile.
+    pub profile: Profile,
+    /// The re-measurement with the profile: tuned, default and every mock-up.
+    pub check: Vec<Latency>,
+    /// Mock-ups still at least 10% faster than the tuned runtime.
+    pub remaining: Vec<Violation>,
+}
+
+fn runs(
+    args: &TuneArgs,
+    cases: &[Case],
+    profile: Option<Arc<Profile>>,
+) -> Result<Vec<Vec<Sample>>, String> {
+    let nrep = Nrep {
+        warmup: args.warmup,
+        min: args.nrep_min,
+        max: args.nrep_max.max(args.nrep_min),
+        rse: args.rse,
+    };
+    (0..args.runs)
+        .map(|_| measure(&args.chorus, cases, nrep, profile.clone()).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// Tune (unless a profile is given), then re-measure with the profile; `pes` is the
+/// job's PE count (the ranks under MPI), the size of the section measured (the whole
+/// job); `write` says whether this process writes files.
+pub fn run(
+    args: &TuneArgs,
+    pes: u32,
+    write: bool,
+    progress: &dyn Fn(&str),
+) -> Result<Outcome, String> {
+    let colls: Vec<Collective> = plan::collectives(&args.collectives)?;
+    let sizes = plan::sizes(&args.sizes)?;
+    let (violations, profile, profile_path) = match &args.tune_profile {
+        Some(path) => {
+            let p = Profile::load(path).map_err(|e| e.to_string())?;
+            (Vec::new(), p, path.clone())
+        }
+        None => {
+            progress("measuring the defaults and every mock-up");
+            let samples = runs(args, &plan::tuning_cases(&colls, &sizes), None)?;
+            let lat = detect::latencies(&samples);
+            let violations = detect::violations(&lat, pes, Some(Impl::Default));
+            let mut profile = Profile::new();
+            detect::repair(&lat, pes, &mut profile);
+            if write {
+                profile.save(&args.out).map_err(|e| e.to_string())?;
+            }
+            (violations, profile, args.out.clone())
+        }
+    };
+    progress("re-measuring the tuned runtime against the defaults and every mock-up");
+    let shared = Arc::new(profile.clone());
+    let samples = runs(args, &plan::check_cases(&colls, &sizes), Some(shared))?;
+    let check = detect::latencies(&samples);
+    let remaining = detect::violations(&check, pes, None);
+    Ok(Outcome {
+        violations,
+        profile_path,
+        profile,
+        check,
+        remaining,
+    })
+}
