@@ -1,3 +1,4 @@
 //! chorus-apps: programs users run on chorus, and the measurements behind chorus-bench.
 
 pub mod bench;
+pub mod jquick;

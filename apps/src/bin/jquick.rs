@@ -1,0 +1,159 @@
+//! jquick: Janus Quicksort on range sections, checked globally, with the paper's
+//! MPI_Comm_split baseline under MPI.
+
+use chorus_apps::jquick::{self, InputKind, KeyType, Outcome, SectionMode, SortSpec};
+use chorus_core::{Config, Layer};
+use clap::Parser;
+use serde_json::json;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(about = "Janus Quicksort: perfectly balanced distributed quicksort on range sections")]
+struct Args {
+    /// Elements per PE (n = pes * this, unless --n is given).
+    #[arg(long, default_value_t = 1024)]
+    n_per_pe: u64,
+    /// Elements in all (overrides --n-per-pe; need not be a multiple of the PEs).
+    #[arg(long)]
+    n: Option<u64>,
+    /// Input: uniform, sorted, reverse, duplicates (16 values), equal (one value) or zipf.
+    #[arg(long, default_value = "uniform")]
+    input: InputKind,
+    /// Key type: u64 or f64.
+    #[arg(long, default_value = "u64")]
+    key: KeyType,
+    /// How each level's sections are made: range (O(1), no message) or mpi-split
+    /// (MPI_Comm_split per level; --layer mpi with the mpi feature).
+    #[arg(long, default_value = "range")]
+    sections: SectionMode,
+    /// Samples per pivot (the median is the pivot; 1 = one random element).
+    #[arg(long, default_value_t = 9)]
+    samples: u32,
+    /// Branching factor of the section trees.
+    #[arg(long, default_value_t = 4)]
+    k: u32,
+    /// Simulated cost of one element step of local work, ns (sim layer).
+    #[arg(long, default_value_t = 2.0)]
+    sim_ns_per_elem: f64,
+    /// Fail (exit status 1) unless the output is sorted, balanced and a permutation.
+    #[arg(long)]
+    verify: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    chorus: Config,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("jquick: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sort, print, and say whether the check passed (or was not asked for).
+fn run(args: &Args) -> Result<bool, String> {
+    args.chorus.validate()?;
+    #[cfg(feature = "mpi")]
+    let session = match args.chorus.layer {
+        Layer::Mpi => Some(chorus_core::MpiSession::init().map_err(|e| e.to_string())?),
+        _ => None,
+    };
+    #[cfg(feature = "mpi")]
+    let (speaks, pes) = match &session {
+        Some(s) => {
+            use mpi::topology::Communicator;
+            (s.world().rank() == 0, s.world().size() as u32)
+        }
+        None => (true, args.chorus.pes),
+    };
+    #[cfg(not(feature = "mpi"))]
+    let (speaks, pes) = (true, args.chorus.pes);
+    let spec = SortSpec {
+        n: args
+            .n
+            .unwrap_or(args.n_per_pe.saturating_mul(u64::from(pes))),
+        input: args.input,
+        keys: args.key,
+        seed: args.chorus.seed,
+        samples: args.samples,
+        k: args.k,
+        sim_ns_per_elem: (args.chorus.layer == Layer::Sim).then_some(args.sim_ns_per_elem),
+        keep_output: false,
+    };
+    let outcome = match args.sections {
+        SectionMode::Range => match jquick::run(&args.chorus, &spec) {
+            Ok(r) => Some(r.outcome),
+            Err(jquick::JquickError::Missing) if !speaks => None,
+            Err(e) => return Err(e.to_string()),
+        },
+        SectionMode::MpiSplit => mpi_split(args, &spec)?,
+    };
+    let Some(o) = outcome else {
+        return Ok(true);
+    };
+    if speaks {
+        print(args, &o);
+    }
+    Ok(!args.verify || (o.sorted && o.balanced && o.permutation))
+}
+
+#[cfg(feature = "mpi")]
+fn mpi_split(args: &Args, spec: &SortSpec) -> Result<Option<Outcome>, String> {
+    if args.chorus.layer != Layer::Mpi {
+        return Err("--sections mpi-split needs --layer mpi (run under mpirun)".into());
+    }
+    jquick::mpi_split::run(spec).map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_split(_: &Args, _: &SortSpec) -> Result<Option<Outcome>, String> {
+    Err("--sections mpi-split needs MPI: rebuild with `--features mpi` and run with --layer mpi under mpirun".into())
+}
+
+fn print(args: &Args, o: &Outcome) {
+    if args.json {
+        let v = json!({
+            "sorted": o.sorted,
+            "balanced": o.balanced,
+            "permutation": o.permutation,
+            "n": o.n,
+            "pes": o.pes,
+            "time_s": o.time_s,
+            "levels": o.levels,
+            "sections_created": o.sections_created,
+            "janus": o.janus,
+            "max_concurrent_sections": o.max_concurrent_sections,
+            "sections": args.sections.name(),
+            "layer": args.chorus.layer.name(),
+            "input": args.input.name(),
+            "key": args.key.name(),
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "jquick: {} {} keys ({}) on {} PEs ({}, sections {}): {:.6} s, {} levels, {} sections, {} janus splits, up to {} sections at once on a PE",
+            o.n,
+            args.key.name(),
+            args.input.name(),
+            o.pes,
+            args.chorus.layer.name(),
+            args.sections.name(),
+            o.time_s,
+            o.levels,
+            o.sections_created,
+            o.janus,
+            o.max_concurrent_sections
+        );
+        println!(
+            "check: sorted {}, balanced {}, permutation {}",
+            o.sorted, o.balanced, o.permutation
+        );
+    }
+}
