@@ -93,7 +93,10 @@ fn run(args: &Args) -> Result<bool, String> {
             Err(jquick::JquickError::Missing) if !speaks => None,
             Err(e) => return Err(e.to_string()),
         },
-        SectionMode::MpiSplit => mpi_split(args, &spec)?,
+        #[cfg(feature = "mpi")]
+        SectionMode::MpiSplit => mpi_split(args, &spec, session.as_ref())?,
+        #[cfg(not(feature = "mpi"))]
+        SectionMode::MpiSplit => return Err(NO_MPI.into()),
     };
     let Some(o) = outcome else {
         return Ok(true);
@@ -104,17 +107,21 @@ fn run(args: &Args) -> Result<bool, String> {
     Ok(!args.verify || (o.sorted && o.balanced && o.permutation))
 }
 
-#[cfg(feature = "mpi")]
-fn mpi_split(args: &Args, spec: &SortSpec) -> Result<Option<Outcome>, String> {
-    if args.chorus.layer != Layer::Mpi {
-        return Err("--sections mpi-split needs --layer mpi (run under mpirun)".into());
-    }
-    jquick::mpi_split::run(spec).map_err(|e| e.to_string())
-}
-
 #[cfg(not(feature = "mpi"))]
-fn mpi_split(_: &Args, _: &SortSpec) -> Result<Option<Outcome>, String> {
-    Err("--sections mpi-split needs MPI: rebuild with `--features mpi` and run with --layer mpi under mpirun".into())
+const NO_MPI: &str = "--sections mpi-split needs MPI: rebuild with `--features mpi` and run with --layer mpi under mpirun";
+
+#[cfg(feature = "mpi")]
+fn mpi_split(
+    args: &Args,
+    spec: &SortSpec,
+    session: Option<&chorus_core::MpiSession>,
+) -> Result<Option<Outcome>, String> {
+    match (args.chorus.layer, session) {
+        (Layer::Mpi, Some(s)) => {
+            jquick::mpi_split::run(spec, &s.world()).map_err(|e| e.to_string())
+        }
+        _ => Err("--sections mpi-split needs --layer mpi (run under mpirun)".into()),
+    }
 }
 
 fn print(args: &Args, o: &Outcome) {

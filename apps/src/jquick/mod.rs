@@ -9,6 +9,8 @@ pub mod driver;
 pub mod input;
 pub mod key;
 pub mod layout;
+#[cfg(feature = "mpi")]
+pub mod mpi_split;
 pub mod pivot;
 pub mod sorter;
 pub mod spec;

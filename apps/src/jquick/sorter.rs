@@ -136,7 +136,8 @@ impl Chare for Sorter {
             done: false,
             init,
         };
-        if s_nonempty(&layout) {
+        // PEs without positions (n < p) take no part in any task.
+        if len > 0 {
             let root = TaskKey {
                 a: 0,
                 b: layout.n(),
@@ -144,7 +145,8 @@ impl Chare for Sorter {
             };
             let world = RangeSection::world(layout.pes(), sorter.init.spec.k)
                 .expect("the spec's k was checked");
-            sorter.receive(ctx, root, Some(world), elems);
+            let section = sorter.child_section(world, root);
+            sorter.receive(ctx, root, section, elems);
         }
         sorter.try_finish(ctx);
         sorter
@@ -175,10 +177,6 @@ impl Chare for Sorter {
             }
         }
     }
-}
-
-fn s_nonempty(layout: &Layout) -> bool {
-    layout.n() > 0
 }
 
 impl Sorter {
