@@ -55,7 +55,7 @@ fn grid_n(pes: u32, turn: usize) -> u64 {
 fn sim_sorts_every_input_on_1_to_17_pes() {
     for pes in 1..=17u32 {
         for (i, kind) in InputKind::ALL.into_iter().enumerate() {
-            let keys = if (pes as usize + i) % 2 == 0 {
+            let keys = if (pes as usize + i).is_multiple_of(2) {
                 KeyType::U64
             } else {
                 KeyType::F64

@@ -41,6 +41,13 @@ struct Args {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Under --layer mpi: sort --reps times with range sections and with mpi-split,
+    /// alternately in this one MPI job, and report both medians and their ratio.
+    #[arg(long)]
+    compare: bool,
+    /// Repetitions of each variant with --compare.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
     #[command(flatten)]
     chorus: Config,
 }
@@ -87,6 +94,12 @@ fn run(args: &Args) -> Result<bool, String> {
         sim_ns_per_elem: (args.chorus.layer == Layer::Sim).then_some(args.sim_ns_per_elem),
         keep_output: false,
     };
+    if args.compare {
+        #[cfg(feature = "mpi")]
+        return compare(args, &spec, session.as_ref(), speaks);
+        #[cfg(not(feature = "mpi"))]
+        return Err(NO_MPI.into());
+    }
     let outcome = match args.sections {
         SectionMode::Range => match jquick::run(&args.chorus, &spec) {
             Ok(r) => Some(r.outcome),
@@ -105,6 +118,67 @@ fn run(args: &Args) -> Result<bool, String> {
         print(args, &o);
     }
     Ok(!args.verify || (o.sorted && o.balanced && o.permutation))
+}
+
+#[cfg(feature = "mpi")]
+fn compare(
+    args: &Args,
+    spec: &SortSpec,
+    session: Option<&chorus_core::MpiSession>,
+    speaks: bool,
+) -> Result<bool, String> {
+    let Some(session) = session.filter(|_| args.chorus.layer == Layer::Mpi) else {
+        return Err("--compare needs --layer mpi (run under mpirun)".into());
+    };
+    let world = session.world();
+    let (mut range, mut split) = (Vec::new(), Vec::new());
+    for _ in 0..args.reps {
+        match jquick::run(&args.chorus, spec) {
+            Ok(r) => range.push(r.outcome),
+            Err(jquick::JquickError::Missing) if !speaks => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        if let Some(o) = jquick::mpi_split::run(spec, &world).map_err(|e| e.to_string())? {
+            split.push(o);
+        }
+    }
+    if !speaks {
+        return Ok(true);
+    }
+    let median = |v: &[Outcome]| {
+        let mut t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
+        chorus_apps::bench::median(&mut t)
+    };
+    let ok = |v: &[Outcome]| v.iter().all(|o| o.sorted && o.balanced && o.permutation);
+    let (tr, ts) = (median(&range), median(&split));
+    let (r0, s0) = (&range[0], &split[0]);
+    let v = json!({
+        "sorted": range.iter().chain(&split).all(|o| o.sorted),
+        "balanced": range.iter().chain(&split).all(|o| o.balanced),
+        "permutation": range.iter().chain(&split).all(|o| o.permutation),
+        "n": r0.n,
+        "pes": r0.pes,
+        "time_s": tr,
+        "levels": r0.levels,
+        "sections_created": r0.sections_created,
+        "janus": r0.janus,
+        "mpi_split_time_s": ts,
+        "mpi_split_levels": s0.levels,
+        "mpi_split_communicators": s0.sections_created,
+        "speedup_vs_mpi_split": ts / tr,
+        "reps": args.reps,
+        "input": args.input.name(),
+        "key": args.key.name(),
+    });
+    if args.json {
+        println!("{v}");
+    } else {
+        println!(
+            "jquick on {} ranks, n = {} ({}): range sections {:.6} s, MPI_Comm_split {:.6} s (medians of {}): range is {:.1}x faster",
+            r0.pes, r0.n, args.input.name(), tr, ts, args.reps, ts / tr
+        );
+    }
+    Ok(!args.verify || (ok(&range) && ok(&split)))
 }
 
 #[cfg(not(feature = "mpi"))]

@@ -131,7 +131,7 @@ fn place(
         let comm = comm.expect("a distributed task has a communicator");
         groups.push(Group { key, comm, elems });
     } else {
-        let partner = (first != last).then(|| (if me == first { last } else { first }, None));
+        let partner = (first != last).then_some((if me == first { last } else { first }, None));
         bases.push(BaseCase {
             key,
             mine: elems,
