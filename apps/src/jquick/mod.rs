@@ -66,6 +66,7 @@ pub fn run(config: &Config, spec: &SortSpec) -> Result<SortRun, JquickError> {
     reg.chare::<Driver>("chorus_apps::jquick::Driver")
         .chare::<Sorter>("chorus_apps::jquick::Sorter");
     let sorter = SorterEntries {
+        go: reg.entry::<Sorter, Vec<u64>>("Sorter::go", SorterMsg::Go),
         samples: reg.entry::<Sorter, Vec<u64>>("Sorter::samples", SorterMsg::Samples),
         prefix: reg.entry::<Sorter, Vec<u64>>("Sorter::prefix", SorterMsg::Prefix),
         total: reg.entry::<Sorter, Vec<u64>>("Sorter::total", SorterMsg::Total),

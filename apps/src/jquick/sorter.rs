@@ -24,6 +24,8 @@ use std::time::Duration;
 /// Entries of the sorter that collectives deliver to.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct SorterEntries {
+    /// The start barrier is done: sort.
+    pub go: Entry<Sorter, Vec<u64>>,
     /// A task's samples: [a, b, depth, key, origin, key, origin, ..].
     pub samples: Entry<Sorter, Vec<u64>>,
     /// A task's inclusive scan of small counts: [a, b, depth, small up to me].
@@ -48,6 +50,8 @@ pub struct SorterInit {
 /// Messages of a sorter member.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum SorterMsg {
+    /// Every PE has made its input (the start barrier).
+    Go(Vec<u64>),
     /// Result of a task's sample allgather.
     Samples(Vec<u64>),
     /// Result of a task's scan of small counts.
@@ -107,6 +111,8 @@ pub struct Sorter {
     covered: u64,
     running: u64,
     record: PeRecord,
+    /// This PE's input, until the start barrier.
+    input: Option<Vec<Elem>>,
     done: bool,
 }
 
@@ -120,7 +126,7 @@ impl Chare for Sorter {
         let s = &init.spec;
         let (first, len) = (layout.start(me), layout.len(me));
         let elems = input::generate(s.input, s.keys, s.seed, s.n, first, len);
-        let mut sorter = Sorter {
+        let sorter = Sorter {
             me,
             layout,
             tasks: HashMap::new(),
@@ -130,30 +136,27 @@ impl Chare for Sorter {
             running: 0,
             record: PeRecord {
                 fp_in: input::fingerprint(&elems),
-                t0: ctx.now(),
                 ..PeRecord::default()
             },
+            input: Some(elems),
             done: false,
             init,
         };
-        // PEs without positions (n < p) take no part in any task.
-        if len > 0 {
-            let root = TaskKey {
-                a: 0,
-                b: layout.n(),
-                depth: 0,
-            };
-            let world = RangeSection::world(layout.pes(), sorter.init.spec.k)
-                .expect("the spec's k was checked");
-            let section = sorter.child_section(world, root);
-            sorter.receive(ctx, root, section, elems);
-        }
-        sorter.try_finish(ctx);
+        // Start together, as the MPI baseline does after its barrier, so the time
+        // does not include making the group and the input.
+        let world = sorter.world();
+        let cb = sorter.callback(ctx, sorter.init.entries.go);
+        sorter
+            .init
+            .collectives
+            .barrier(ctx, sorter.member(world), cb)
+            .expect("the start barrier is well formed");
         sorter
     }
 
     fn handle(&mut self, msg: SorterMsg, ctx: &mut Ctx) {
         match msg {
+            SorterMsg::Go(_) => self.go(ctx),
             SorterMsg::Samples(v) => self.samples(ctx, &v),
             SorterMsg::Prefix(v) => self.counted(ctx, &v, true),
             SorterMsg::Total(v) => self.counted(ctx, &v, false),
@@ -180,6 +183,27 @@ impl Chare for Sorter {
 }
 
 impl Sorter {
+    fn world(&self) -> RangeSection {
+        RangeSection::world(self.layout.pes(), self.init.spec.k).expect("the spec's k was checked")
+    }
+
+    /// Sort this PE's input from the root task.
+    fn go(&mut self, ctx: &mut Ctx) {
+        self.record.t0 = ctx.now();
+        let elems = self.input.take().expect("the start barrier ends once");
+        // PEs without positions (n < p) take no part in any task.
+        if !elems.is_empty() {
+            let root = TaskKey {
+                a: 0,
+                b: self.layout.n(),
+                depth: 0,
+            };
+            let section = self.child_section(self.world(), root);
+            self.receive(ctx, root, section, elems);
+        }
+        self.try_finish(ctx);
+    }
+
     fn proxy(ctx: &Ctx) -> GroupProxy<Sorter> {
         ctx.this_group::<Sorter>()
             .expect("a sorter runs as a group member")
@@ -196,9 +220,9 @@ impl Sorter {
         }
     }
 
-    fn member(&self, key: TaskKey, section: RangeSection) -> RangeMember {
+    fn member(&self, section: RangeSection) -> RangeMember {
         RangeMember::new(section, self.me)
-            .unwrap_or_else(|e| panic!("PE {} holds part of {key:?}: {e}", self.me))
+            .unwrap_or_else(|e| panic!("PE {} is not in {section:?}: {e}", self.me))
     }
 
     /// Elements of `key` arrived (or were kept); start the task once all are here.
@@ -262,7 +286,7 @@ impl Sorter {
         task.stage = Stage::Sampling;
         let section = task.section.expect("a distributed task has a section");
         let samples = pivot::local_samples(spec.seed, key, spec.samples, me_first, &task.elems);
-        let member = self.member(key, section);
+        let member = self.member(section);
         let head = member_head(&member, key);
         if head.is_some() {
             self.record.sections += 1;
@@ -292,7 +316,7 @@ impl Sorter {
             total: None,
         };
         self.charge(ctx, n as f64);
-        let member = self.member(key, section);
+        let member = self.member(section);
         let mut v: Vec<u64> = member_head(&member, key).map_or([0; 3], |h| h).to_vec();
         v.push(s);
         let collectives = self.init.collectives;
@@ -402,6 +426,7 @@ impl Sorter {
     /// the base cases and report the slice.
     fn try_finish(&mut self, ctx: &mut Ctx) {
         if self.done
+            || self.input.is_some()
             || self.covered != self.layout.len(self.me)
             || !self.bases.iter().all(BaseCase::ready)
         {
