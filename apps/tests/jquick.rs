@@ -1,7 +1,9 @@
 //! Janus Quicksort end to end: every PE's final slice equals the matching slice of a
 //! sequential sort, on the sim and threads layers, for p = 1..17 and every input.
 
-use chorus_apps::jquick::{self, input, layout::Layout, InputKind, KeyType, SortKey, SortSpec};
+use chorus_apps::jquick::{
+    self, input, layout::Layout, InputKind, KeyType, SectionMode, SortKey, SortSpec,
+};
 use chorus_core::{Config, Layer};
 
 fn spec(n: u64, input: InputKind, keys: KeyType, seed: u64) -> SortSpec {
@@ -12,6 +14,7 @@ fn spec(n: u64, input: InputKind, keys: KeyType, seed: u64) -> SortSpec {
         seed,
         samples: 9,
         k: 4,
+        sections: SectionMode::Range,
         sim_ns_per_elem: None,
         keep_output: true,
     }
@@ -143,4 +146,22 @@ fn sim_runs_are_deterministic_by_seed() {
     assert_eq!(a.slices, b.slices);
     let c = sorts_exactly(Layer::Sim, 12, &spec(s.n, s.input, s.keys, 22));
     assert_ne!(a.sim, c.sim, "another seed, another run");
+}
+
+#[test]
+fn shrink_and_hash_sections_sort_the_same() {
+    for (pes, kind, layer) in [
+        (7, InputKind::Uniform, Layer::Sim),
+        (13, InputKind::Duplicates, Layer::Sim),
+        (16, InputKind::Zipf, Layer::Threads),
+        (5, InputKind::Equal, Layer::Threads),
+    ] {
+        let range = spec(u64::from(pes) * 300 + 2, kind, KeyType::U64, 8);
+        let built = SortSpec {
+            sections: SectionMode::ShrinkAndHash,
+            ..range.clone()
+        };
+        let b = sorts_exactly(layer, pes, &built);
+        assert!(b.outcome.sections_created >= 1, "{:?}", b.outcome);
+    }
 }

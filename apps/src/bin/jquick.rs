@@ -22,8 +22,9 @@ struct Args {
     /// Key type: u64 or f64.
     #[arg(long, default_value = "u64")]
     key: KeyType,
-    /// How each level's sections are made: range (O(1), no message) or mpi-split
-    /// (MPI_Comm_split per level; --layer mpi with the mpi feature).
+    /// How each level's sections are made: range (O(1), no message), shrink-and-hash
+    /// (the section builder, from the world) or mpi-split (MPI_Comm_split per level;
+    /// --layer mpi with the mpi feature).
     #[arg(long, default_value = "range")]
     sections: SectionMode,
     /// Samples per pivot (the median is the pivot; 1 = one random element).
@@ -91,6 +92,7 @@ fn run(args: &Args) -> Result<bool, String> {
         seed: args.chorus.seed,
         samples: args.samples,
         k: args.k,
+        sections: args.sections,
         sim_ns_per_elem: (args.chorus.layer == Layer::Sim).then_some(args.sim_ns_per_elem),
         keep_output: false,
     };
@@ -101,7 +103,7 @@ fn run(args: &Args) -> Result<bool, String> {
         return Err(NO_MPI.into());
     }
     let outcome = match args.sections {
-        SectionMode::Range => match jquick::run(&args.chorus, &spec) {
+        SectionMode::Range | SectionMode::ShrinkAndHash => match jquick::run(&args.chorus, &spec) {
             Ok(r) => Some(r.outcome),
             Err(jquick::JquickError::Missing) if !speaks => None,
             Err(e) => return Err(e.to_string()),

@@ -3,10 +3,11 @@
 
 use super::layout::Layout;
 use super::sorter::{Sorter, SorterEntries, SorterInit};
-use super::spec::SortSpec;
+use super::spec::{SectionMode, SortSpec};
 use super::verify;
 use chorus_core::{Callback, Chare, Ctx, Entry};
 use chorus_sections::collectives::Collectives;
+use chorus_sections::host::{Builder, BuilderInit};
 use serde::{Deserialize, Serialize};
 
 /// What the driver starts from.
@@ -18,6 +19,8 @@ pub struct DriverInit {
     pub sorter: SorterEntries,
     /// The driver's entry for the PEs' records.
     pub records: Entry<Driver, Vec<u64>>,
+    /// The section builder's init (used with Shrink-and-Hash sections).
+    pub builder: BuilderInit,
 }
 
 /// Messages of the driver.
@@ -41,9 +44,12 @@ impl Chare for Driver {
             .this_chare::<Driver>()
             .expect("the driver is a singleton chare");
         let collectives = Collectives::create(ctx);
+        let builder = (init.spec.sections == SectionMode::ShrinkAndHash)
+            .then(|| ctx.create_group::<Builder>(init.builder));
         ctx.create_group::<Sorter>(SorterInit {
             spec: init.spec.clone(),
             collectives,
+            builder,
             entries: init.sorter,
             records: Callback::chare(&me, init.records),
         });

@@ -22,8 +22,9 @@ pub use key::{KeyType, SortKey};
 pub use spec::{SectionMode, SortSpec};
 pub use verify::Outcome;
 
-use chorus_core::{Config, Registry, Runtime, RuntimeError};
+use chorus_core::{Config, Encoded, Registry, Runtime, RuntimeError};
 use chorus_sections::collectives::Collectives;
+use chorus_sections::section::Section;
 use driver::{Driver, DriverInit, DriverMsg};
 use sorter::{Sorter, SorterEntries, SorterMsg};
 use thiserror::Error;
@@ -58,11 +59,18 @@ pub struct SortRun {
     pub sim: Option<(f64, u64)>,
 }
 
-/// Sort once with range sections under `config`.
+/// Sort once on the runtime under `config`, with range sections or Shrink-and-Hash.
 pub fn run(config: &Config, spec: &SortSpec) -> Result<SortRun, JquickError> {
     spec.validate().map_err(JquickError::Spec)?;
+    if spec.sections == SectionMode::MpiSplit {
+        return Err(JquickError::Spec(
+            "--sections mpi-split is a plain MPI program: run it with --layer mpi (mpi_split::run)"
+                .into(),
+        ));
+    }
     let mut reg = Registry::new();
     Collectives::register(&mut reg);
+    let builder = chorus_sections::host::register(&mut reg);
     reg.chare::<Driver>("chorus_apps::jquick::Driver")
         .chare::<Sorter>("chorus_apps::jquick::Sorter");
     let sorter = SorterEntries {
@@ -70,12 +78,15 @@ pub fn run(config: &Config, spec: &SortSpec) -> Result<SortRun, JquickError> {
         samples: reg.entry::<Sorter, Vec<u64>>("Sorter::samples", SorterMsg::Samples),
         prefix: reg.entry::<Sorter, Vec<u64>>("Sorter::prefix", SorterMsg::Prefix),
         total: reg.entry::<Sorter, Vec<u64>>("Sorter::total", SorterMsg::Total),
+        counts: reg.entry::<Sorter, Vec<u64>>("Sorter::counts", SorterMsg::Counts),
+        section: reg.entry::<Sorter, Encoded<Section>>("Sorter::section", SorterMsg::Section),
     };
     let records = reg.entry::<Driver, Vec<u64>>("Driver::records", DriverMsg::Records);
     let init = DriverInit {
         spec: spec.clone(),
         sorter,
         records,
+        builder,
     };
     let report = Runtime::new(reg, config.clone()).run(move |ctx| {
         ctx.create_chare::<Driver>(init, 0);

@@ -14,11 +14,14 @@ use super::pivot;
 use super::spec::SortSpec;
 use super::task::{self, Partitioned, TaskKey};
 use super::verify::PeRecord;
-use chorus_core::{Callback, Chare, Ctx, Entry, GroupProxy, Reducer};
-use chorus_sections::collectives::{Collectives, RangeMember};
+use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Reducer};
+use chorus_sections::collectives::{Collectives, Member, RangeMember, Topology, TreeMember};
+use chorus_sections::host::{Builder, Membership, Parent, Request};
+use chorus_sections::protocol::{Algorithm, Filler};
 use chorus_sections::range::RangeSection;
+use chorus_sections::section::Section;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 /// Entries of the sorter that collectives deliver to.
@@ -32,6 +35,10 @@ pub struct SorterEntries {
     pub prefix: Entry<Sorter, Vec<u64>>,
     /// A task's total small count: [a, b, depth, small].
     pub total: Entry<Sorter, Vec<u64>>,
+    /// A built task's small counts by PE: [a, b, depth, count of each PE in order].
+    pub counts: Entry<Sorter, Vec<u64>>,
+    /// A section the builder made (Shrink-and-Hash mode).
+    pub section: Entry<Sorter, Encoded<Section>>,
 }
 
 /// What every sorter member starts from.
@@ -41,6 +48,8 @@ pub struct SorterInit {
     pub spec: SortSpec,
     /// The job's section collectives.
     pub collectives: Collectives,
+    /// The section builder, when tasks get built sections instead of ranges.
+    pub builder: Option<GroupProxy<Builder>>,
     /// The sorter's own entries.
     pub entries: SorterEntries,
     /// Where each PE's record goes (a Concat reduction over the group).
@@ -58,6 +67,10 @@ pub enum SorterMsg {
     Prefix(Vec<u64>),
     /// Result of a task's allreduce of small counts.
     Total(Vec<u64>),
+    /// Result of a built task's allreduce of small counts by PE.
+    Counts(Vec<u64>),
+    /// A section the builder made for a task this PE is in.
+    Section(Encoded<Section>),
     /// Elements of `key` for this PE; `section` is the task's range section when it
     /// spans three PEs or more (split from its parent's by the sender: no message).
     Data {
@@ -94,6 +107,8 @@ enum Stage {
 
 struct Task {
     section: Option<RangeSection>,
+    /// This PE's member of the task's section, once it has one.
+    member: Option<Member>,
     elems: Vec<Elem>,
     expect: u64,
     stage: Stage,
@@ -113,6 +128,13 @@ pub struct Sorter {
     record: PeRecord,
     /// This PE's input, until the start barrier.
     input: Option<Vec<Elem>>,
+    /// Built tasks waiting for their section, by (first PE, PEs): sections of one
+    /// PE range reach every member in the order tasks of that range start there
+    /// (a later one is nested in an earlier one, whose collectives needed its
+    /// section everywhere before the later one could exist).
+    awaiting: HashMap<(u32, u32), VecDeque<TaskKey>>,
+    /// Built sections no task has taken yet, by (creator = first PE, size).
+    arrived: HashMap<(u32, u32), VecDeque<Section>>,
     done: bool,
 }
 
@@ -139,6 +161,8 @@ impl Chare for Sorter {
                 ..PeRecord::default()
             },
             input: Some(elems),
+            awaiting: HashMap::new(),
+            arrived: HashMap::new(),
             done: false,
             init,
         };
@@ -160,6 +184,14 @@ impl Chare for Sorter {
             SorterMsg::Samples(v) => self.samples(ctx, &v),
             SorterMsg::Prefix(v) => self.counted(ctx, &v, true),
             SorterMsg::Total(v) => self.counted(ctx, &v, false),
+            SorterMsg::Counts(v) => self.counts_by_pe(ctx, &v),
+            SorterMsg::Section(Encoded(section)) => {
+                let slot = (section.id.creator, section.size);
+                match self.awaiting.get_mut(&slot).and_then(VecDeque::pop_front) {
+                    Some(key) => self.sample(ctx, key, TreeMember::new(section, self.me).into()),
+                    None => self.arrived.entry(slot).or_default().push_back(section),
+                }
+            }
             SorterMsg::Data {
                 key,
                 section,
@@ -236,6 +268,7 @@ impl Sorter {
         let expect = self.layout.overlap(self.me, key.a, key.b);
         let task = self.tasks.entry(key).or_insert_with(|| Task {
             section,
+            member: None,
             elems: Vec::with_capacity(expect as usize),
             expect,
             stage: Stage::Filling,
@@ -280,18 +313,47 @@ impl Sorter {
         self.running += 1;
         self.record.max_concurrent = self.record.max_concurrent.max(self.running);
         self.record.levels = self.record.levels.max(u64::from(key.depth) + 1);
+        if let Some(builder) = self.init.builder {
+            if self.me == first {
+                self.record.sections += 1;
+                let on_member = Callback::group_all(&Self::proxy(ctx), self.init.entries.section);
+                let req = Request {
+                    algorithm: Algorithm::ShrinkAndHash(Filler::None),
+                    k: self.init.spec.k,
+                    parent: Parent::World,
+                    membership: Membership::Pes((first..=last).collect()),
+                    on_member,
+                    on_report: Callback::Ignore,
+                    tag: key.a,
+                    keep: false,
+                };
+                Builder::create_section(&builder, ctx, req);
+            }
+            let slot = (first, last - first + 1);
+            match self.arrived.get_mut(&slot).and_then(VecDeque::pop_front) {
+                Some(section) => self.sample(ctx, key, TreeMember::new(section, self.me).into()),
+                None => self.awaiting.entry(slot).or_default().push_back(key),
+            }
+            return;
+        }
+        let task = self.tasks.get(&key).expect("a full task is stored");
+        let section = task.section.expect("a distributed task has a section");
+        let member = self.member(section);
+        if member.rank() == 0 {
+            self.record.sections += 1;
+        }
+        self.sample(ctx, key, member.into());
+    }
+
+    /// Start the task's sample allgather on its section.
+    fn sample(&mut self, ctx: &mut Ctx, key: TaskKey, member: Member) {
         let me_first = self.layout.start(self.me).max(key.a);
         let spec = &self.init.spec;
         let task = self.tasks.get_mut(&key).expect("a full task is stored");
         task.stage = Stage::Sampling;
-        let section = task.section.expect("a distributed task has a section");
+        task.member = Some(member.clone());
         let samples = pivot::local_samples(spec.seed, key, spec.samples, me_first, &task.elems);
-        let member = self.member(section);
-        let head = member_head(&member, key);
-        if head.is_some() {
-            self.record.sections += 1;
-        }
-        let mut v = head.map(Vec::from).unwrap_or_default();
+        let mut v = member_head(&member, key).map(Vec::from).unwrap_or_default();
         v.extend(samples);
         let cb = self.callback(ctx, self.init.entries.samples);
         self.init
@@ -307,7 +369,7 @@ impl Sorter {
         let elems = std::mem::take(&mut task.elems);
         let n = elems.len();
         let (small, large): (Vec<Elem>, Vec<Elem>) = elems.into_iter().partition(|e| *e < pivot);
-        let section = task.section.expect("a distributed task has a section");
+        let member = task.member.clone().expect("a sampled task has a member");
         let s = small.len() as u64;
         task.stage = Stage::Counting {
             small,
@@ -316,18 +378,52 @@ impl Sorter {
             total: None,
         };
         self.charge(ctx, n as f64);
-        let member = self.member(section);
         let mut v: Vec<u64> = member_head(&member, key).map_or([0; 3], |h| h).to_vec();
-        v.push(s);
         let collectives = self.init.collectives;
+        if self.init.builder.is_some() {
+            // A built section ranks its members in no particular order, so a scan by
+            // rank is no prefix by PE: every member learns every PE's count instead.
+            let (first, last) = self.layout.span(key.a, key.b);
+            let mut slots = vec![0u64; (last - first + 1) as usize];
+            slots[(self.me - first) as usize] = s;
+            v.extend(slots);
+            let cb = self.callback(ctx, self.init.entries.counts);
+            collectives
+                .allreduce(ctx, member, v, Reducer::Sum, cb)
+                .expect("the count allreduce is well formed");
+            return;
+        }
+        v.push(s);
         let cb = self.callback(ctx, self.init.entries.prefix);
         collectives
-            .scan(ctx, member, v.clone(), Reducer::Sum, cb)
+            .scan(ctx, member.clone(), v.clone(), Reducer::Sum, cb)
             .expect("the count scan is well formed");
         let cb = self.callback(ctx, self.init.entries.total);
         collectives
             .allreduce(ctx, member, v, Reducer::Sum, cb)
             .expect("the count allreduce is well formed");
+    }
+
+    /// A built task's counts by PE: this PE's inclusive prefix and the total.
+    fn counts_by_pe(&mut self, ctx: &mut Ctx, v: &[u64]) {
+        let key = TaskKey::from_words(v).expect("counts carry their task");
+        let (first, _) = self.layout.span(key.a, key.b);
+        let counts = &v[3..];
+        let mine = (self.me - first) as usize;
+        let inclusive: u64 = counts[..=mine].iter().sum();
+        let total: u64 = counts.iter().sum();
+        let task = self.tasks.get_mut(&key).expect("counted task is running");
+        let Stage::Counting {
+            inclusive: i,
+            total: t,
+            ..
+        } = &mut task.stage
+        else {
+            panic!("counts of {key:?} before its samples");
+        };
+        *i = Some(inclusive);
+        *t = Some(total);
+        self.exchange(ctx, key);
     }
 
     fn counted(&mut self, ctx: &mut Ctx, v: &[u64], is_prefix: bool) {
@@ -363,7 +459,6 @@ impl Sorter {
             unreachable!("exchange runs once both counts are in");
         };
         self.running -= 1;
-        let section = task.section.expect("a distributed task has a section");
         let children = key.children(total);
         let (mine_lo, mine_hi) = (self.layout.start(self.me), self.layout.start(self.me + 1));
         let cut = children[0].b;
@@ -371,7 +466,10 @@ impl Sorter {
             self.record.janus += 1;
             ctx.trace_event("jquick::janus");
         }
-        let sections = children.map(|c| self.child_section(section, c));
+        let sections = match task.section {
+            Some(section) => children.map(|c| self.child_section(section, c)),
+            None => [None, None],
+        };
         let part = Partitioned {
             small_before: inclusive - small.len() as u64,
             small,
@@ -471,7 +569,6 @@ impl Sorter {
 
 /// The task's name words, from rank 0 only (the others give zeros, so sums and
 /// concatenations carry the name once).
-fn member_head(member: &RangeMember, key: TaskKey) -> Option<[u64; 3]> {
-    use chorus_sections::collectives::Topology;
+fn member_head(member: &Member, key: TaskKey) -> Option<[u64; 3]> {
     (member.rank() == 0).then(|| key.words())
 }

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 pub enum SectionMode {
     /// Range sections split from the parent's: O(1), no message (the RBC way).
     Range,
+    /// Each task's section built by Shrink-and-Hash on the section builder, from the
+    /// world (messages on every PE per section: the cost range sections avoid).
+    ShrinkAndHash,
     /// A native MPI communicator per level by MPI_Comm_split (the paper's baseline;
     /// a plain rsmpi program, `--layer mpi` with the `mpi` feature only).
     MpiSplit,
@@ -20,8 +23,11 @@ impl std::str::FromStr for SectionMode {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "range" => Ok(SectionMode::Range),
+            "shrink-and-hash" => Ok(SectionMode::ShrinkAndHash),
             "mpi-split" => Ok(SectionMode::MpiSplit),
-            _ => Err(format!("unknown --sections {s:?}: use range or mpi-split")),
+            _ => Err(format!(
+                "unknown --sections {s:?}: use range, shrink-and-hash or mpi-split"
+            )),
         }
     }
 }
@@ -31,6 +37,7 @@ impl SectionMode {
     pub fn name(self) -> &'static str {
         match self {
             SectionMode::Range => "range",
+            SectionMode::ShrinkAndHash => "shrink-and-hash",
             SectionMode::MpiSplit => "mpi-split",
         }
     }
@@ -51,6 +58,8 @@ pub struct SortSpec {
     pub samples: u32,
     /// Branching factor of the section trees.
     pub k: u32,
+    /// How tasks get their sections (`run` takes range and shrink-and-hash).
+    pub sections: SectionMode,
     /// Simulated cost of one element step of local work, ns (sim layer only; None
     /// charges nothing, as on real layers where work takes real time).
     pub sim_ns_per_elem: Option<f64>,
