@@ -105,7 +105,9 @@ enum Stage {
     },
 }
 
+/// This PE's part of one task.
 struct Task {
+    /// The task's range section (range mode, three PEs or more).
     section: Option<RangeSection>,
     /// This PE's member of the task's section, once it has one.
     member: Option<Member>,
@@ -284,6 +286,8 @@ impl Sorter {
         }
     }
 
+    /// All of this PE's elements of `key` are here: a base case waits for the end of
+    /// the distributed phase; a distributed task gets its section and starts.
     fn start(&mut self, ctx: &mut Ctx, key: TaskKey) {
         let (first, last) = self.layout.span(key.a, key.b);
         if last - first < 2 {
