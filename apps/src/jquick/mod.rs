@@ -5,6 +5,7 @@
 //! split, belongs to both subtasks and runs both with asynchronous collectives.
 
 pub mod base;
+pub mod built;
 pub mod driver;
 pub mod input;
 pub mod key;

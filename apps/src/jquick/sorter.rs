@@ -7,6 +7,7 @@
 //! left, then the PE reports its slice.
 
 use super::base::BaseCase;
+use super::built::BuiltSections;
 use super::input;
 use super::key::Elem;
 use super::layout::Layout;
@@ -21,7 +22,7 @@ use chorus_sections::protocol::{Algorithm, Filler};
 use chorus_sections::range::RangeSection;
 use chorus_sections::section::Section;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// Entries of the sorter that collectives deliver to.
@@ -130,13 +131,8 @@ pub struct Sorter {
     record: PeRecord,
     /// This PE's input, until the start barrier.
     input: Option<Vec<Elem>>,
-    /// Built tasks waiting for their section, by (first PE, PEs): sections of one
-    /// PE range reach every member in the order tasks of that range start there
-    /// (a later one is nested in an earlier one, whose collectives needed its
-    /// section everywhere before the later one could exist).
-    awaiting: HashMap<(u32, u32), VecDeque<TaskKey>>,
-    /// Built sections no task has taken yet, by (creator = first PE, size).
-    arrived: HashMap<(u32, u32), VecDeque<Section>>,
+    /// Built sections and the tasks waiting for them (Shrink-and-Hash mode).
+    built: BuiltSections,
     done: bool,
 }
 
@@ -163,8 +159,7 @@ impl Chare for Sorter {
                 ..PeRecord::default()
             },
             input: Some(elems),
-            awaiting: HashMap::new(),
-            arrived: HashMap::new(),
+            built: BuiltSections::default(),
             done: false,
             init,
         };
@@ -188,10 +183,8 @@ impl Chare for Sorter {
             SorterMsg::Total(v) => self.counted(ctx, &v, false),
             SorterMsg::Counts(v) => self.counts_by_pe(ctx, &v),
             SorterMsg::Section(Encoded(section)) => {
-                let slot = (section.id.creator, section.size);
-                match self.awaiting.get_mut(&slot).and_then(VecDeque::pop_front) {
-                    Some(key) => self.sample(ctx, key, TreeMember::new(section, self.me).into()),
-                    None => self.arrived.entry(slot).or_default().push_back(section),
+                if let Some((key, section)) = self.built.arrive(section) {
+                    self.sample(ctx, key, TreeMember::new(section, self.me).into());
                 }
             }
             SorterMsg::Data {
@@ -333,10 +326,8 @@ impl Sorter {
                 };
                 Builder::create_section(&builder, ctx, req);
             }
-            let slot = (first, last - first + 1);
-            match self.arrived.get_mut(&slot).and_then(VecDeque::pop_front) {
-                Some(section) => self.sample(ctx, key, TreeMember::new(section, self.me).into()),
-                None => self.awaiting.entry(slot).or_default().push_back(key),
+            if let Some(section) = self.built.want((first, last - first + 1), key) {
+                self.sample(ctx, key, TreeMember::new(section, self.me).into());
             }
             return;
         }
