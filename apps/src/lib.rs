@@ -1,5 +1,6 @@
 //! chorus-apps: programs users run on chorus, and the measurements behind chorus-bench.
 
 pub mod bench;
+pub mod jquick;
 pub mod radix;
 pub mod tune;

@@ -1,0 +1,242 @@
+//! jquick: Janus Quicksort on range sections, checked globally, with the paper's
+//! MPI_Comm_split baseline under MPI.
+
+use chorus_apps::jquick::{self, InputKind, KeyType, Outcome, SectionMode, SortSpec};
+use chorus_core::{Config, Layer};
+use clap::Parser;
+use serde_json::json;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(about = "Janus Quicksort: perfectly balanced distributed quicksort on range sections")]
+struct Args {
+    /// Elements per PE (n = pes * this, unless --n is given).
+    #[arg(long, default_value_t = 1024)]
+    n_per_pe: u64,
+    /// Elements in all (overrides --n-per-pe; need not be a multiple of the PEs).
+    #[arg(long)]
+    n: Option<u64>,
+    /// Input: uniform, sorted, reverse, duplicates (16 values), equal (one value) or zipf.
+    #[arg(long, default_value = "uniform")]
+    input: InputKind,
+    /// Key type: u64 or f64.
+    #[arg(long, default_value = "u64")]
+    key: KeyType,
+    /// How each level's sections are made: range (O(1), no message), shrink-and-hash
+    /// (the section builder, from the world) or mpi-split (MPI_Comm_split per level;
+    /// --layer mpi with the mpi feature).
+    #[arg(long, default_value = "range")]
+    sections: SectionMode,
+    /// Samples per pivot (the median is the pivot; 1 = one random element).
+    #[arg(long, default_value_t = 9)]
+    samples: u32,
+    /// Branching factor of the section trees.
+    #[arg(long, default_value_t = 4)]
+    k: u32,
+    /// Simulated cost of one element step of local work, ns (sim layer).
+    #[arg(long, default_value_t = 2.0)]
+    sim_ns_per_elem: f64,
+    /// Fail (exit status 1) unless the output is sorted, balanced and a permutation.
+    #[arg(long)]
+    verify: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Under --layer mpi: sort --reps times with range sections and with mpi-split,
+    /// alternately in this one MPI job, and report both medians and their ratio.
+    #[arg(long)]
+    compare: bool,
+    /// Repetitions of each variant with --compare.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
+    #[command(flatten)]
+    chorus: Config,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("jquick: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sort, print, and say whether the check passed (or was not asked for).
+fn run(args: &Args) -> Result<bool, String> {
+    args.chorus.validate()?;
+    #[cfg(feature = "mpi")]
+    let session = match args.chorus.layer {
+        Layer::Mpi => Some(chorus_core::MpiSession::init().map_err(|e| e.to_string())?),
+        _ => None,
+    };
+    #[cfg(feature = "mpi")]
+    let (speaks, pes) = match &session {
+        Some(s) => {
+            use mpi::topology::Communicator;
+            (s.world().rank() == 0, s.world().size() as u32)
+        }
+        None => (true, args.chorus.pes),
+    };
+    #[cfg(not(feature = "mpi"))]
+    let (speaks, pes) = (true, args.chorus.pes);
+    let spec = SortSpec {
+        n: args
+            .n
+            .unwrap_or(args.n_per_pe.saturating_mul(u64::from(pes))),
+        input: args.input,
+        keys: args.key,
+        seed: args.chorus.seed,
+        samples: args.samples,
+        k: args.k,
+        sections: args.sections,
+        sim_ns_per_elem: (args.chorus.layer == Layer::Sim).then_some(args.sim_ns_per_elem),
+        keep_output: false,
+    };
+    if args.compare {
+        #[cfg(feature = "mpi")]
+        return compare(args, &spec, session.as_ref(), speaks);
+        #[cfg(not(feature = "mpi"))]
+        return Err(NO_MPI.into());
+    }
+    let outcome = match args.sections {
+        SectionMode::Range | SectionMode::ShrinkAndHash => match jquick::run(&args.chorus, &spec) {
+            Ok(r) => Some(r.outcome),
+            Err(jquick::JquickError::Missing) if !speaks => None,
+            Err(e) => return Err(e.to_string()),
+        },
+        #[cfg(feature = "mpi")]
+        SectionMode::MpiSplit => mpi_split(args, &spec, session.as_ref())?,
+        #[cfg(not(feature = "mpi"))]
+        SectionMode::MpiSplit => return Err(NO_MPI.into()),
+    };
+    let Some(o) = outcome else {
+        return Ok(true);
+    };
+    if speaks {
+        print(args, &o);
+    }
+    Ok(!args.verify || (o.sorted && o.balanced && o.permutation))
+}
+
+#[cfg(feature = "mpi")]
+fn compare(
+    args: &Args,
+    spec: &SortSpec,
+    session: Option<&chorus_core::MpiSession>,
+    speaks: bool,
+) -> Result<bool, String> {
+    let Some(session) = session.filter(|_| args.chorus.layer == Layer::Mpi) else {
+        return Err("--compare needs --layer mpi (run under mpirun)".into());
+    };
+    let world = session.world();
+    let (mut range, mut split) = (Vec::new(), Vec::new());
+    for _ in 0..args.reps {
+        match jquick::run(&args.chorus, spec) {
+            Ok(r) => range.push(r.outcome),
+            Err(jquick::JquickError::Missing) if !speaks => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        if let Some(o) = jquick::mpi_split::run(spec, &world).map_err(|e| e.to_string())? {
+            split.push(o);
+        }
+    }
+    if !speaks {
+        return Ok(true);
+    }
+    let median = |v: &[Outcome]| {
+        let mut t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
+        chorus_apps::bench::median(&mut t)
+    };
+    let ok = |v: &[Outcome]| v.iter().all(|o| o.sorted && o.balanced && o.permutation);
+    let (tr, ts) = (median(&range), median(&split));
+    let (r0, s0) = (&range[0], &split[0]);
+    let v = json!({
+        "sorted": range.iter().chain(&split).all(|o| o.sorted),
+        "balanced": range.iter().chain(&split).all(|o| o.balanced),
+        "permutation": range.iter().chain(&split).all(|o| o.permutation),
+        "n": r0.n,
+        "pes": r0.pes,
+        "time_s": tr,
+        "levels": r0.levels,
+        "sections_created": r0.sections_created,
+        "janus": r0.janus,
+        "mpi_split_time_s": ts,
+        "mpi_split_levels": s0.levels,
+        "mpi_split_communicators": s0.sections_created,
+        "speedup_vs_mpi_split": ts / tr,
+        "reps": args.reps,
+        "input": args.input.name(),
+        "key": args.key.name(),
+    });
+    if args.json {
+        println!("{v}");
+    } else {
+        println!(
+            "jquick on {} ranks, n = {} ({}): range sections {:.6} s, MPI_Comm_split {:.6} s (medians of {}): range is {:.1}x faster",
+            r0.pes, r0.n, args.input.name(), tr, ts, args.reps, ts / tr
+        );
+    }
+    Ok(!args.verify || (ok(&range) && ok(&split)))
+}
+
+#[cfg(not(feature = "mpi"))]
+const NO_MPI: &str = "--sections mpi-split needs MPI: rebuild with `--features mpi` and run with --layer mpi under mpirun";
+
+#[cfg(feature = "mpi")]
+fn mpi_split(
+    args: &Args,
+    spec: &SortSpec,
+    session: Option<&chorus_core::MpiSession>,
+) -> Result<Option<Outcome>, String> {
+    match (args.chorus.layer, session) {
+        (Layer::Mpi, Some(s)) => {
+            jquick::mpi_split::run(spec, &s.world()).map_err(|e| e.to_string())
+        }
+        _ => Err("--sections mpi-split needs --layer mpi (run under mpirun)".into()),
+    }
+}
+
+fn print(args: &Args, o: &Outcome) {
+    if args.json {
+        let v = json!({
+            "sorted": o.sorted,
+            "balanced": o.balanced,
+            "permutation": o.permutation,
+            "n": o.n,
+            "pes": o.pes,
+            "time_s": o.time_s,
+            "levels": o.levels,
+            "sections_created": o.sections_created,
+            "janus": o.janus,
+            "max_concurrent_sections": o.max_concurrent_sections,
+            "sections": args.sections.name(),
+            "layer": args.chorus.layer.name(),
+            "input": args.input.name(),
+            "key": args.key.name(),
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "jquick: {} {} keys ({}) on {} PEs ({}, sections {}): {:.6} s, {} levels, {} sections, {} janus splits, up to {} sections at once on a PE",
+            o.n,
+            args.key.name(),
+            args.input.name(),
+            o.pes,
+            args.chorus.layer.name(),
+            args.sections.name(),
+            o.time_s,
+            o.levels,
+            o.sections_created,
+            o.janus,
+            o.max_concurrent_sections
+        );
+        println!(
+            "check: sorted {}, balanced {}, permutation {}",
+            o.sorted, o.balanced, o.permutation
+        );
+    }
+}

@@ -1,0 +1,305 @@
+//! The paper's baseline: the same quicksort as a plain rsmpi program that makes a
+//! native MPI communicator for every subtask with MPI_Comm_split, level by level.
+//!
+//! MPI collectives block, so a janus PE cannot progress its two groups together: it
+//! runs them one after the other, in position order (which cannot deadlock: the
+//! leftmost group waits on nobody). Each group splits its communicator twice per
+//! level, once per child, because a janus PE belongs to both children. Data moves
+//! point to point as in the chorus version; base cases are the same.
+
+use super::base::BaseCase;
+use super::input;
+use super::key::Elem;
+use super::layout::Layout;
+use super::pivot;
+use super::spec::SortSpec;
+use super::task::{self, Partitioned, TaskKey};
+use super::verify::{self, Outcome, PeRecord, RECORD_WORDS};
+use mpi::collective::SystemOperation;
+use mpi::request::WaitGuard;
+use mpi::topology::{Color, SimpleCommunicator};
+use mpi::traits::*;
+use std::collections::HashMap;
+use thiserror::Error;
+
+/// Tag of base-case messages (levels use their depth as tag).
+const BASE_TAG: i32 = 1 << 20;
+
+/// Why the baseline did not produce an outcome.
+#[derive(Debug, Error)]
+pub enum SplitError {
+    /// The parameters cannot run.
+    #[error("{0}")]
+    Spec(String),
+    /// The records did not add up.
+    #[error("checking the result: {0}")]
+    Check(String),
+}
+
+/// A distributed task this rank takes part in, with its communicator.
+struct Group {
+    key: TaskKey,
+    comm: SimpleCommunicator,
+    elems: Vec<Elem>,
+}
+
+/// A flat message: the task's three words, then (key, origin) pairs.
+fn pack(key: TaskKey, elems: &[Elem]) -> Vec<u64> {
+    let mut v = key.words().to_vec();
+    v.extend(elems.iter().flat_map(|&(k, g)| [k, g]));
+    v
+}
+
+fn unpack(v: &[u64]) -> (TaskKey, Vec<Elem>) {
+    let key = TaskKey::from_words(v).expect("a message names its task");
+    (key, v[3..].chunks_exact(2).map(|c| (c[0], c[1])).collect())
+}
+
+/// Sort once on `world` (every rank calls this); rank 0 gets the outcome.
+pub fn run(spec: &SortSpec, world: &SimpleCommunicator) -> Result<Option<Outcome>, SplitError> {
+    spec.validate().map_err(SplitError::Spec)?;
+    let p = world.size() as u32;
+    let me = world.rank() as u32;
+    let layout = Layout::new(spec.n, p);
+    let (lo, hi) = (layout.start(me), layout.start(me + 1));
+    let mine = input::generate(spec.input, spec.keys, spec.seed, spec.n, lo, hi - lo);
+    let mut rec = PeRecord {
+        fp_in: input::fingerprint(&mine),
+        ..PeRecord::default()
+    };
+    world.barrier();
+    let t0 = mpi::time();
+    let mut bases: Vec<BaseCase> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
+    if spec.n > 0 {
+        let root = TaskKey {
+            a: 0,
+            b: spec.n,
+            depth: 0,
+        };
+        place(
+            &layout,
+            me,
+            root,
+            Some(world.duplicate()),
+            mine,
+            &mut groups,
+            &mut bases,
+        );
+    }
+    while !groups.is_empty() {
+        groups = level(spec, &layout, world, me, groups, &mut bases, &mut rec);
+    }
+    let slice = solve_bases(world, bases);
+    let t1 = mpi::time();
+    let rec = PeRecord {
+        fp_in: rec.fp_in,
+        t0: 0.0,
+        t1: t1 - t0,
+        janus: rec.janus,
+        sections: rec.sections,
+        levels: rec.levels,
+        max_concurrent: rec.max_concurrent,
+        ..PeRecord::of_slice(me, &slice)
+    };
+    let words = rec.words();
+    let root = world.process_at_rank(0);
+    if me == 0 {
+        let mut all = vec![0u64; RECORD_WORDS * p as usize];
+        root.gather_into_root(&words[..], &mut all[..]);
+        verify::check(&layout, &all)
+            .map(Some)
+            .map_err(SplitError::Check)
+    } else {
+        root.gather_into(&words[..]);
+        Ok(None)
+    }
+}
+
+/// A complete task: distributed (with its communicator) or a base case.
+fn place(
+    layout: &Layout,
+    me: u32,
+    key: TaskKey,
+    comm: Option<SimpleCommunicator>,
+    elems: Vec<Elem>,
+    groups: &mut Vec<Group>,
+    bases: &mut Vec<BaseCase>,
+) {
+    let (first, last) = layout.span(key.a, key.b);
+    if last - first >= 2 {
+        let comm = comm.expect("a distributed task has a communicator");
+        groups.push(Group { key, comm, elems });
+    } else {
+        let partner = (first != last).then_some((if me == first { last } else { first }, None));
+        bases.push(BaseCase {
+            key,
+            mine: elems,
+            partner,
+            left: me == first,
+        });
+    }
+}
+
+/// One level of every group this rank is in (in position order), then the exchange;
+/// returns the next level's groups.
+fn level(
+    spec: &SortSpec,
+    layout: &Layout,
+    world: &SimpleCommunicator,
+    me: u32,
+    mut groups: Vec<Group>,
+    bases: &mut Vec<BaseCase>,
+    rec: &mut PeRecord,
+) -> Vec<Group> {
+    groups.sort_by_key(|g| g.key.a);
+    let depth = groups[0].key.depth;
+    rec.levels = rec.levels.max(u64::from(depth) + 1);
+    rec.max_concurrent = rec.max_concurrent.max(groups.len() as u64);
+    let (lo, hi) = (layout.start(me), layout.start(me + 1));
+    let mut sends: Vec<(u32, Vec<u64>)> = Vec::new();
+    let mut fill: HashMap<TaskKey, (Option<SimpleCommunicator>, Vec<Elem>)> = HashMap::new();
+    let mut expect = 0u64;
+    for g in groups {
+        let key = g.key;
+        let me_first = lo.max(key.a);
+        // Every sample slot is owned by one member: a MIN allreduce fills them all.
+        let mut slots = vec![u64::MAX; 2 * spec.samples as usize];
+        for (j, pos) in pivot::sample_positions(spec.seed, key, spec.samples).enumerate() {
+            if me_first <= pos && pos < me_first + g.elems.len() as u64 {
+                let (k, o) = g.elems[(pos - me_first) as usize];
+                slots[2 * j] = k;
+                slots[2 * j + 1] = o;
+            }
+        }
+        let mut sampled = vec![0u64; slots.len()];
+        g.comm
+            .all_reduce_into(&slots[..], &mut sampled[..], SystemOperation::min());
+        let pivot = pivot::median(&sampled).expect("a task draws at least one sample");
+        let (small, large): (Vec<Elem>, Vec<Elem>) = g.elems.into_iter().partition(|e| *e < pivot);
+        let s = small.len() as u64;
+        let mut before = 0u64;
+        g.comm
+            .exclusive_scan_into(&s, &mut before, SystemOperation::sum());
+        if g.comm.rank() == 0 {
+            before = 0;
+        }
+        let mut total = 0u64;
+        g.comm
+            .all_reduce_into(&s, &mut total, SystemOperation::sum());
+        let children = key.children(total);
+        let cut = children[0].b;
+        if !children[0].is_empty() && !children[1].is_empty() && lo < cut && cut < hi {
+            rec.janus += 1;
+        }
+        // One MPI_Comm_split per child over the parent's communicator: a janus rank
+        // is in both.
+        for child in children {
+            let dist = !child.is_empty() && {
+                let (f, l) = layout.span(child.a, child.b);
+                l - f >= 2
+            };
+            let member = !child.is_empty() && layout.overlap(me, child.a, child.b) > 0;
+            let comm = if dist {
+                let colour = if member {
+                    Color::with_value(0)
+                } else {
+                    Color::undefined()
+                };
+                let c = g.comm.split_by_color(colour);
+                if c.as_ref().is_some_and(|c| c.rank() == 0) {
+                    rec.sections += 1;
+                }
+                c
+            } else {
+                None
+            };
+            if member {
+                expect += layout.overlap(me, child.a, child.b);
+                fill.insert(child, (comm, Vec::new()));
+            }
+        }
+        let part = Partitioned {
+            small_before: before,
+            small,
+            large,
+            small_total: total,
+        };
+        for r in task::routes(layout, key, me_first, part) {
+            if r.pe == me {
+                expect -= r.elems.len() as u64;
+                fill.get_mut(&r.child)
+                    .expect("a route to me is a child I am in")
+                    .1
+                    .extend(r.elems);
+            } else {
+                sends.push((r.pe, pack(r.child, &r.elems)));
+            }
+        }
+    }
+    let tag = depth as i32;
+    mpi::request::scope(|scope| {
+        let _guards: Vec<_> = sends
+            .iter()
+            .map(|(pe, buf)| {
+                WaitGuard::from(world.process_at_rank(*pe as i32).immediate_send_with_tag(
+                    scope,
+                    &buf[..],
+                    tag,
+                ))
+            })
+            .collect();
+        let mut got = 0u64;
+        while got < expect {
+            let (v, _) = world.any_process().receive_vec_with_tag::<u64>(tag);
+            let (key, elems) = unpack(&v);
+            got += elems.len() as u64;
+            fill.get_mut(&key)
+                .expect("data for a child I am in")
+                .1
+                .extend(elems);
+        }
+    });
+    let mut next = Vec::new();
+    for (key, (comm, elems)) in fill {
+        place(layout, me, key, comm, elems, &mut next, bases);
+    }
+    next
+}
+
+/// Exchange two-PE base cases with the partners, then sort every base case.
+fn solve_bases(world: &SimpleCommunicator, mut bases: Vec<BaseCase>) -> Vec<Elem> {
+    let sends: Vec<(u32, Vec<u64>)> = bases
+        .iter()
+        .filter_map(|b| {
+            b.partner
+                .as_ref()
+                .map(|(pe, _)| (*pe, pack(b.key, &b.mine)))
+        })
+        .collect();
+    mpi::request::scope(|scope| {
+        let _guards: Vec<_> = sends
+            .iter()
+            .map(|(pe, buf)| {
+                WaitGuard::from(world.process_at_rank(*pe as i32).immediate_send_with_tag(
+                    scope,
+                    &buf[..],
+                    BASE_TAG,
+                ))
+            })
+            .collect();
+        for _ in 0..sends.len() {
+            let (v, _) = world.any_process().receive_vec_with_tag::<u64>(BASE_TAG);
+            let (key, elems) = unpack(&v);
+            let b = bases
+                .iter_mut()
+                .find(|b| b.key == key)
+                .expect("a partner's base case is mine too");
+            if let Some((_, slot)) = &mut b.partner {
+                *slot = Some(elems);
+            }
+        }
+    });
+    bases.sort_by_key(|b| b.key.a);
+    bases.into_iter().flat_map(|b| b.solve().0).collect()
+}
