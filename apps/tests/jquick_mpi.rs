@@ -3,49 +3,19 @@
 //! not found" and passes when MPI is not installed.
 #![cfg(feature = "mpi")]
 
-use serde_json::Value;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-/// True if `mpirun` is on the PATH.
-fn have_mpirun() -> bool {
-    Command::new("mpirun")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+use common::{have_mpirun, json_of};
+use std::process::{Command, Output};
 
-/// `mpirun -n ranks --oversubscribe jquick --layer mpi args`, killed after two minutes.
+/// `mpirun -n ranks --oversubscribe jquick --layer mpi args`.
 fn mpirun(ranks: u32, args: &[&str]) -> Output {
-    Command::new("timeout")
-        .args(["120", "mpirun", "-n", &ranks.to_string(), "--oversubscribe"])
-        .arg(env!("CARGO_BIN_EXE_jquick"))
-        .args(["--layer", "mpi"])
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("start mpirun")
-}
-
-/// The one JSON object rank 0 printed.
-fn json_of(out: &Output) -> Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "status {}\nstdout:\n{stdout}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with('{')).collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "one JSON object, from rank 0 only:\n{stdout}"
-    );
-    serde_json::from_str(lines[0]).expect("valid JSON")
+    let n = ranks.to_string();
+    common::mpirun(
+        &["-n", &n, "--oversubscribe"],
+        env!("CARGO_BIN_EXE_jquick"),
+        args,
+    )
 }
 
 #[test]

@@ -4,43 +4,19 @@
 //! passes when MPI is not installed.
 #![cfg(feature = "mpi")]
 
-use std::process::{Command, Stdio};
+mod common;
 
-/// True if `mpirun` is on the PATH.
-fn have_mpirun() -> bool {
-    Command::new("mpirun")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
+use common::{have_mpirun, json_of};
 
 /// Run the radix binary under mpirun and return its JSON output.
 fn mpirun_radix(mpirun_args: &[&str], radix_args: &[&str]) -> serde_json::Value {
-    let out = Command::new("timeout")
-        .arg("120")
-        .arg("mpirun")
-        .args(mpirun_args)
-        .arg(env!("CARGO_BIN_EXE_radix"))
-        .args(["--layer", "mpi", "--json"])
-        .args(radix_args)
-        // CI runs as root, which OpenMPI refuses unless told it is intended.
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("start mpirun");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "mpirun {mpirun_args:?} radix {radix_args:?} failed ({})\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with('{')).collect();
-    assert_eq!(lines.len(), 1, "one JSON object, from rank 0\n{stdout}");
-    serde_json::from_str(lines[0]).expect("valid JSON")
+    let mut args = vec!["--json"];
+    args.extend_from_slice(radix_args);
+    json_of(&common::mpirun(
+        mpirun_args,
+        env!("CARGO_BIN_EXE_radix"),
+        &args,
+    ))
 }
 
 #[test]
