@@ -427,8 +427,18 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
     let mut backoff = Backoff(0);
     // Quiescence detection hears of idleness once per idle spell, not on every poll.
     let mut idle_told = false;
+    // Set after a handler computed: MPI made no progress meanwhile, and OpenMPI's
+    // first probe after that may only progress without matching what arrived, so
+    // a second one looks again before the next handler runs.
+    let mut computed = false;
     while !rt.exiting() {
         let mut busy = false;
+        if std::mem::take(&mut computed) {
+            let mut l = link.borrow_mut();
+            if !l.pull() {
+                l.pull();
+            }
+        }
         loop {
             let got = link.borrow_mut().receive();
             let Some((bytes, source)) = got else { break };
@@ -448,6 +458,7 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
         while ran < BATCH && !rt.exiting() && rt.step() {
             ran += 1;
             if rt.take_worked() {
+                computed = true;
                 break;
             }
         }
