@@ -249,7 +249,11 @@ impl Config {
             ("--sim-recv-overhead-us", self.sim.recv_overhead_us),
             ("--sim-gamma-ns-per-byte", self.sim.gamma_ns_per_byte),
             ("--sim-handler-us", self.sim.handler_us),
+            ("--sim-jitter-us", self.sim.jitter_us),
         ];
+        if self.sim.jitter_us.is_some_and(|j| j > 1e6) {
+            return Err("--sim-jitter-us must be at most 1000000 (one second)".into());
+        }
         for (flag, v) in costs {
             if let Some(v) = v {
                 if !v.is_finite() || v < 0.0 {

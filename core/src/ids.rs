@@ -29,8 +29,9 @@ pub struct ChareId {
     pub pe: Pe,
     /// PE that created it.
     pub creator: Pe,
-    /// Count of chares `creator` had created on `pe` before this one; creation messages
-    /// from one creator to one PE arrive in order, so a gap means "still in flight".
+    /// Count of chares `creator` had created on `pe` before this one; a number not
+    /// seen yet on `pe` means the creation may still be in flight (creations can
+    /// overtake each other).
     pub seq: u32,
 }
 

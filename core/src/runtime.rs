@@ -1676,7 +1676,14 @@ impl PeRuntime {
     pub(crate) fn into_report(mut self) -> PeReport {
         self.core.report.sent = self.core.sent;
         self.core.report.processed = self.core.processed;
-        self.core.report.unprocessed = self.core.queue.len() as u64;
+        // Messages still waiting for a creation when the job exited never ran either.
+        let waiting: usize = self
+            .waiting_for_chare
+            .values()
+            .chain(self.waiting_for_coll.values())
+            .map(Vec::len)
+            .sum();
+        self.core.report.unprocessed = (self.core.queue.len() + waiting) as u64;
         self.core.report.qd_waves = self.core.qd.waves_run();
         self.core.report
     }

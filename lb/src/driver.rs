@@ -156,9 +156,12 @@ impl<S: Strategy> Driver<S> {
                 self.ended[c] = Some(end);
                 self.open -= 1;
             }
-            _ => self
-                .errors
-                .push(format!("chain {c} ended twice or does not exist")),
+            _ => {
+                // Counted once, so the report below starts exactly once.
+                self.errors
+                    .push(format!("chain {c} ended twice or does not exist"));
+                return;
+            }
         }
         if self.open == 0 {
             let me = ctx

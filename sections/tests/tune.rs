@@ -30,13 +30,7 @@ fn config(pes: u32) -> Config {
     }
 }
 
-/// splitmix64, a fixed generator for test values.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use chorus_core::mix64 as mix;
 
 /// How the members of a case see their section.
 #[derive(Debug, Clone, Serialize, Deserialize)]

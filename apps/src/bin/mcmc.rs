@@ -51,7 +51,8 @@ fn run(args: &Args) -> Result<(), String> {
         .parse::<Workload>()
         .map_err(|e| e.to_string())?
     {
-        Workload::Random { .. } => Workload::Random {
+        // Plain `random` draws from --seed; `random:S` names its own seed.
+        Workload::Random { .. } if args.workload == "random" => Workload::Random {
             seed: args.chorus.seed,
         },
         w => w,

@@ -70,8 +70,8 @@ pub struct SortSpec {
 impl SortSpec {
     /// Check what the types cannot.
     pub fn validate(&self) -> Result<(), String> {
-        if self.samples == 0 {
-            return Err("--samples must be at least 1".into());
+        if !(1..=65_536).contains(&self.samples) {
+            return Err(format!("--samples {} is outside 1..=65536", self.samples));
         }
         if !(2..=16).contains(&self.k) {
             return Err(format!("--k {} is outside 2..=16", self.k));

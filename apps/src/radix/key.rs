@@ -56,12 +56,7 @@ pub fn rounds<K: Key>(bits: u32) -> u32 {
 }
 
 /// splitmix64: the fixed mixing function the input and the fingerprints use.
-pub fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use chorus_core::mix64 as mix;
 
 /// PE `pe`'s `n` input keys, uniform over the key range, fixed by `seed`.
 pub fn input<K: Key>(seed: u64, pe: u32, n: usize) -> Vec<K> {

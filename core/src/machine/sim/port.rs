@@ -12,6 +12,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// Separates the jitter draws from other hashes of the same seed.
+const JITTER_STREAM: u64 = 0x6A17_7E2D_5EED_0001;
+
 /// An envelope on its way, with the virtual time it arrives.
 pub(crate) struct Outgoing {
     pub(crate) to: Pe,
@@ -60,8 +63,10 @@ impl Cursor {
             return 0;
         }
         self.sent += 1;
-        crate::fixed_hash::mix64(self.seed ^ self.sent.wrapping_mul(0xA24B_AED4_963E_E407))
-            % (max + 1)
+        // A constant of its own, so the draws differ from other uses of the seed.
+        crate::fixed_hash::mix64(
+            self.seed ^ JITTER_STREAM ^ self.sent.wrapping_mul(0xA24B_AED4_963E_E407),
+        ) % max.saturating_add(1)
     }
 
     /// Start running `pe` at virtual time `t`.
@@ -87,7 +92,7 @@ impl Transport for SimPort {
             Some(links) => links.book(from, to as usize, depart, wire, m.alpha_ns),
             None => depart + m.alpha_ns + wire,
         };
-        let arrive = arrive + c.jitter(m.jitter_ns);
+        let arrive = arrive.saturating_add(c.jitter(m.jitter_ns));
         c.out.push(Outgoing {
             to,
             arrive,
