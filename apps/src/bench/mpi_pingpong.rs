@@ -130,9 +130,9 @@ fn chorus_run(config: &Config, mode: Mode) -> Result<chorus_core::RunReport, Run
     })
 }
 
-/// Half the median chare round trip, in microseconds (after `rounds / 10` warm-up
-/// round trips, which are dropped).
-fn chorus_latency_us(config: &Config, bytes: usize, rounds: u32) -> Result<f64, RuntimeError> {
+/// Chare round trips in seconds (after `rounds / 10` warm-up round trips, which are
+/// dropped).
+fn chorus_rtts(config: &Config, bytes: usize, rounds: u32) -> Result<Vec<f64>, RuntimeError> {
     let warm = rounds / 10;
     let report = chorus_run(
         config,
@@ -144,8 +144,7 @@ fn chorus_latency_us(config: &Config, bytes: usize, rounds: u32) -> Result<f64, 
     let rtts: Vec<f64> = report
         .output("rtt_s")
         .ok_or_else(|| RuntimeError::Invalid("the ping-pong published no times".into()))?;
-    let mut kept = rtts[warm as usize..].to_vec();
-    Ok(median(&mut kept) / 2.0 * 1e6)
+    Ok(rtts.get(warm as usize..).unwrap_or_default().to_vec())
 }
 
 /// Bytes per second of a stream of `count` chare messages of `bytes`, in MB/s.
@@ -157,8 +156,8 @@ fn chorus_bandwidth_mb_s(config: &Config, bytes: usize, count: u32) -> Result<f6
     Ok(bytes as f64 * f64::from(count) / secs / 1e6)
 }
 
-/// Half the median raw MPI round trip between ranks 0 and 1, in microseconds.
-fn raw_latency_us(world: &SimpleCommunicator, bytes: usize, rounds: u32) -> Option<f64> {
+/// Raw MPI round trips between ranks 0 and 1 in seconds, on rank 0 (empty elsewhere).
+fn raw_rtts(world: &SimpleCommunicator, bytes: usize, rounds: u32) -> Vec<f64> {
     let buf = vec![1u8; bytes];
     let warm = rounds / 10;
     let mut rtts = Vec::with_capacity(rounds as usize);
@@ -182,7 +181,7 @@ fn raw_latency_us(world: &SimpleCommunicator, bytes: usize, rounds: u32) -> Opti
         }
     }
     world.barrier();
-    (world.rank() == 0).then(|| median(&mut rtts) / 2.0 * 1e6)
+    rtts
 }
 
 /// Raw MPI streaming bandwidth from rank 0 to rank 1 (nonblocking sends, all
@@ -231,9 +230,18 @@ pub struct SizeResult {
     pub raw_bandwidth_mb_s: f64,
 }
 
-/// Round trips for a latency measurement of `bytes`.
+/// Round trips for a latency measurement of `bytes`, in each of `CHUNKS` chunks.
 fn rounds_for(bytes: usize) -> u32 {
-    (((32 << 20) / bytes.max(1)) as u32).clamp(50, 2000)
+    (((8 << 20) / bytes.max(1)) as u32).clamp(20, 5_000)
+}
+
+/// Latency is measured in this many chunks, chorus and raw MPI taking turns, so a
+/// shared machine's slow spells hit both alike.
+const CHUNKS: usize = 4;
+
+/// Half the median of round trips in seconds, in microseconds.
+fn one_way_us(mut rtts: Vec<f64>) -> f64 {
+    median(&mut rtts) / 2.0 * 1e6
 }
 
 /// Messages in a bandwidth measurement of `bytes`.
@@ -258,8 +266,13 @@ pub fn run(
     for &bytes in sizes {
         let rounds = rounds_for(bytes);
         let count = count_for(bytes);
-        let raw_lat = raw_latency_us(&world, bytes, rounds);
-        let chorus_lat = chorus_latency_us(config, bytes, rounds)?;
+        let (mut raw_rtt, mut chorus_rtt) = (Vec::new(), Vec::new());
+        for _ in 0..CHUNKS {
+            raw_rtt.extend(raw_rtts(&world, bytes, rounds));
+            chorus_rtt.extend(chorus_rtts(config, bytes, rounds)?);
+        }
+        let raw_lat = (world.rank() == 0).then(|| one_way_us(raw_rtt));
+        let chorus_lat = one_way_us(chorus_rtt);
         let raw_bw = raw_bandwidth_mb_s(&world, bytes, count);
         let chorus_bw = chorus_bandwidth_mb_s(config, bytes, count)?;
         if let (Some(raw_latency_us), Some(raw_bandwidth_mb_s)) = (raw_lat, raw_bw) {

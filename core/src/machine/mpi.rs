@@ -431,8 +431,11 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
     // first probe after that may only progress without matching what arrived, so
     // a second one looks again before the next handler runs.
     let mut computed = false;
+    // Set while the last pass found nothing to do.
+    let mut idle = false;
     while !rt.exiting() {
         let mut busy = false;
+        let mut batch = BATCH;
         if std::mem::take(&mut computed) {
             let mut l = link.borrow_mut();
             if !l.pull() {
@@ -447,25 +450,35 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
                 Ok(env) => rt.accept(env),
                 Err(e) => rt.core.fail(e.at(me, &format!("rank {source}"))),
             }
-        }
-        {
-            let mut l = link.borrow_mut();
-            if !l.pending.is_empty() {
-                busy |= l.progress();
+            // A PE that was idle runs its first arrival at once: the probe that would
+            // end the drain costs every message's latency. Only that one runs before
+            // the next pass drains whatever else arrived, so priorities still decide
+            // among everything that came in.
+            if std::mem::take(&mut idle) {
+                batch = 1;
+                break;
             }
         }
         let mut ran = 0;
-        while ran < BATCH && !rt.exiting() && rt.step() {
+        while ran < batch && !rt.exiting() && rt.step() {
             ran += 1;
             if rt.take_worked() {
                 computed = true;
                 break;
             }
         }
+        // Sends are completed after the handlers, off the path of the next reply.
+        {
+            let mut l = link.borrow_mut();
+            if !l.pending.is_empty() {
+                busy |= l.progress();
+            }
+        }
         if rt.exiting() {
             break;
         }
-        if busy || ran > 0 {
+        idle = !busy && ran == 0;
+        if !idle {
             idle_told = false;
             backoff.reset();
         } else if !idle_told {
