@@ -26,7 +26,7 @@ pub fn crossbeam_pingpong_rtt_ns(rounds: u64) -> f64 {
     }
     drop(to_b);
     let _ = echo.join();
-    median(&mut rtts) * 1e9
+    median(&rtts) * 1e9
 }
 
 #[derive(Message)]

@@ -218,11 +218,11 @@ pub fn pingpong_rtt_ns(rounds: u64, trace: Option<&Path>) -> Result<Measured, Ru
         let b = ctx.create_chare::<Player>(rounds, 1);
         a.send(ctx, PlayerMsg::Serve(b));
     })?;
-    let mut rtts: Vec<f64> = report
+    let rtts: Vec<f64> = report
         .output("rtts")
         .ok_or_else(|| RuntimeError::Invalid("ping-pong published no round trips".into()))?;
     Ok(Measured {
-        value: median(&mut rtts) * 1e9,
+        value: median(&rtts) * 1e9,
         trace: report.trace,
     })
 }

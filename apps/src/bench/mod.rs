@@ -10,11 +10,4 @@ pub mod sections;
 pub mod sections_vs_mpi;
 pub mod sim_scale;
 
-/// Median of a sample (sorts it).
-pub fn median(samples: &mut [f64]) -> f64 {
-    if samples.is_empty() {
-        return f64::NAN;
-    }
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
-}
+pub use chorus_sections::tune::stats::median;

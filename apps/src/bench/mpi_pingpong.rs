@@ -240,8 +240,8 @@ fn rounds_for(bytes: usize) -> u32 {
 const CHUNKS: usize = 4;
 
 /// Half the median of round trips in seconds, in microseconds.
-fn one_way_us(mut rtts: Vec<f64>) -> f64 {
-    median(&mut rtts) / 2.0 * 1e6
+fn one_way_us(rtts: &[f64]) -> f64 {
+    median(rtts) / 2.0 * 1e6
 }
 
 /// Messages in a bandwidth measurement of `bytes`.
@@ -271,8 +271,8 @@ pub fn run(
             raw_rtt.extend(raw_rtts(&world, bytes, rounds));
             chorus_rtt.extend(chorus_rtts(config, bytes, rounds)?);
         }
-        let raw_lat = (world.rank() == 0).then(|| one_way_us(raw_rtt));
-        let chorus_lat = one_way_us(chorus_rtt);
+        let raw_lat = (world.rank() == 0).then(|| one_way_us(&raw_rtt));
+        let chorus_lat = one_way_us(&chorus_rtt);
         let raw_bw = raw_bandwidth_mb_s(&world, bytes, count);
         let chorus_bw = chorus_bandwidth_mb_s(config, bytes, count)?;
         if let (Some(raw_latency_us), Some(raw_bandwidth_mb_s)) = (raw_lat, raw_bw) {

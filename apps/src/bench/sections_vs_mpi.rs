@@ -66,7 +66,7 @@ fn mpi_timed(world: &SimpleCommunicator, reps: u32, mut f: impl FnMut() -> f64) 
         world.all_reduce_into(&local, &mut max, SystemOperation::max());
         samples.push(max * 1e6);
     }
-    median(&mut samples)
+    median(&samples)
 }
 
 fn bcast8(comm: &SimpleCommunicator) {
@@ -270,10 +270,10 @@ fn chorus_timed(
         let probe = ctx.create_group::<Probe>(init);
         probe.send(ctx, 0, ProbeMsg::Go);
     })?;
-    let mut samples: Vec<f64> = report
+    let samples: Vec<f64> = report
         .output("samples_us")
         .ok_or_else(|| RuntimeError::Invalid("the probe published no samples".into()))?;
-    Ok(median(&mut samples))
+    Ok(median(&samples))
 }
 
 /// Measure everything; rank 0 gets the figures. Needs at least two ranks.

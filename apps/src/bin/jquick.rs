@@ -148,8 +148,8 @@ fn compare(
         return Ok(true);
     }
     let median = |v: &[Outcome]| {
-        let mut t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
-        chorus_apps::bench::median(&mut t)
+        let t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
+        chorus_apps::bench::median(&t)
     };
     let ok = |v: &[Outcome]| v.iter().all(|o| o.sorted && o.balanced && o.permutation);
     let (tr, ts) = (median(&range), median(&split));

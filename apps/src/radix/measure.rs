@@ -7,6 +7,7 @@ use super::overlap::{overlap_of, PhaseTimes};
 use super::params::RadixParams;
 use super::report::SortReport;
 use chorus_core::Config;
+use chorus_sections::tune::stats::median;
 
 /// One allgather algorithm measured both ways.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,16 +43,11 @@ pub fn tagged(config: &Config, tag: &str) -> Config {
     c
 }
 
-/// Median of `xs` (the upper one of an even count); 0 for none.
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
-}
-
 /// A report whose time and phase times are the medians of `reports`' (which must
 /// not be empty), sorted only if all of them sorted.
 fn median_report(reports: &[&SortReport]) -> SortReport {
-    let pick = |f: fn(&SortReport) -> f64| median(reports.iter().map(|r| f(r)).collect());
+    let pick =
+        |f: fn(&SortReport) -> f64| median(&reports.iter().map(|r| f(r)).collect::<Vec<_>>());
     SortReport {
         sorted: reports.iter().all(|r| r.sorted),
         time_s: pick(|r| r.time_s),
