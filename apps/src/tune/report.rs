@@ -53,6 +53,8 @@ pub fn to_json(o: &Outcome, pes: u32, layer: &str) -> Value {
             "choice": choice.name(),
         })).collect::<Vec<_>>(),
         "remaining_violations": o.remaining.iter().map(violation_json).collect::<Vec<_>>(),
+        "repaired_after_remeasuring": o.repaired_later.iter().map(violation_json).collect::<Vec<_>>(),
+        "passes": o.passes,
     })
 }
 
@@ -90,7 +92,18 @@ pub fn print_tables(o: &Outcome, pes: u32, layer: &str, tuned_now: bool) {
             &o.violations,
             "default us",
         );
-        println!("Profile written to {}", o.profile_path.display());
+        if !o.repaired_later.is_empty() {
+            violation_table(
+                "Violations of the tuned runtime found by re-measuring, repaired by another pass:",
+                &o.repaired_later,
+                "tuned us",
+            );
+        }
+        println!(
+            "Profile written to {} ({} tuning pass(es))",
+            o.profile_path.display(),
+            o.passes
+        );
     } else {
         println!("Profile read from {}", o.profile_path.display());
     }

@@ -116,23 +116,57 @@ pub fn repair(lat: &[Latency], pes: u32, profile: &mut Profile) {
     let found = violations(lat, pes, Some(Impl::Default));
     let colls: BTreeSet<Collective> = lat.iter().map(|l| l.collective).collect();
     for c in colls {
-        let sizes: BTreeSet<u64> = lat
-            .iter()
-            .filter(|l| l.collective == c && l.choice == Some(Impl::Default))
-            .map(|l| l.bytes)
-            .collect();
-        let choices: Vec<(u64, Impl)> = sizes
-            .into_iter()
-            .map(|b| {
-                let best = found
-                    .iter()
-                    .filter(|v| v.collective == c && v.bytes == b)
-                    .min_by(|x, y| x.mock_up_us.total_cmp(&y.mock_up_us));
-                (b, best.map_or(Impl::Default, |v| Impl::MockUp(v.mock_up)))
-            })
-            .collect();
-        profile.set(c, pes, &choices);
+        rechoose(lat, c, Some(Impl::Default), &found, pes, profile, |_| {
+            Impl::Default
+        });
     }
+}
+
+/// Change in `profile`, from a re-measurement `check` of the tuned runtime, the choice
+/// of every (collective, message size) that a mock-up still beats by 10% to the
+/// fastest such mock-up, keeping the other choices; false if nothing needed it.
+pub fn repair_remaining(check: &[Latency], pes: u32, profile: &mut Profile) -> bool {
+    let found = violations(check, pes, None);
+    let colls: BTreeSet<Collective> = found.iter().map(|v| v.collective).collect();
+    for &c in &colls {
+        let current = profile.clone();
+        rechoose(check, c, None, &found, pes, profile, |b| {
+            current.choose(c, pes, b)
+        });
+    }
+    !colls.is_empty()
+}
+
+/// Set the choices of collective `c` for every size measured with `baseline`: the
+/// fastest mock-up of `found` at that size, else `otherwise(size)`.
+fn rechoose(
+    lat: &[Latency],
+    c: Collective,
+    baseline: Option<Impl>,
+    found: &[Violation],
+    pes: u32,
+    profile: &mut Profile,
+    otherwise: impl Fn(u64) -> Impl,
+) {
+    let sizes: BTreeSet<u64> = lat
+        .iter()
+        .filter(|l| l.collective == c && l.choice == baseline)
+        .map(|l| l.bytes)
+        .collect();
+    let choices: Vec<(u64, Impl)> = sizes
+        .into_iter()
+        .map(|b| {
+            let best = found
+                .iter()
+                .filter(|v| v.collective == c && v.bytes == b)
+                .min_by(|x, y| x.mock_up_us.total_cmp(&y.mock_up_us));
+            (
+                b,
+                best.map_or_else(|| otherwise(b), |v| Impl::MockUp(v.mock_up)),
+            )
+        })
+        .collect();
+    profile.set(c, pes, &choices);
 }
 
 #[cfg(test)]
@@ -183,5 +217,41 @@ mod tests {
         assert_eq!(p.choose(Collective::Reduce, 4, 8), m);
         assert_eq!(p.choose(Collective::Reduce, 4, 63), m);
         assert_eq!(p.choose(Collective::Reduce, 4, 64), Impl::Default);
+    }
+
+    #[test]
+    fn a_remaining_violation_changes_only_its_own_size() {
+        let m = Impl::MockUp(MockUp::ReduceAsAllreduce);
+        let tuned = |bytes: u64, us: f64| Sample {
+            case: Case {
+                collective: Collective::Reduce,
+                choice: None,
+                bytes,
+            },
+            us: vec![us],
+        };
+        // The profile chose the default at 8 and 512; in the re-measurement the
+        // mock-up beats the tuned runtime at 512 only.
+        let run = vec![
+            tuned(8, 10.0),
+            sample(m, 8, &[10.0]),
+            tuned(512, 10.0),
+            sample(m, 512, &[5.0]),
+        ];
+        let check = latencies(&[run.clone(), run]);
+        let mut p = Profile::new();
+        p.set(
+            Collective::Reduce,
+            4,
+            &[(8, Impl::Default), (512, Impl::Default)],
+        );
+        assert!(repair_remaining(&check, 4, &mut p));
+        assert_eq!(p.choose(Collective::Reduce, 4, 8), Impl::Default);
+        assert_eq!(p.choose(Collective::Reduce, 4, 511), Impl::Default);
+        assert_eq!(p.choose(Collective::Reduce, 4, 512), m);
+        let fixed = p.clone();
+        let calm = vec![tuned(8, 10.0), sample(m, 8, &[10.0])];
+        assert!(!repair_remaining(&latencies(&[calm]), 4, &mut p));
+        assert_eq!(p, fixed);
     }
 }
