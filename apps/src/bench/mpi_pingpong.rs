@@ -235,8 +235,9 @@ fn rounds_for(bytes: usize) -> u32 {
     (((8 << 20) / bytes.max(1)) as u32).clamp(20, 5_000)
 }
 
-/// Latency is measured in this many chunks, chorus and raw MPI taking turns, so a
-/// shared machine's slow spells hit both alike.
+/// Latency and bandwidth are measured in this many chunks, chorus and raw MPI taking
+/// turns, so a shared machine's slow spells hit both alike; a bandwidth is the median
+/// over chunks.
 const CHUNKS: usize = 4;
 
 /// Half the median of round trips in seconds, in microseconds.
@@ -244,9 +245,9 @@ fn one_way_us(rtts: &[f64]) -> f64 {
     median(rtts) / 2.0 * 1e6
 }
 
-/// Messages in a bandwidth measurement of `bytes`.
+/// Messages in a bandwidth measurement of `bytes`, in each of `CHUNKS` chunks.
 fn count_for(bytes: usize) -> u32 {
-    (((128 << 20) / bytes.max(1)) as u32).clamp(64, 20_000)
+    (((64 << 20) / bytes.max(1)) as u32).clamp(32, 10_000)
 }
 
 /// Measure every size on chorus and on raw MPI, alternating them; rank 0 gets the
@@ -273,8 +274,13 @@ pub fn run(
         }
         let raw_lat = (world.rank() == 0).then(|| one_way_us(&raw_rtt));
         let chorus_lat = one_way_us(&chorus_rtt);
-        let raw_bw = raw_bandwidth_mb_s(&world, bytes, count);
-        let chorus_bw = chorus_bandwidth_mb_s(config, bytes, count)?;
+        let (mut raw_bw, mut chorus_bw) = (Vec::new(), Vec::new());
+        for _ in 0..CHUNKS {
+            raw_bw.extend(raw_bandwidth_mb_s(&world, bytes, count));
+            chorus_bw.push(chorus_bandwidth_mb_s(config, bytes, count)?);
+        }
+        let raw_bw = (world.rank() == 0).then(|| median(&raw_bw));
+        let chorus_bw = median(&chorus_bw);
         if let (Some(raw_latency_us), Some(raw_bandwidth_mb_s)) = (raw_lat, raw_bw) {
             out.push(SizeResult {
                 bytes,
