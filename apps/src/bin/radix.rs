@@ -219,17 +219,17 @@ fn compare_reps<K: radix::Key>(
 }
 
 /// The allgather `auto` resolved to for this sort's histograms.
-fn resolved(a: Allgather, r: &SortReport, buckets: usize) -> String {
-    a.resolve(r.pes, buckets * 8, true)
+fn resolved(a: Allgather, r: &SortReport) -> String {
+    a.resolve(r.pes, true)
         .map(Allgather::name)
         .unwrap_or_else(|e| e.to_string())
 }
 
-fn algorithm_json(a: Allgather, o: &Outcome, buckets: usize) -> Value {
+fn algorithm_json(a: Allgather, o: &Outcome) -> Value {
     let r = o.report();
     let mut v = json!({
         "allgather": a.name(),
-        "resolved": resolved(a, r, buckets),
+        "resolved": resolved(a, r),
         "sorted": o.sorted(),
         "time_s": r.time_s,
         "blocking": r.blocking,
@@ -251,10 +251,7 @@ fn algorithm_json(a: Allgather, o: &Outcome, buckets: usize) -> Value {
 }
 
 fn to_json(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) -> Value {
-    let buckets = 1usize << args.radix_bits;
-    let first = outcomes
-        .first()
-        .map(|(a, o)| algorithm_json(*a, o, buckets));
+    let first = outcomes.first().map(|(a, o)| algorithm_json(*a, o));
     let r = outcomes.first().map(|(_, o)| o.report());
     let mut v = first.unwrap_or_else(|| json!({}));
     v["sorted"] = json!(outcomes.iter().all(|(_, o)| o.sorted()));
@@ -270,14 +267,13 @@ fn to_json(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) -> Value
     if outcomes.len() > 1 {
         v["algorithms"] = outcomes
             .iter()
-            .map(|(a, o)| algorithm_json(*a, o, buckets))
+            .map(|(a, o)| algorithm_json(*a, o))
             .collect();
     }
     v
 }
 
 fn print_table(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) {
-    let buckets = 1usize << args.radix_bits;
     let Some((_, first)) = outcomes.first() else {
         return;
     };
@@ -307,7 +303,7 @@ fn print_table(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) {
     );
     for (a, o) in outcomes {
         let name = match a {
-            Allgather::Auto => format!("auto ({})", resolved(*a, o.report(), buckets)),
+            Allgather::Auto => format!("auto ({})", resolved(*a, o.report())),
             _ => a.name(),
         };
         match o {

@@ -66,7 +66,7 @@ use host::{HostMsg, Op, Start};
 use reduce::Delivery;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use value::{approx_bytes, Fold};
+use value::Fold;
 
 /// Handle to the job's collectives group: start collectives through it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -368,8 +368,7 @@ impl Collectives {
         if algorithm == Allgather::Auto {
             return self.allgather_auto(ctx, member, value, callback);
         }
-        let algorithm =
-            algorithm.resolve(member.size(), approx_bytes(&value), member.has_roster())?;
+        let algorithm = algorithm.resolve(member.size(), member.has_roster())?;
         let pin = self.pin.or(Some(Impl::Default));
         if algorithm == Allgather::Tree {
             let fold = Fold::new(Reducer::Concat, &value)?;
@@ -395,8 +394,7 @@ impl Collectives {
         value: RedData,
         callback: Callback,
     ) -> Result<(), CollectiveError> {
-        let algorithm =
-            Allgather::Auto.resolve(member.size(), approx_bytes(&value), member.has_roster())?;
+        let algorithm = Allgather::Auto.resolve(member.size(), member.has_roster())?;
         let fold = Fold::new(Reducer::Concat, &value)?;
         let op = if algorithm == Allgather::Tree {
             Op::Reduce {
