@@ -7,8 +7,10 @@
 //! its PE number and a local counter ([`crate::section::SectionId::token`]), so any
 //! number of creations run at once, from any parents, without agreement. The start
 //! reaches every PE of the parent (a group broadcast for the world, a flood of the
-//! parent section's tree otherwise); each PE decides from the request's
-//! [`Membership`] whether it joins and runs the algorithm's state machine. From a
+//! parent section's tree otherwise; on a PE that has not stored the parent yet it
+//! waits until that PE's part of the parent's creation finishes); each PE decides
+//! from the request's [`Membership`] whether it joins and runs the algorithm's state
+//! machine. From a
 //! section, the intermediaries of hash-based neighbour discovery are named by parent
 //! rank and reached by routing over the parent's tree, so no PE outside the parent
 //! takes part (from the world, they are PEs and are reached directly). Each member

@@ -57,6 +57,13 @@ impl Builder {
         from: Option<Pe>,
         req: Request,
     ) -> Result<(), HostError> {
+        // The neighbour that sent it may have finished the parent's creation before
+        // this PE did.
+        if let (Parent::Section(id), Some(from)) = (req.parent, from) {
+            if !self.sections.contains_key(&id) {
+                return self.hold(token, from, id, req);
+            }
+        }
         let (up, down, generation) = self.parent_tree(&req)?;
         if let Parent::Section(_) = req.parent {
             // Flood the parent section's tree from wherever the creation began.

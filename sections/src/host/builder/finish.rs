@@ -31,6 +31,7 @@ impl Builder {
             on_report: run.on_report.clone(),
             tag: run.tag,
         };
+        let stored: Vec<SectionId> = placed.iter().filter(|_| keep).map(|s| s.id).collect();
         for section in placed {
             if keep {
                 self.meta.insert(section.id, meta.clone());
@@ -38,7 +39,11 @@ impl Builder {
             }
             ctx.send_to_callback(&cb, Encoded(section));
         }
-        self.try_up(ctx, token)
+        self.try_up(ctx, token)?;
+        for id in stored {
+            self.resume(ctx, id)?;
+        }
+        Ok(())
     }
 
     pub(super) fn try_up(&mut self, ctx: &mut Ctx, token: u64) -> Result<(), HostError> {

@@ -23,6 +23,7 @@ mod finish;
 mod merging;
 mod msg;
 mod repair;
+mod wait;
 
 pub use msg::BuilderMsg;
 
@@ -129,6 +130,8 @@ pub struct Builder {
     orphans: HashMap<(u64, u32), Intermediaries>,
     pending_merges: HashMap<u64, (MergeRequest, Section)>,
     outgoing: Vec<(Pe, u32, Wire<ProtoMsg>)>,
+    /// Starts of creations from a parent section not stored here yet: (token, from, request).
+    waiting: HashMap<SectionId, Vec<(u64, Pe, Request)>>,
 }
 
 impl Chare for Builder {
@@ -155,6 +158,7 @@ impl Chare for Builder {
             orphans: HashMap::new(),
             pending_merges: HashMap::new(),
             outgoing: Vec::new(),
+            waiting: HashMap::new(),
         }
     }
 

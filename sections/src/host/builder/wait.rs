@@ -1,0 +1,33 @@
+//! Starts of creations from a parent section this PE has not stored yet: held until
+//! its own part of the parent's creation finishes, then run.
+
+use super::*;
+
+impl Builder {
+    /// Hold the start of creation `token` from tree neighbour `from` until section
+    /// `id` is stored here.
+    pub(super) fn hold(
+        &mut self,
+        token: u64,
+        from: Pe,
+        id: SectionId,
+        req: Request,
+    ) -> Result<(), HostError> {
+        // A neighbour in the parent's tree sent it, so this PE is a member and its
+        // copy is on the way, unless this PE names the parent and never has: then
+        // no copy can ever come.
+        if id.creator == self.me && id.counter >= self.counter {
+            return Err(HostError::UnknownParent { pe: self.me, id });
+        }
+        self.waiting.entry(id).or_default().push((token, from, req));
+        Ok(())
+    }
+
+    /// Run the starts that waited for section `id`, now stored here.
+    pub(super) fn resume(&mut self, ctx: &mut Ctx, id: SectionId) -> Result<(), HostError> {
+        for (token, from, req) in self.waiting.remove(&id).unwrap_or_default() {
+            self.on_start(ctx, token, Some(from), req)?;
+        }
+        Ok(())
+    }
+}
