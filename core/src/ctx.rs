@@ -222,6 +222,18 @@ impl Ctx<'_> {
         self.core.exit(None);
     }
 
+    /// Report an error this handler found and cannot act on (bad input from another
+    /// PE, say): the job's `--on-error` policy applies, as to the runtime's own errors
+    /// (abort by default; `drop` logs it and runs on).
+    pub fn fail(&mut self, by: &str, message: impl std::fmt::Display) {
+        let err = RuntimeError::Reported {
+            pe: self.core.me,
+            by: by.to_string(),
+            message: message.to_string(),
+        };
+        self.core.fail(err);
+    }
+
     /// Record a named value in the run's report (readable with `RunReport::output`).
     pub fn publish<T: Serialize>(&mut self, key: &str, value: &T) {
         match bincode::serialize(value) {

@@ -64,6 +64,16 @@ pub enum RuntimeError {
     /// Invalid arguments given to a runtime call.
     #[error("{0}")]
     Invalid(String),
+    /// A handler found an error it cannot act on and reported it with `Ctx::fail`.
+    #[error("PE {pe}: {by}: {message}")]
+    Reported {
+        /// The PE whose handler reported it.
+        pe: Pe,
+        /// Who reported it (a chare type or library component).
+        by: String,
+        /// What was wrong.
+        message: String,
+    },
     /// MPI ranks registered different types (rank 0's registration is "this process").
     #[error("rank {rank} registered different types than rank 0: {mismatch}")]
     RegistryAcrossRanks {

@@ -1,7 +1,7 @@
 //! Bad input gets a clear error under both policies, and nothing panics: messages for
 //! chares, groups and indices that do not exist, reducer and callback type mismatches,
-//! unregistered types, out-of-range PEs, panicking handlers, registry mismatches and
-//! wrong configuration values.
+//! unregistered types, out-of-range PEs, panicking handlers, errors handlers report,
+//! registry mismatches and wrong configuration values.
 //!
 //! The layer-parameterized bodies live in `chorus_tests::suite::bad_input`; the
 //! registry and configuration checks here need no runtime layer.
@@ -63,6 +63,13 @@ fn sending_to_a_pe_outside_the_job() {
 fn a_panicking_handler_becomes_an_error() {
     for layer in layers() {
         bad_input::a_panicking_handler_becomes_an_error(layer);
+    }
+}
+
+#[test]
+fn an_error_a_handler_reports_follows_the_policy() {
+    for layer in layers() {
+        bad_input::an_error_a_handler_reports_follows_the_policy(layer);
     }
 }
 

@@ -26,6 +26,7 @@ enum Act {
     CreateUnregistered,
     SendToPe(u32),
     Panic,
+    Fail,
     Nothing,
 }
 
@@ -70,6 +71,7 @@ impl Chare for Culprit {
                 g.send(ctx, pe, Act::Nothing);
             }
             Act::Panic => panic!("deliberate failure in a handler"),
+            Act::Fail => ctx.fail("Culprit", "input it cannot use"),
             Act::Nothing => {}
         }
     }
@@ -259,6 +261,16 @@ pub fn a_panicking_handler_becomes_an_error(layer: Layer) {
     );
 }
 
+/// An error a handler reports with `ctx.fail` follows the policy like the runtime's own.
+pub fn an_error_a_handler_reports_follows_the_policy(layer: Layer) {
+    both_policies(
+        layer,
+        |_| Act::Fail,
+        &|e| matches!(e, RuntimeError::Reported { by, message, .. } if by == "Culprit" && message == "input it cannot use"),
+        "Culprit: input it cannot use",
+    );
+}
+
 /// This module's tests, by name.
 pub const TESTS: &[super::Test] = &[
     (
@@ -292,5 +304,9 @@ pub const TESTS: &[super::Test] = &[
     (
         "a_panicking_handler_becomes_an_error",
         a_panicking_handler_becomes_an_error,
+    ),
+    (
+        "an_error_a_handler_reports_follows_the_policy",
+        an_error_a_handler_reports_follows_the_policy,
     ),
 ];

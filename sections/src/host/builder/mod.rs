@@ -164,7 +164,7 @@ impl Chare for Builder {
 
     fn handle(&mut self, msg: BuilderMsg, ctx: &mut Ctx) {
         if let Err(e) = self.dispatch(msg, ctx) {
-            panic!("section builder: {e}");
+            ctx.fail("section builder", e);
         }
     }
 }
