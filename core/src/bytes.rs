@@ -91,8 +91,43 @@ impl fmt::Debug for Bytes {
 
 impl Serialize for Bytes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.len() >= crate::wire::SEGMENT_MIN {
+            NOTED.with(|n| {
+                if let Some(noted) = n.borrow_mut().as_mut() {
+                    noted.push(self.clone());
+                }
+            });
+        }
         s.serialize_bytes(self.as_slice())
     }
+}
+
+thread_local! {
+    /// While an envelope is encoded for a zero-copy send: the long `Bytes` serialised
+    /// so far, whose contents the writer may send from where they are.
+    static NOTED: RefCell<Option<Vec<Bytes>>> = const { RefCell::new(None) };
+}
+
+/// Run `encode`, noting every `Bytes` of at least `wire::SEGMENT_MIN` bytes it
+/// serialises (see [`take_noted`]).
+pub(crate) fn noting_long<R>(encode: impl FnOnce() -> R) -> R {
+    let previous = NOTED.with(|n| n.replace(Some(Vec::new())));
+    let out = encode();
+    NOTED.with(|n| *n.borrow_mut() = previous);
+    out
+}
+
+/// The noted `Bytes` whose contents are `part` itself (same address and length): a
+/// handle that keeps those bytes alive and unchanged.
+pub(crate) fn take_noted(part: &[u8]) -> Option<Bytes> {
+    NOTED.with(|n| {
+        let mut n = n.borrow_mut();
+        let noted = n.as_mut()?;
+        let i = noted
+            .iter()
+            .position(|b| b.as_ptr() == part.as_ptr() && b.len() == part.len())?;
+        Some(noted.swap_remove(i))
+    })
 }
 
 thread_local! {

@@ -3,6 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::any::Any;
+use std::io::Write;
 use std::sync::Arc;
 
 /// A value that can be sent to a chare: moved within a process, bincode-encoded across
@@ -21,6 +22,8 @@ pub trait AnyMsg: Send {
     fn encoded_len(&self) -> u64;
     /// Append the encoding to `out`.
     fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String>;
+    /// Write the encoding to `out`.
+    fn encode_to(&self, out: &mut dyn Write) -> Result<(), String>;
     /// Give up the erased box to downcast it.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     /// Look at the concrete value.
@@ -42,6 +45,9 @@ impl<T: Message> AnyMsg for T {
         bincode::serialized_size(self).unwrap_or(0)
     }
     fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String> {
+        bincode::serialize_into(out, self).map_err(|e| e.to_string())
+    }
+    fn encode_to(&self, out: &mut dyn Write) -> Result<(), String> {
         bincode::serialize_into(out, self).map_err(|e| e.to_string())
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
@@ -70,6 +76,8 @@ pub trait AnyRun: Any + Send {
     fn encoded_len(&self) -> u64;
     /// Append the encoding of the whole run (a length, then each message) to `out`.
     fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String>;
+    /// Write the encoding of the whole run to `out`.
+    fn encode_to(&self, out: &mut dyn Write) -> Result<(), String>;
     /// Give up the erased box to downcast it.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
@@ -85,6 +93,9 @@ impl<T: Message> AnyRun for Vec<T> {
         self.iter().map(AnyMsg::encoded_len).sum()
     }
     fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String> {
+        bincode::serialize_into(out, self).map_err(|e| e.to_string())
+    }
+    fn encode_to(&self, out: &mut dyn Write) -> Result<(), String> {
         bincode::serialize_into(out, self).map_err(|e| e.to_string())
     }
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
@@ -171,6 +182,16 @@ impl Payload {
                 out.extend_from_slice(v);
                 Ok(true)
             }
+        }
+    }
+
+    /// Write the payload's encoding to `out`; true if it is a run.
+    pub(crate) fn encode_to(&self, out: &mut dyn Write) -> Result<bool, String> {
+        match self {
+            Payload::Local(b) => b.encode_to(out).map(|()| false),
+            Payload::Run(r) => r.encode_to(out).map(|()| true),
+            Payload::Bytes(v) => out.write_all(v).map(|()| false).map_err(|e| e.to_string()),
+            Payload::RunBytes(v) => out.write_all(v).map(|()| true).map_err(|e| e.to_string()),
         }
     }
 

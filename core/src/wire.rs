@@ -5,7 +5,8 @@
 //! offset size field
 //!      0    4 magic "CHRS"
 //!      4    2 version (1)
-//!      6    1 flags: 1 expedited, 2 counted, 4 payload is a run, 8 has a payload
+//!      6    1 flags: 1 expedited, 2 counted, 4 payload is a run, 8 has a payload,
+//!             16 segmented (long byte strings follow as their own messages)
 //!      7    1 kind: which runtime message this is (see KIND_NAMES)
 //!      8    4 source PE
 //!     12    4 destination PE
@@ -20,6 +21,7 @@
 //! Decoding checks every length against the bytes received before it allocates, so
 //! truncated, oversized or garbled input yields a `WireError` naming what was wrong.
 
+use crate::bytes::Bytes;
 use crate::error::RuntimeError;
 use crate::ids::Pe;
 use crate::message::Payload;
@@ -39,6 +41,10 @@ const EXPEDITED: u8 = 1;
 const COUNTED: u8 = 2;
 const RUN: u8 = 4;
 const HAS_PAYLOAD: u8 = 8;
+/// Long byte strings of the payload follow as segment messages (see `encode_segmented`).
+const SEGMENTED: u8 = 16;
+/// Byte strings at least this long are sent as segments, without copying them.
+pub const SEGMENT_MIN: usize = 64 << 10;
 
 /// Names of the kinds, by their number on the wire.
 pub const KIND_NAMES: [&str; 15] = [
@@ -94,6 +100,9 @@ pub enum WireError {
         kind: &'static str,
         has_payload: bool,
     },
+    /// A segmented envelope's table is inconsistent, or its segments were not received.
+    #[error("bad segmented envelope: {reason}")]
+    Segments { reason: String },
     /// A message could not be encoded for sending.
     #[error("could not encode a {kind} envelope: {reason}")]
     Encode { kind: &'static str, reason: String },
@@ -167,6 +176,89 @@ pub(crate) fn size_hint(env: &Envelope) -> usize {
 
 /// Append the wire form of `env`, bound for PE `dst`, to `out`.
 pub fn encode(env: &Envelope, dst: Pe, out: &mut Vec<u8>) -> Result<(), WireError> {
+    encode_with(env, dst, out, |p, out| Ok((p.encode_into(out)?, 0)))
+}
+
+/// Append the wire form of `env` for PE `dst` to `out`, leaving out of it every
+/// `Bytes` of at least [`SEGMENT_MIN`] bytes: those are returned, in order, to be sent
+/// as segment messages right after `out`, straight from where they are. Without any,
+/// `out` is exactly what [`encode`] writes; with some, it ends in the table of where
+/// they go (each segment's offset in the payload and length, then their count).
+pub fn encode_segmented(
+    env: &Envelope,
+    dst: Pe,
+    out: &mut Vec<u8>,
+) -> Result<Vec<Bytes>, WireError> {
+    let start = out.len();
+    let mut gaps = Vec::new();
+    encode_with(env, dst, out, |p, out| {
+        let mut w = Diverting {
+            from: out.len(),
+            out,
+            diverted: 0,
+            gaps: &mut gaps,
+        };
+        let run = crate::bytes::noting_long(|| p.encode_to(&mut w))?;
+        Ok((run, w.diverted))
+    })?;
+    if gaps.is_empty() {
+        return Ok(Vec::new());
+    }
+    out[start + 6] |= SEGMENTED;
+    let count = u32::try_from(gaps.len()).map_err(|_| WireError::Encode {
+        kind: KIND_NAMES[kind_tag(&env.kind) as usize],
+        reason: "over 4 Gi segments".into(),
+    })?;
+    let mut segments = Vec::with_capacity(gaps.len());
+    for (at, b) in gaps {
+        out.extend_from_slice(&at.to_le_bytes());
+        // Below 4 GiB: the whole payload's length was checked.
+        out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        segments.push(b);
+    }
+    out.extend_from_slice(&count.to_le_bytes());
+    Ok(segments)
+}
+
+/// A writer that appends to `out`, except the contents of noted `Bytes`, which it
+/// records as gaps at their offset in the payload.
+struct Diverting<'a> {
+    out: &'a mut Vec<u8>,
+    /// Where the payload starts in `out`.
+    from: usize,
+    /// Bytes left out so far.
+    diverted: usize,
+    gaps: &'a mut Vec<(u32, Bytes)>,
+}
+
+impl std::io::Write for Diverting<'_> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if data.len() >= SEGMENT_MIN {
+            if let Some(b) = crate::bytes::take_noted(data) {
+                let at = self.out.len() - self.from + self.diverted;
+                let at = u32::try_from(at).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+                self.gaps.push((at, b));
+                self.diverted += data.len();
+                return Ok(data.len());
+            }
+        }
+        self.out.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The common part of the encoders: `payload` writes the payload to `out` and says
+/// whether it is a run and how many of its bytes it left out.
+fn encode_with(
+    env: &Envelope,
+    dst: Pe,
+    out: &mut Vec<u8>,
+    payload: impl FnOnce(&Payload, &mut Vec<u8>) -> Result<(bool, usize), String>,
+) -> Result<(), WireError> {
     let tag = kind_tag(&env.kind);
     let kind_name = KIND_NAMES[tag as usize];
     let start = out.len();
@@ -185,17 +277,19 @@ pub fn encode(env: &Envelope, dst: Pe, out: &mut Vec<u8>) -> Result<(), WireErro
     if env.counted {
         flags |= COUNTED;
     }
+    let mut diverted = 0;
     if let Some(p) = payload_of(&env.kind) {
         flags |= HAS_PAYLOAD;
-        let run = p.encode_into(out).map_err(|reason| WireError::Encode {
+        let (run, left_out) = payload(p, out).map_err(|reason| WireError::Encode {
             kind: kind_name,
             reason,
         })?;
         if run {
             flags |= RUN;
         }
+        diverted = left_out;
     }
-    let payload_len = out.len() - start - HEADER_BYTES - body_len;
+    let payload_len = out.len() - start - HEADER_BYTES - body_len + diverted;
     let too_big = |what: &str| WireError::Encode {
         kind: kind_name,
         reason: format!("{what} is over 4 GiB"),
@@ -214,6 +308,100 @@ pub fn encode(env: &Envelope, dst: Pe, out: &mut Vec<u8>) -> Result<(), WireErro
     h[24..28].copy_from_slice(&body_len.to_le_bytes());
     h[28..32].copy_from_slice(&payload_len.to_le_bytes());
     Ok(())
+}
+
+/// Where the segments of a segmented envelope `main` go in the whole envelope: its
+/// length and, per segment in sending order, (offset, length). None if `main` is not
+/// segmented (or not an envelope at all: `decode` says what is wrong with it).
+pub fn segment_plan(main: &[u8]) -> Result<Option<SegmentPlan>, WireError> {
+    if main.len() < HEADER_BYTES || main[0..4] != MAGIC || main[6] & SEGMENTED == 0 {
+        return Ok(None);
+    }
+    let bad = |reason: String| WireError::Segments { reason };
+    let body_len = u32_at(main, 24) as usize;
+    let payload_len = u32_at(main, 28) as usize;
+    let rest = main
+        .len()
+        .checked_sub(HEADER_BYTES + body_len + 4)
+        .ok_or_else(|| {
+            bad(format!(
+                "{} bytes cannot hold the header, body and table",
+                main.len()
+            ))
+        })?;
+    let count = u32_at(main, main.len() - 4) as usize;
+    let table = count
+        .checked_mul(8)
+        .filter(|&t| t <= rest)
+        .ok_or_else(|| bad(format!("a table of {count} segments does not fit")))?;
+    let kept = rest - table;
+    let table_at = main.len() - 4 - table;
+    let payload_at = HEADER_BYTES + body_len;
+    let (mut end, mut sum) = (0usize, 0usize);
+    let mut gaps = Vec::with_capacity(count);
+    for i in 0..count {
+        let at = u32_at(main, table_at + 8 * i) as usize;
+        let len = u32_at(main, table_at + 8 * i + 4) as usize;
+        if at < end || len == 0 || at + len > payload_len {
+            return Err(bad(format!(
+                "segment {i} at {at} of {len} bytes overlaps another or leaves the {payload_len}-byte payload"
+            )));
+        }
+        end = at + len;
+        sum += len;
+        gaps.push((payload_at + at, len));
+    }
+    if kept + sum != payload_len {
+        return Err(bad(format!(
+            "{kept} bytes sent with the envelope and {sum} in segments make no {payload_len}-byte payload"
+        )));
+    }
+    Ok(Some(SegmentPlan {
+        total: payload_at + payload_len,
+        kept_end: table_at,
+        gaps,
+    }))
+}
+
+/// Where a segmented envelope's parts go (see [`segment_plan`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentPlan {
+    /// Bytes of the whole envelope.
+    pub total: usize,
+    /// Where the segment table starts in the main message.
+    kept_end: usize,
+    /// (offset in the whole envelope, length) of each segment, in order.
+    pub gaps: Vec<(usize, usize)>,
+}
+
+impl SegmentPlan {
+    /// Copy what `main` holds into `whole` (resized to the whole envelope), leaving
+    /// the gaps for the segments to be received into; the result decodes as an
+    /// envelope once they are.
+    pub fn assemble(&self, main: &[u8], whole: &mut Vec<u8>) {
+        if whole.len() < self.total {
+            whole.resize(self.total, 0);
+        } else {
+            whole.truncate(self.total);
+        }
+        let (mut from, mut to) = (0, 0);
+        for &(at, len) in &self.gaps {
+            let n = at - to;
+            whole[to..at].copy_from_slice(&main[from..from + n]);
+            from += n;
+            to = at + len;
+        }
+        whole[to..].copy_from_slice(&main[from..self.kept_end]);
+        whole[6] &= !SEGMENTED;
+    }
+
+    /// Mark an assembled envelope whose segments did not all arrive whole, so that
+    /// `decode` refuses it.
+    pub fn mark_unreceived(whole: &mut [u8]) {
+        if let Some(flags) = whole.get_mut(6) {
+            *flags |= SEGMENTED;
+        }
+    }
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -239,6 +427,11 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
         return Err(WireError::Version { found: version });
     }
     let flags = bytes[6];
+    if flags & SEGMENTED != 0 {
+        return Err(WireError::Segments {
+            reason: "its segments were not received with it".into(),
+        });
+    }
     let tag = bytes[7];
     let src = u32_at(bytes, 8);
     let dst = u32_at(bytes, 12);
@@ -488,5 +681,95 @@ mod tests {
         assert!(err.to_string().contains("reached PE 2"), "{err}");
         let runtime = err.at(2, "rank 1");
         assert!(runtime.to_string().contains("rank 1"), "{runtime}");
+    }
+
+    /// A user message with two long `Bytes` around short fields.
+    fn long(a: &Bytes, b: &Bytes) -> Envelope {
+        let mut env = user(Vec::new());
+        if let Kind::User { payload, .. } = &mut env.kind {
+            *payload = Payload::new((7u8, a.clone(), vec![1u16, 2], b.clone(), 9u64));
+        }
+        env
+    }
+
+    /// Reassemble `main` and its segments as a receiver does.
+    fn reassemble(main: &[u8], segments: &[Bytes]) -> Vec<u8> {
+        let plan = segment_plan(main).expect("valid").expect("segmented");
+        assert_eq!(plan.gaps.len(), segments.len());
+        let mut whole = vec![0xAA; 3];
+        plan.assemble(main, &mut whole);
+        for (&(at, len), seg) in plan.gaps.iter().zip(segments) {
+            whole[at..at + len].copy_from_slice(seg);
+        }
+        whole
+    }
+
+    #[test]
+    fn long_bytes_travel_as_segments_and_reassemble_exactly() {
+        let a = Bytes::from((0..SEGMENT_MIN + 5).map(|i| i as u8).collect::<Vec<u8>>());
+        let b = Bytes::from(vec![3u8; 2 * SEGMENT_MIN]);
+        let env = long(&a, &b);
+        let mut plain = Vec::new();
+        encode(&env, 1, &mut plain).expect("encodes");
+        let mut main = Vec::new();
+        let segments = encode_segmented(&env, 1, &mut main).expect("encodes");
+        assert_eq!(segments.len(), 2);
+        assert_eq!(segments[0].as_ptr(), a.as_ptr(), "sent from where it is");
+        assert!(
+            main.len() < 200,
+            "the long bytes stay out of the main message"
+        );
+        assert_eq!(reassemble(&main, &segments), plain);
+        let env = decode(Arc::new(plain), 1).expect("decodes");
+        let Kind::User { payload, .. } = env.kind else {
+            panic!("not a user message")
+        };
+        type Long = (u8, Bytes, Vec<u16>, Bytes, u64);
+        let (x, ra, v, rb, y) = payload.take::<Long>().expect("payload");
+        assert_eq!((x, v, y), (7, vec![1, 2], 9));
+        assert!(ra == a && rb == b);
+    }
+
+    #[test]
+    fn short_messages_are_not_segmented() {
+        let env = user(vec![1, 2, 3]);
+        let (mut plain, mut main) = (Vec::new(), Vec::new());
+        encode(&env, 1, &mut plain).expect("encodes");
+        assert!(encode_segmented(&env, 1, &mut main)
+            .expect("encodes")
+            .is_empty());
+        assert_eq!(main, plain);
+        assert_eq!(segment_plan(&main), Ok(None));
+    }
+
+    #[test]
+    fn bad_segment_tables_and_unreceived_segments_are_errors() {
+        let a = Bytes::from(vec![1u8; SEGMENT_MIN]);
+        let b = Bytes::from(vec![2u8; SEGMENT_MIN]);
+        let mut main = Vec::new();
+        encode_segmented(&long(&a, &b), 1, &mut main).expect("encodes");
+        let n = main.len();
+        let garble = |edit: &dyn Fn(&mut Vec<u8>)| {
+            let mut m = main.clone();
+            edit(&mut m);
+            m
+        };
+        let cases = [
+            garble(&|m| m[n - 4..].copy_from_slice(&1000u32.to_le_bytes())),
+            garble(&|m| m[n - 8..n - 4].copy_from_slice(&0u32.to_le_bytes())),
+            garble(&|m| m[n - 12..n - 8].copy_from_slice(&0u32.to_le_bytes())),
+            garble(&|m| m[n - 16..n - 12].copy_from_slice(&u32::MAX.to_le_bytes())),
+            garble(&|m| m[28..32].copy_from_slice(&7u32.to_le_bytes())),
+            garble(&|m| m.truncate(HEADER_BYTES + 2)),
+        ];
+        for (i, m) in cases.iter().enumerate() {
+            let err = segment_plan(m).expect_err(&format!("case {i}"));
+            assert!(matches!(err, WireError::Segments { .. }), "case {i}: {err}");
+        }
+        let err = decode(Arc::new(main), 1).expect_err("segments missing");
+        assert!(
+            err.to_string().contains("segments were not received"),
+            "{err}"
+        );
     }
 }

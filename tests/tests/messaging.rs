@@ -40,3 +40,10 @@ fn a_message_arriving_during_compute_outranks_a_later_local_send() {
         messaging::a_message_arriving_during_compute_outranks_a_later_local_send(layer);
     }
 }
+
+#[test]
+fn long_byte_payloads_arrive_whole() {
+    for layer in layers() {
+        messaging::long_byte_payloads_arrive_whole(layer);
+    }
+}

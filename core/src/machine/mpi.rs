@@ -19,6 +19,7 @@
 //! rank thread, which already owns all MPI traffic; only one PE per rank is built.
 
 use super::{real_work, Job, MachineLayer, Transport};
+use crate::bytes::Bytes;
 use crate::config::WorkMode;
 use crate::error::RuntimeError;
 use crate::ids::Pe;
@@ -164,11 +165,16 @@ impl MachineLayer for Mpi {
     }
 }
 
-/// An nonblocking send in flight and the buffer it reads.
+/// A nonblocking send in flight and what owns the bytes it reads.
 struct PendingSend {
     /// Always `Some` until completion; taken to call `test`.
     req: Option<Request<'static, [u8], StaticScope>>,
+    /// The envelope's buffer (empty for a segment).
     buf: Vec<u8>,
+    /// A segment's bytes, held until MPI is done with them.
+    segment: Option<Bytes>,
+    /// Bytes the send reads.
+    len: usize,
 }
 
 /// A rank's side of the network: its communicator and its sends in flight.
@@ -195,6 +201,10 @@ const RECYCLE_MIN: usize = 64 << 10;
 const RECYCLE_KEEP: usize = 8;
 /// Completed send buffers kept for reuse.
 const SPARE_KEEP: usize = 64;
+/// Tag of envelopes.
+const ENVELOPE_TAG: i32 = 0;
+/// Tag of the segments that follow a segmented envelope (see `wire::encode_segmented`).
+const SEGMENT_TAG: i32 = 1;
 
 impl Link {
     fn new(comm: SimpleCommunicator) -> Self {
@@ -220,24 +230,54 @@ impl Link {
         // Sized up front: growing a buffer of megabytes by doubling touches (and, on
         // a fresh mapping, zeroes) every page several times over.
         buf.reserve(want);
-        wire::encode(env, to, &mut buf)
-            .map_err(|e| RuntimeError::Invalid(format!("PE {}: {e}", env.src)))?;
+        // Long `Bytes` go as segments, straight from where they are: copying them into
+        // the envelope would cost the sender as much memory traffic as MPI's transfer.
+        let segments = if want >= wire::SEGMENT_MIN {
+            wire::encode_segmented(env, to, &mut buf)
+        } else {
+            wire::encode(env, to, &mut buf).map(|()| Vec::new())
+        }
+        .map_err(|e| RuntimeError::Invalid(format!("PE {}: {e}", env.src)))?;
         // SAFETY: the slice covers `buf`'s heap allocation, which stays where it is
         // when the Vec moves into `PendingSend`, and is neither written nor freed until
         // MPI reports the send complete: a `PendingSend` leaves `pending` only in
-        // `progress` (after `test` succeeded) or `finish_sends` (after `wait`), and
-        // the rank never returns with sends pending.
+        // `progress` (after `test` succeeded), and the rank never returns with sends
+        // pending.
         let slice: &'static [u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
+        self.post(to, slice, ENVELOPE_TAG, buf, None);
+        for segment in segments {
+            // SAFETY: `segment` shares the allocation of an immutable `Bytes` (its
+            // `Arc` is shared, so nothing can write it), and the handle moves into the
+            // `PendingSend`, which keeps it alive until MPI reports the send complete,
+            // as above.
+            let slice: &'static [u8] =
+                unsafe { std::slice::from_raw_parts(segment.as_ptr(), segment.len()) };
+            self.post(to, slice, SEGMENT_TAG, Vec::new(), Some(segment));
+        }
+        Ok(())
+    }
+
+    /// Start sending `slice` (the bytes of `buf` or of `segment`) and keep its owner
+    /// until the send completes.
+    fn post(
+        &mut self,
+        to: Pe,
+        slice: &'static [u8],
+        tag: i32,
+        buf: Vec<u8>,
+        segment: Option<Bytes>,
+    ) {
         let req = self
             .comm
             .process_at_rank(to as i32)
-            .immediate_send(StaticScope, slice);
-        self.in_flight += buf.len();
+            .immediate_send_with_tag(StaticScope, slice, tag);
+        self.in_flight += slice.len();
         self.pending.push(PendingSend {
             req: Some(req),
             buf,
+            segment,
+            len: slice.len(),
         });
-        Ok(())
     }
 
     /// An empty buffer for a send, reusing a spare one that is large enough.
@@ -263,8 +303,9 @@ impl Link {
             match req.test() {
                 Ok(_) => {
                     let done = self.pending.swap_remove(i);
-                    self.in_flight -= done.buf.len();
-                    if self.spare.len() < SPARE_KEEP {
+                    self.in_flight -= done.len;
+                    drop(done.segment);
+                    if done.buf.capacity() > 0 && self.spare.len() < SPARE_KEEP {
                         self.spare.push(done.buf);
                     }
                     any = true;
@@ -295,13 +336,34 @@ impl Link {
     }
 
     fn probe(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
-        let (msg, status) = self.comm.any_process().immediate_matched_probe()?;
+        let (msg, status) = self
+            .comm
+            .any_process()
+            .immediate_matched_probe_with_tag(ENVELOPE_TAG)?;
         let source = status.source_rank();
         let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
         if len < RECYCLE_MIN {
             let (bytes, _) = (msg, status).matched_receive_vec::<u8>();
+            // A malformed table is left for `decode` to report (it refuses a
+            // segmented envelope that was not reassembled).
+            if let Ok(Some(plan)) = wire::segment_plan(&bytes) {
+                return Some((self.receive_segments(&bytes, &plan, source), source));
+            }
             return Some((Arc::new(bytes), source));
         }
+        let mut buf = self.receive_buffer(len);
+        let vec = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
+        msg.matched_receive_into(&mut vec[..]);
+        self.recycle_later(&buf);
+        if let Ok(Some(plan)) = wire::segment_plan(&buf) {
+            return Some((self.receive_segments(&buf, &plan, source), source));
+        }
+        Some((buf, source))
+    }
+
+    /// A buffer of exactly `len` bytes to receive into, not shared: a recycled one, if
+    /// one is large enough.
+    fn receive_buffer(&mut self, len: usize) -> Arc<Vec<u8>> {
         let reusable = self
             .recycle
             .iter_mut()
@@ -317,12 +379,38 @@ impl Link {
         } else {
             vec.truncate(len);
         }
-        msg.matched_receive_into(&mut vec[..]);
+        buf
+    }
+
+    /// Keep `buf` for recycling once nobody else holds it.
+    fn recycle_later(&mut self, buf: &Arc<Vec<u8>>) {
         if self.recycle.len() >= RECYCLE_KEEP {
             self.recycle.remove(0);
         }
-        self.recycle.push(Arc::clone(&buf));
-        Some((buf, source))
+        self.recycle.push(Arc::clone(buf));
+    }
+
+    /// The whole envelope of segmented `main` from `source`: its parts copied into
+    /// place and each segment received straight into its gap. The sender posted the
+    /// segments with the envelope, so they are on their way.
+    fn receive_segments(
+        &mut self,
+        main: &[u8],
+        plan: &wire::SegmentPlan,
+        source: i32,
+    ) -> Arc<Vec<u8>> {
+        let mut buf = self.receive_buffer(plan.total);
+        let whole = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
+        plan.assemble(main, whole);
+        let from = self.comm.process_at_rank(source);
+        for &(at, len) in &plan.gaps {
+            let status = from.receive_into_with_tag(&mut whole[at..at + len], SEGMENT_TAG);
+            if status.count(u8::equivalent_datatype()) as usize != len {
+                wire::SegmentPlan::mark_unreceived(whole);
+            }
+        }
+        self.recycle_later(&buf);
+        buf
     }
 }
 

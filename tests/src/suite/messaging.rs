@@ -1,10 +1,10 @@
 //! Point-to-point messaging: a 10^6-message stress test, creation from any PE,
-//! priorities and the expedited path.
+//! priorities, the expedited path, and long byte payloads.
 
 use crate::{config, pes, splitmix64};
 use chorus_core::{
-    ArrayMap, ArrayProxy, Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, GroupProxy, Layer,
-    Reducer, Registry, Runtime, SendOpts,
+    ArrayMap, ArrayProxy, Bytes, Callback, Chare, ChareProxy, Ctx, Entry, ErrorPolicy, GroupProxy,
+    Layer, Reducer, Registry, Runtime, SendOpts,
 };
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -381,6 +381,144 @@ pub fn a_message_arriving_during_compute_outranks_a_later_local_send(layer: Laye
     );
 }
 
+/// Blobs each PE gets from PE 0.
+const BLOBS: u32 = 4;
+
+/// The contents of blob `seq` for PE `pe`: long enough that the mpi layer sends it
+/// as a segment, and different for every blob.
+fn blob(seq: u32, pe: u32) -> Vec<u8> {
+    let mut state = u64::from(seq) << 32 | u64::from(pe);
+    (0..100_000 + 1_000 * seq as usize)
+        .map(|_| splitmix64(&mut state) as u8)
+        .collect()
+}
+
+/// One member per PE: PE 0 sends long blobs and short notes to the others, which
+/// check them and echo the blobs back.
+struct Blobs {
+    /// Blobs and notes seen (on the receivers).
+    seen: Vec<String>,
+    /// Echoes counted (on PE 0).
+    echoes: u32,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum BlobMsg {
+    Start,
+    Blob {
+        seq: u32,
+        data: Bytes,
+        note: Vec<u16>,
+        tail: Bytes,
+    },
+    Note(u32),
+    Echo {
+        seq: u32,
+        from: u32,
+        data: Bytes,
+    },
+}
+
+impl Chare for Blobs {
+    type Init = ();
+    type Msg = BlobMsg;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Blobs {
+            seen: Vec::new(),
+            echoes: 0,
+        }
+    }
+    fn handle(&mut self, msg: BlobMsg, ctx: &mut Ctx) {
+        let me: GroupProxy<Blobs> = ctx.this_group().expect("group member");
+        let pe = ctx.my_pe();
+        match msg {
+            BlobMsg::Start => {
+                for q in 1..ctx.num_pes() as u32 {
+                    for seq in 0..BLOBS {
+                        let tail = Bytes::from(vec![seq as u8; 70_000]);
+                        let blob = BlobMsg::Blob {
+                            seq,
+                            data: Bytes::from(blob(seq, q)),
+                            note: vec![seq as u16; 3],
+                            tail,
+                        };
+                        me.send(ctx, q, blob);
+                        me.send(ctx, q, BlobMsg::Note(seq));
+                    }
+                }
+            }
+            BlobMsg::Blob {
+                seq,
+                data,
+                note,
+                tail,
+            } => {
+                let whole = data[..] == blob(seq, pe)[..]
+                    && note == vec![seq as u16; 3]
+                    && tail.len() == 70_000
+                    && tail.iter().all(|&b| b == seq as u8);
+                self.seen.push(format!("blob {seq} {whole}"));
+                me.send(
+                    ctx,
+                    0,
+                    BlobMsg::Echo {
+                        seq,
+                        from: pe,
+                        data,
+                    },
+                );
+                self.publish_when_all_came(ctx);
+            }
+            BlobMsg::Note(seq) => {
+                self.seen.push(format!("note {seq}"));
+                self.publish_when_all_came(ctx);
+            }
+            BlobMsg::Echo { seq, from, data } => {
+                assert!(data[..] == blob(seq, from)[..], "echo {seq} from {from}");
+                self.echoes += 1;
+                if self.echoes == BLOBS * (ctx.num_pes() as u32 - 1) {
+                    ctx.publish("echoes", &self.echoes);
+                    ctx.exit_on_quiescence();
+                }
+            }
+        }
+    }
+}
+
+impl Blobs {
+    fn publish_when_all_came(&mut self, ctx: &mut Ctx) {
+        if self.seen.len() == 2 * BLOBS as usize {
+            self.seen.sort();
+            ctx.publish("seen", &self.seen);
+        }
+    }
+}
+
+/// Messages with long byte fields arrive whole, as do the short ones sent between
+/// them (not necessarily in order: a long message may take longer, as on sim), and
+/// a received `Bytes` can be sent on.
+pub fn long_byte_payloads_arrive_whole(layer: Layer) {
+    let p = pes(layer, 3);
+    let mut reg = Registry::new();
+    reg.chare::<Blobs>("Blobs");
+    let report = Runtime::new(reg, config(layer, p, ErrorPolicy::Abort))
+        .run(move |ctx| {
+            let blobs = ctx.create_group::<Blobs>(());
+            blobs.send(ctx, 0, BlobMsg::Start);
+        })
+        .expect("run");
+    assert_eq!(report.output::<u32>("echoes"), Some(BLOBS * (p - 1)));
+    let mut want: Vec<String> = (0..BLOBS)
+        .flat_map(|s| [format!("blob {s} true"), format!("note {s}")])
+        .collect();
+    want.sort();
+    let seen = report.outputs::<Vec<String>>("seen");
+    assert_eq!(seen.len(), p as usize - 1);
+    for (pe, got) in seen {
+        assert_eq!(got, want, "PE {pe}");
+    }
+}
+
 /// This module's tests, by name.
 pub const TESTS: &[super::Test] = &[
     (
@@ -402,5 +540,9 @@ pub const TESTS: &[super::Test] = &[
     (
         "a_message_arriving_during_compute_outranks_a_later_local_send",
         a_message_arriving_during_compute_outranks_a_later_local_send,
+    ),
+    (
+        "long_byte_payloads_arrive_whole",
+        long_byte_payloads_arrive_whole,
     ),
 ];
