@@ -245,9 +245,10 @@ fn one_way_us(rtts: &[f64]) -> f64 {
     median(rtts) / 2.0 * 1e6
 }
 
-/// Messages in a bandwidth measurement of `bytes`, in each of `CHUNKS` chunks.
+/// Messages in a bandwidth measurement of `bytes`, in each of `CHUNKS` chunks: a
+/// long stream, so the buffers a run allocates and faults in first weigh little.
 fn count_for(bytes: usize) -> u32 {
-    (((64 << 20) / bytes.max(1)) as u32).clamp(32, 10_000)
+    (((256 << 20) / bytes.max(1)) as u32).clamp(32, 10_000)
 }
 
 /// Measure every size on chorus and on raw MPI, alternating them; rank 0 gets the
