@@ -404,8 +404,13 @@ impl Link {
         plan.assemble(main, whole);
         let from = self.comm.process_at_rank(source);
         for &(at, len) in &plan.gaps {
-            let status = from.receive_into_with_tag(&mut whole[at..at + len], SEGMENT_TAG);
-            if status.count(u8::equivalent_datatype()) as usize != len {
+            // Probed first, so a segment of another length (corrupt bytes) is taken
+            // off the network and refused rather than overflowing its slot.
+            let (msg, status) = from.matched_probe_with_tag(SEGMENT_TAG);
+            if status.count(u8::equivalent_datatype()) as usize == len {
+                msg.matched_receive_into(&mut whole[at..at + len]);
+            } else {
+                let _ = (msg, status).matched_receive_vec::<u8>();
                 wire::SegmentPlan::mark_unreceived(whole);
             }
         }
