@@ -109,12 +109,24 @@ thread_local! {
 }
 
 /// Run `encode`, noting every `Bytes` of at least `wire::SEGMENT_MIN` bytes it
-/// serialises (see [`take_noted`]).
+/// serialises (see [`take_noted`] and [`any_noted`]).
 pub(crate) fn noting_long<R>(encode: impl FnOnce() -> R) -> R {
-    let previous = NOTED.with(|n| n.replace(Some(Vec::new())));
-    let out = encode();
-    NOTED.with(|n| *n.borrow_mut() = previous);
-    out
+    /// Puts the previous state back even if `encode` panics (a user `Serialize`
+    /// may), so noting never stays on and holds buffers.
+    struct Restore(Option<Vec<Bytes>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            NOTED.with(|n| *n.borrow_mut() = previous);
+        }
+    }
+    let _restore = Restore(NOTED.with(|n| n.replace(Some(Vec::new()))));
+    encode()
+}
+
+/// True if a `Bytes` was noted and not taken yet.
+pub(crate) fn any_noted() -> bool {
+    NOTED.with(|n| n.borrow().as_ref().is_some_and(|v| !v.is_empty()))
 }
 
 /// The noted `Bytes` whose contents are `part` itself (same address and length): a

@@ -318,30 +318,34 @@ pub fn segment_plan(main: &[u8]) -> Result<Option<SegmentPlan>, WireError> {
         return Ok(None);
     }
     let bad = |reason: String| WireError::Segments { reason };
-    let body_len = u32_at(main, 24) as usize;
-    let payload_len = u32_at(main, 28) as usize;
-    let rest = main
-        .len()
-        .checked_sub(HEADER_BYTES + body_len + 4)
+    // Lengths are u32 on the wire; u64 arithmetic cannot overflow on any target.
+    let body_len = u64::from(u32_at(main, 24));
+    let payload_len = u64::from(u32_at(main, 28));
+    let main_len = main.len() as u64;
+    let rest = main_len
+        .checked_sub(HEADER_BYTES as u64 + body_len + 4)
         .ok_or_else(|| {
             bad(format!(
-                "{} bytes cannot hold the header, body and table",
-                main.len()
+                "{main_len} bytes cannot hold the header, body and table"
             ))
         })?;
-    let count = u32_at(main, main.len() - 4) as usize;
-    let table = count
-        .checked_mul(8)
-        .filter(|&t| t <= rest)
+    let count = u64::from(u32_at(main, main.len() - 4));
+    let table = (count * 8 <= rest)
+        .then_some(count * 8)
         .ok_or_else(|| bad(format!("a table of {count} segments does not fit")))?;
     let kept = rest - table;
-    let table_at = main.len() - 4 - table;
-    let payload_at = HEADER_BYTES + body_len;
-    let (mut end, mut sum) = (0usize, 0usize);
-    let mut gaps = Vec::with_capacity(count);
-    for i in 0..count {
-        let at = u32_at(main, table_at + 8 * i) as usize;
-        let len = u32_at(main, table_at + 8 * i + 4) as usize;
+    let table_at = main_len - 4 - table;
+    let payload_at = HEADER_BYTES as u64 + body_len;
+    let total = usize::try_from(payload_at + payload_len).map_err(|_| {
+        bad(format!(
+            "a {payload_len}-byte payload does not fit in memory"
+        ))
+    })?;
+    let (mut end, mut sum) = (0u64, 0u64);
+    let mut gaps = Vec::new();
+    for i in 0..count as usize {
+        let at = u64::from(u32_at(main, table_at as usize + 8 * i));
+        let len = u64::from(u32_at(main, table_at as usize + 8 * i + 4));
         if at < end || len == 0 || at + len > payload_len {
             return Err(bad(format!(
                 "segment {i} at {at} of {len} bytes overlaps another or leaves the {payload_len}-byte payload"
@@ -349,16 +353,18 @@ pub fn segment_plan(main: &[u8]) -> Result<Option<SegmentPlan>, WireError> {
         }
         end = at + len;
         sum += len;
-        gaps.push((payload_at + at, len));
+        // Below `total`, which fits in usize.
+        gaps.push(((payload_at + at) as usize, len as usize));
     }
     if kept + sum != payload_len {
         return Err(bad(format!(
             "{kept} bytes sent with the envelope and {sum} in segments make no {payload_len}-byte payload"
         )));
     }
+    let (total, kept_end) = (total, table_at as usize);
     Ok(Some(SegmentPlan {
-        total: payload_at + payload_len,
-        kept_end: table_at,
+        total,
+        kept_end,
         gaps,
     }))
 }

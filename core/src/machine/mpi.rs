@@ -225,14 +225,19 @@ impl Link {
                 std::hint::spin_loop();
             }
         }
-        let want = wire::size_hint(env);
-        let mut buf = self.spare_buffer(want);
+        // The size pass also says whether the payload holds a long `Bytes`.
+        let (want, long) =
+            crate::bytes::noting_long(|| (wire::size_hint(env), crate::bytes::any_noted()));
+        let mut buf = self.spare_buffer(if long { 0 } else { want });
         // Sized up front: growing a buffer of megabytes by doubling touches (and, on
-        // a fresh mapping, zeroes) every page several times over.
-        buf.reserve(want);
+        // a fresh mapping, zeroes) every page several times over. A segmented
+        // envelope holds little beyond its header.
+        if !long {
+            buf.reserve(want);
+        }
         // Long `Bytes` go as segments, straight from where they are: copying them into
         // the envelope would cost the sender as much memory traffic as MPI's transfer.
-        let segments = if want >= wire::SEGMENT_MIN {
+        let segments = if long {
             wire::encode_segmented(env, to, &mut buf)
         } else {
             wire::encode(env, to, &mut buf).map(|()| Vec::new())
