@@ -125,6 +125,7 @@ pub(crate) fn noting_long<R>(encode: impl FnOnce() -> R) -> R {
 }
 
 /// True if a `Bytes` was noted and not taken yet.
+#[cfg(feature = "mpi")]
 pub(crate) fn any_noted() -> bool {
     NOTED.with(|n| n.borrow().as_ref().is_some_and(|v| !v.is_empty()))
 }
