@@ -68,21 +68,8 @@ fn main() -> ExitCode {
 /// Sort, print, and say whether the check passed (or was not asked for).
 fn run(args: &Args) -> Result<bool, String> {
     args.chorus.validate()?;
-    #[cfg(feature = "mpi")]
-    let session = match args.chorus.layer {
-        Layer::Mpi => Some(chorus_core::MpiSession::init().map_err(|e| e.to_string())?),
-        _ => None,
-    };
-    #[cfg(feature = "mpi")]
-    let (speaks, pes) = match &session {
-        Some(s) => {
-            use mpi::topology::Communicator;
-            (s.world().rank() == 0, s.world().size() as u32)
-        }
-        None => (true, args.chorus.pes),
-    };
-    #[cfg(not(feature = "mpi"))]
-    let (speaks, pes) = (true, args.chorus.pes);
+    let job = chorus_apps::job::JobProcess::start(&args.chorus)?;
+    let (speaks, pes) = (job.speaks, job.pes);
     let spec = SortSpec {
         n: args
             .n
@@ -98,7 +85,7 @@ fn run(args: &Args) -> Result<bool, String> {
     };
     if args.compare {
         #[cfg(feature = "mpi")]
-        return compare(args, &spec, session.as_ref(), speaks);
+        return compare(args, &spec, job.session.as_ref(), speaks);
         #[cfg(not(feature = "mpi"))]
         return Err(NO_MPI.into());
     }
@@ -109,7 +96,7 @@ fn run(args: &Args) -> Result<bool, String> {
             Err(e) => return Err(e.to_string()),
         },
         #[cfg(feature = "mpi")]
-        SectionMode::MpiSplit => mpi_split(args, &spec, session.as_ref())?,
+        SectionMode::MpiSplit => mpi_split(args, &spec, job.session.as_ref())?,
         #[cfg(not(feature = "mpi"))]
         SectionMode::MpiSplit => return Err(NO_MPI.into()),
     };

@@ -71,18 +71,8 @@ fn run(args: &Args) -> Result<(), String> {
         item: Duration::from_secs_f64(item_ms / 1e3),
         workload,
     };
-    #[cfg(feature = "mpi")]
-    let session = match args.chorus.layer {
-        Layer::Mpi => Some(chorus_core::MpiSession::init().map_err(|e| e.to_string())?),
-        _ => None,
-    };
-    #[cfg(feature = "mpi")]
-    let speaks = session.as_ref().is_none_or(|s| {
-        use mpi::topology::Communicator;
-        s.world().rank() == 0
-    });
-    #[cfg(not(feature = "mpi"))]
-    let speaks = true;
+    let job = chorus_apps::job::JobProcess::start(&args.chorus)?;
+    let speaks = job.speaks;
     let many = strategies.len() > 1;
     let mut reports = Vec::new();
     for spec in strategies {

@@ -16,23 +16,8 @@ fn main() -> ExitCode {
 }
 
 fn tune(args: &TuneArgs) -> Result<(), String> {
-    #[cfg(feature = "mpi")]
-    let session = match args.chorus.layer {
-        chorus_core::Layer::Mpi => {
-            Some(chorus_core::MpiSession::init().map_err(|e| e.to_string())?)
-        }
-        _ => None,
-    };
-    #[cfg(feature = "mpi")]
-    let (speaks, pes) = match &session {
-        Some(s) => {
-            use mpi::topology::Communicator;
-            (s.world().rank() == 0, s.world().size() as u32)
-        }
-        None => (true, args.chorus.pes),
-    };
-    #[cfg(not(feature = "mpi"))]
-    let (speaks, pes) = (true, args.chorus.pes);
+    let job = chorus_apps::job::JobProcess::start(&args.chorus)?;
+    let (speaks, pes) = (job.speaks, job.pes);
     let layer = args.chorus.layer.name();
     let progress = |what: &str| {
         if speaks && !args.json {
