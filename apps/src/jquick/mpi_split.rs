@@ -237,7 +237,32 @@ fn level(
             }
         }
     }
-    let tag = depth as i32;
+    let mut got = 0u64;
+    exchange(world, &sends, depth as i32, expect > 0, |key, elems| {
+        got += elems.len() as u64;
+        fill.get_mut(&key)
+            .expect("data for a child I am in")
+            .1
+            .extend(elems);
+        got < expect
+    });
+    let mut next = Vec::new();
+    for (key, (comm, elems)) in fill {
+        place(layout, me, key, comm, elems, &mut next, bases);
+    }
+    next
+}
+
+/// Post `sends` (PE, packed task data) with `tag`; if `receive`, hand every packed
+/// message that arrives with `tag` to `take` until it returns false. Returns once the
+/// sends are complete too.
+fn exchange(
+    world: &SimpleCommunicator,
+    sends: &[(u32, Vec<u64>)],
+    tag: i32,
+    receive: bool,
+    mut take: impl FnMut(TaskKey, Vec<Elem>) -> bool,
+) {
     mpi::request::scope(|scope| {
         let _guards: Vec<_> = sends
             .iter()
@@ -249,22 +274,13 @@ fn level(
                 ))
             })
             .collect();
-        let mut got = 0u64;
-        while got < expect {
+        let mut more = receive;
+        while more {
             let (v, _) = world.any_process().receive_vec_with_tag::<u64>(tag);
             let (key, elems) = unpack(&v);
-            got += elems.len() as u64;
-            fill.get_mut(&key)
-                .expect("data for a child I am in")
-                .1
-                .extend(elems);
+            more = take(key, elems);
         }
     });
-    let mut next = Vec::new();
-    for (key, (comm, elems)) in fill {
-        place(layout, me, key, comm, elems, &mut next, bases);
-    }
-    next
 }
 
 /// Exchange two-PE base cases with the partners, then sort every base case.
@@ -277,28 +293,17 @@ fn solve_bases(world: &SimpleCommunicator, mut bases: Vec<BaseCase>) -> Vec<Elem
                 .map(|(pe, _)| (*pe, pack(b.key, &b.mine)))
         })
         .collect();
-    mpi::request::scope(|scope| {
-        let _guards: Vec<_> = sends
-            .iter()
-            .map(|(pe, buf)| {
-                WaitGuard::from(world.process_at_rank(*pe as i32).immediate_send_with_tag(
-                    scope,
-                    &buf[..],
-                    BASE_TAG,
-                ))
-            })
-            .collect();
-        for _ in 0..sends.len() {
-            let (v, _) = world.any_process().receive_vec_with_tag::<u64>(BASE_TAG);
-            let (key, elems) = unpack(&v);
-            let b = bases
-                .iter_mut()
-                .find(|b| b.key == key)
-                .expect("a partner's base case is mine too");
-            if let Some((_, slot)) = &mut b.partner {
-                *slot = Some(elems);
-            }
+    let mut left = sends.len();
+    exchange(world, &sends, BASE_TAG, left > 0, |key, elems| {
+        let b = bases
+            .iter_mut()
+            .find(|b| b.key == key)
+            .expect("a partner's base case is mine too");
+        if let Some((_, slot)) = &mut b.partner {
+            *slot = Some(elems);
         }
+        left -= 1;
+        left > 0
     });
     bases.sort_by_key(|b| b.key.a);
     bases.into_iter().flat_map(|b| b.solve().0).collect()
