@@ -4,6 +4,7 @@ use crate::ctx::Ctx;
 use crate::error::RuntimeError;
 use crate::message::{Message, Payload};
 use crate::runtime::panic_message;
+use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A message-driven object that lives on one PE and reacts to messages.
@@ -27,9 +28,12 @@ pub(crate) trait AnyChare: Send {
     fn deliver(&mut self, payload: Payload, ctx: &mut Ctx)
         -> Result<Option<Payload>, RuntimeError>;
     fn type_name(&self) -> &'static str;
+    /// The concrete cell, for the migration functions of its type to downcast.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
-struct Cell<C>(C);
+/// A chare of a known type behind `AnyChare`.
+pub(crate) struct Cell<C>(pub(crate) C);
 
 impl<C: Chare> Cell<C> {
     fn wrong_type(ctx: &Ctx) -> RuntimeError {
@@ -99,6 +103,10 @@ impl<C: Chare> AnyChare for Cell<C> {
 
     fn type_name(&self) -> &'static str {
         std::any::type_name::<C>()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
     }
 }
 

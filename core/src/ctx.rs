@@ -7,6 +7,7 @@ use crate::chare::Chare;
 use crate::error::RuntimeError;
 use crate::ids::{ChareId, CollectionId, Pe};
 use crate::message::Payload;
+use crate::migration::MigrateError;
 use crate::proxy::{ArrayProxy, ChareProxy, GroupProxy};
 use crate::reduction::{Reducer, Reducible};
 use crate::runtime::{Current, Kind, PeCore};
@@ -151,7 +152,7 @@ impl Ctx<'_> {
         }
         if let Some(ty) = self.type_index::<C>() {
             let shape = Arc::new(shape);
-            self.core.register_array(coll, shape.clone(), map);
+            self.core.register_array(coll, ty, shape.clone(), map);
             let kind = Kind::CreateArray {
                 coll,
                 ty,
@@ -232,6 +233,14 @@ impl Ctx<'_> {
             message: message.to_string(),
         };
         self.core.fail(err);
+    }
+
+    /// Move the running array element to PE `to` once this handler returns (Charm++'s
+    /// `migrateMe`): its state travels there, and messages sent to it before, during
+    /// and after the move reach it there. Its type must be registered with
+    /// `Registry::migratable`. On error the element stays here and nothing is reported.
+    pub fn migrate_me(&mut self, to: Pe) -> Result<(), MigrateError> {
+        self.core.request_move(to)
     }
 
     /// Record a named value in the run's report (readable with `RunReport::output`).

@@ -1,6 +1,7 @@
 //! Typed errors of the runtime.
 
 use crate::ids::{CollectionId, Pe};
+use crate::migration::MigrateError;
 use thiserror::Error;
 
 /// Everything that can go wrong while a chorus program runs.
@@ -83,6 +84,16 @@ pub enum RuntimeError {
     /// An error reported by a PE in another process, as its text.
     #[error("{0}")]
     Remote(String),
+    /// An array element could not migrate (it stays put unless `reason` says it was lost).
+    #[error("PE {pe}: {element} cannot migrate: {reason}")]
+    Migrate {
+        /// The PE that found the problem.
+        pe: Pe,
+        /// The element, by array and index.
+        element: String,
+        /// What went wrong.
+        reason: MigrateError,
+    },
     /// The job can make no more progress and never exited.
     #[error("job stalled: {0}")]
     Stalled(String),

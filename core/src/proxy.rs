@@ -181,9 +181,8 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
     /// Send to the element at `index` with options.
     pub fn send_with(&self, ctx: &mut Ctx, index: &I, msg: C::Msg, opts: SendOpts) {
         let addr = ElemAddr::of(index);
-        if let Some(pe) = ctx.core.element_home(self.coll, &addr) {
-            ctx.core
-                .send_typed(pe, Dest::Element(self.coll, addr), msg, opts);
+        if let Some((pe, dest)) = ctx.core.route_element(self.coll, addr) {
+            ctx.core.send_typed(pe, dest, msg, opts);
         }
     }
 

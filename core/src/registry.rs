@@ -9,6 +9,7 @@ use crate::ctx::Ctx;
 use crate::error::{RegistryMismatch, RuntimeError};
 use crate::ids::{IndexKey, Pe};
 use crate::message::Payload;
+use crate::migration::{Migratable, Migrator};
 use crate::reduction::{CustomReducer, RedData, Reducer, Reducible};
 use serde::{Deserialize, Serialize};
 use std::any::TypeId;
@@ -22,6 +23,8 @@ type MapFn = Box<dyn Fn(&IndexKey, usize) -> Result<Pe, String> + Send + Sync>;
 pub(crate) struct ChareType {
     pub(crate) name: String,
     pub(crate) construct: Constructor,
+    /// How its elements move, if the type was registered as migratable.
+    pub(crate) migrate: Option<Migrator>,
 }
 
 pub(crate) struct EntryInfo {
@@ -77,6 +80,7 @@ impl Registry {
         self.chares.push(ChareType {
             name: name.to_string(),
             construct: construct::<C>,
+            migrate: None,
         });
         self.manifest.push(format!(
             "chare {name} ({}, msg {}, init {})",
@@ -84,6 +88,20 @@ impl Registry {
             std::any::type_name::<C::Msg>(),
             std::any::type_name::<C::Init>()
         ));
+        self
+    }
+
+    /// Register chare type `C` as one whose array elements may migrate
+    /// (`Ctx::migrate_me`); registering it with `chare` first is allowed.
+    pub fn migratable<C: Migratable>(&mut self, name: &str) -> &mut Self {
+        self.chare::<C>(name);
+        let t = self.by_type.get(&TypeId::of::<C>()).copied();
+        if let Some(t) = t.and_then(|t| self.chares.get_mut(t as usize)) {
+            if t.migrate.is_none() {
+                t.migrate = Some(Migrator::of::<C>());
+                self.manifest.push(format!("migratable {name}"));
+            }
+        }
         self
     }
 

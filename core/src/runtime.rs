@@ -11,6 +11,7 @@ use crate::ctx::Ctx;
 use crate::error::RuntimeError;
 use crate::fixed_hash::HashMap;
 use crate::ids::{ChareId, CollectionId, IndexKey, Pe};
+use crate::location::{Loc, Locations};
 use crate::machine::Transport;
 use crate::message::{Message, Payload};
 use crate::proxy::SendOpts;
@@ -26,20 +27,28 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod migration;
+
 /// What a user message is addressed to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Dest {
     Chare(ChareId),
     Group(CollectionId),
     Array(CollectionId),
+    /// An element, wherever the array's map puts it.
     Element(CollectionId, ElemAddr),
+    /// An element that has migrated, sent on news that it reached the receiving PE on
+    /// its n-th move (see `location.rs`).
+    ElementAt(CollectionId, ElemAddr, u32),
 }
 
 impl Dest {
     fn coll(&self) -> Option<CollectionId> {
         match self {
             Dest::Chare(_) => None,
-            Dest::Group(c) | Dest::Array(c) | Dest::Element(c, _) => Some(*c),
+            Dest::Group(c) | Dest::Array(c) | Dest::Element(c, _) | Dest::ElementAt(c, _, _) => {
+                Some(*c)
+            }
         }
     }
 }
@@ -134,6 +143,31 @@ pub(crate) enum Kind {
         pe: Pe,
         callback: Callback,
     },
+    /// An array element moving here: its state, its move count and reduction progress.
+    Migrate {
+        coll: CollectionId,
+        addr: ElemAddr,
+        home: Pe,
+        moves: u32,
+        contributed: u64,
+        #[serde(with = "crate::wire::payload_slot")]
+        state: Payload,
+    },
+    /// News that an element reached PE `pe` on its `moves`-th move.
+    Moved {
+        coll: CollectionId,
+        addr: ElemAddr,
+        home: Pe,
+        pe: Pe,
+        moves: u32,
+    },
+    /// A contribution of an element away from its home, which counts it there.
+    HomeContribute {
+        coll: CollectionId,
+        seq: u64,
+        reducer: Reducer,
+        body: Box<(Callback, Partial)>,
+    },
 }
 
 /// A message between PEs.
@@ -165,7 +199,9 @@ impl Kind {
             | Kind::CreateArray { .. }
             | Kind::Insert { .. } => return None,
             Kind::DoneInserting { .. } | Kind::Census { .. } => "chorus::census",
-            Kind::Contribute { .. } => "chorus::reduction",
+            Kind::Contribute { .. } | Kind::HomeContribute { .. } => "chorus::reduction",
+            Kind::Migrate { .. } => "chorus::migrate",
+            Kind::Moved { .. } => "chorus::location",
             Kind::QdRequest { .. } | Kind::QdWave { .. } | Kind::QdReply { .. } => {
                 "chorus::quiescence"
             }
@@ -188,6 +224,7 @@ impl Envelope {
             Dest::Chare(_) => 12,
             Dest::Group(_) | Dest::Array(_) => 8,
             Dest::Element(_, addr) => 16 + addr.key.0.len() as u64,
+            Dest::ElementAt(_, addr, _) => 20 + addr.key.0.len() as u64,
         };
         let body = match &self.kind {
             Kind::User { dest, payload, .. } | Kind::Bcast { dest, payload, .. } => {
@@ -198,7 +235,9 @@ impl Envelope {
                 24 + init.wire_len() + bincode::serialized_size(&**shape).unwrap_or(0)
             }
             Kind::Insert { addr, init, .. } => 16 + addr.key.0.len() as u64 + init.wire_len(),
-            Kind::Contribute { body, .. } => {
+            Kind::Migrate { addr, state, .. } => 36 + addr.key.0.len() as u64 + state.wire_len(),
+            Kind::Moved { addr, .. } => 32 + addr.key.0.len() as u64,
+            Kind::Contribute { body, .. } | Kind::HomeContribute { body, .. } => {
                 24 + bincode::serialized_size(&body.0).unwrap_or(0)
                     + bincode::serialized_size(&body.1).unwrap_or(0)
             }
@@ -234,6 +273,17 @@ impl Envelope {
     }
 }
 
+/// How a user message reached this PE: who sent it (the last hop), its sequence
+/// number and priority, and how many times it was forwarded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Via {
+    pub(crate) src: Pe,
+    pub(crate) seq: u32,
+    pub(crate) prio: i32,
+    pub(crate) expedited: bool,
+    pub(crate) hops: u8,
+}
+
 /// Which chare is running, so `Ctx` calls know who is asking.
 #[derive(Debug, Clone)]
 pub(crate) enum Current {
@@ -256,6 +306,8 @@ struct LocalContribution {
 /// Static facts about an array every PE needs to route to its elements.
 #[derive(Clone)]
 pub(crate) struct ArrayMeta {
+    /// Registry position of the element type.
+    pub(crate) ty: u32,
     shape: Arc<Shape>,
     map: ArrayMap,
 }
@@ -288,6 +340,17 @@ pub(crate) struct PeCore {
     next_seq: u32,
     /// This PE's recorder under `--trace`.
     pub(crate) trace: Option<Box<PeTrace>>,
+    /// Where migrated array elements are, as far as this PE knows.
+    pub(crate) loc: Locations,
+    /// Moves asked for by the running handler, made once it returns.
+    pub(crate) moves: Vec<MoveRequest>,
+}
+
+/// An element's request to move to PE `to`.
+pub(crate) struct MoveRequest {
+    pub(crate) coll: CollectionId,
+    pub(crate) addr: ElemAddr,
+    pub(crate) to: Pe,
 }
 
 impl PeCore {
@@ -408,7 +471,7 @@ impl PeCore {
     /// True when the running handler's run of messages should stop early: the job is
     /// ending or an expedited message is waiting.
     pub(crate) fn should_yield(&self) -> bool {
-        self.exiting || self.queue.has_expedited()
+        self.exiting || self.queue.has_expedited() || !self.moves.is_empty()
     }
 
     pub(crate) fn broadcast(&mut self, dest: Dest, payload: Payload, opts: SendOpts) {
@@ -425,7 +488,11 @@ impl PeCore {
 
     /// PE an array element's messages go to: its home by the map, or, if this PE has
     /// not yet heard of the array, the array's creator, which forwards.
-    fn locate(&mut self, coll: CollectionId, addr: &ElemAddr) -> Result<Pe, RuntimeError> {
+    pub(crate) fn locate(
+        &mut self,
+        coll: CollectionId,
+        addr: &ElemAddr,
+    ) -> Result<Pe, RuntimeError> {
         let Some(meta) = self.arrays.get(&coll) else {
             return Ok(coll.creator);
         };
@@ -460,9 +527,25 @@ impl PeCore {
         payload: Payload,
         opts: SendOpts,
     ) {
-        if let Some(pe) = self.element_home(coll, &addr) {
-            self.send_user(pe, Dest::Element(coll, addr), payload, opts);
+        if let Some((pe, dest)) = self.route_element(coll, addr) {
+            self.send_user(pe, dest, payload, opts);
         }
+    }
+
+    /// Where to send an element's messages, and how to address them: to the latest
+    /// location this PE has heard of if the element has migrated, else by the map.
+    pub(crate) fn route_element(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+    ) -> Option<(Pe, Dest)> {
+        if !self.loc.is_empty() {
+            if let Some(l) = self.loc.get(coll, &addr.key) {
+                return Some((l.pe, Dest::ElementAt(coll, addr, l.moves)));
+            }
+        }
+        let pe = self.element_home(coll, &addr)?;
+        Some((pe, Dest::Element(coll, addr)))
     }
 
     /// PE to send an element's messages to; a failed lookup goes to the error policy.
@@ -522,8 +605,14 @@ impl PeCore {
         self.post(to, env);
     }
 
-    pub(crate) fn register_array(&mut self, coll: CollectionId, shape: Arc<Shape>, map: ArrayMap) {
-        self.arrays.insert(coll, ArrayMeta { shape, map });
+    pub(crate) fn register_array(
+        &mut self,
+        coll: CollectionId,
+        ty: u32,
+        shape: Arc<Shape>,
+        map: ArrayMap,
+    ) {
+        self.arrays.insert(coll, ArrayMeta { ty, shape, map });
     }
 
     pub(crate) fn contribute(&mut self, value: RedData, reducer: Reducer, callback: Callback) {
@@ -660,6 +749,11 @@ struct Element {
     chare: Box<dyn AnyChare>,
     order: u64,
     contributed: u64,
+    /// The PE the map places it on, which counts it in reductions and passes it
+    /// broadcasts while it is away.
+    home: Pe,
+    /// How many times it has migrated.
+    moves: u32,
 }
 
 enum Members {
@@ -781,6 +875,8 @@ impl PeRuntime {
                 report: PeReport::new(setup.me),
                 next_seq: 0,
                 trace: setup.trace,
+                loc: Locations::default(),
+                moves: Vec::new(),
             },
             chare_slab: Vec::new(),
             chare_slot: HashMap::default(),
@@ -811,6 +907,7 @@ impl PeRuntime {
         }
         core.trace_entries_end();
         self.apply_deferred();
+        self.apply_moves();
         self.core.net.flush();
     }
 
@@ -926,7 +1023,16 @@ impl PeRuntime {
                 dest,
                 payload,
                 hops,
-            } => self.deliver(dest, payload, hops, env.prio),
+            } => {
+                let via = Via {
+                    src,
+                    seq: env.seq,
+                    prio: env.prio,
+                    expedited: env.expedited,
+                    hops,
+                };
+                self.deliver(dest, payload, via)
+            }
             Kind::Bcast {
                 dest,
                 root,
@@ -1016,9 +1122,54 @@ impl PeRuntime {
             Kind::PeFailed { pe, callback } => {
                 self.core.fire(&callback, RedData::U64(vec![u64::from(pe)]));
             }
+            Kind::Migrate {
+                coll,
+                addr,
+                home,
+                moves,
+                contributed,
+                state,
+            } => self.arrive(coll, addr, home, moves, contributed, state),
+            Kind::Moved {
+                coll,
+                addr,
+                home,
+                pe,
+                moves,
+            } => {
+                let homed_here = home == self.core.me;
+                self.core.loc.learn(
+                    coll,
+                    &addr.key,
+                    Loc {
+                        pe,
+                        moves,
+                        homed_here,
+                    },
+                );
+            }
+            Kind::HomeContribute {
+                coll,
+                seq,
+                reducer,
+                body,
+            } => {
+                let (callback, partial) = *body;
+                if self.merge(coll, seq, reducer, callback, partial) {
+                    if let Some(p) = self
+                        .colls
+                        .get_mut(&coll)
+                        .and_then(|c| c.reductions.get_mut(seq))
+                    {
+                        p.local += 1;
+                    }
+                    self.try_complete(coll, seq);
+                }
+            }
         }
         self.core.trace_entries_end();
         self.apply_deferred();
+        self.apply_moves();
     }
 
     fn start_wave(&mut self) {
@@ -1073,7 +1224,10 @@ impl PeRuntime {
             Kind::Insert { coll, .. }
             | Kind::DoneInserting { coll, .. }
             | Kind::Census { coll, .. }
-            | Kind::Contribute { coll, .. } => !self.colls.contains_key(coll),
+            | Kind::Contribute { coll, .. }
+            | Kind::Migrate { coll, .. }
+            | Kind::Moved { coll, .. }
+            | Kind::HomeContribute { coll, .. } => !self.colls.contains_key(coll),
             _ => false,
         }
     }
@@ -1090,7 +1244,10 @@ impl PeRuntime {
             Kind::Insert { coll, .. }
             | Kind::DoneInserting { coll, .. }
             | Kind::Census { coll, .. }
-            | Kind::Contribute { coll, .. } => Ok(*coll),
+            | Kind::Contribute { coll, .. }
+            | Kind::Migrate { coll, .. }
+            | Kind::Moved { coll, .. }
+            | Kind::HomeContribute { coll, .. } => Ok(*coll),
             _ => return,
         };
         match dest_coll {
@@ -1134,6 +1291,15 @@ impl PeRuntime {
             self.core
                 .fail(RuntimeError::UnknownCollection { pe: me, coll });
         }
+        // Messages for an element that never arrived: its state was lost on the way.
+        for (coll, key, _) in self.core.loc.drain_waiting() {
+            let index = describe_index(&ElemAddr { key, order: 0 });
+            self.core.fail(RuntimeError::UnknownArrayIndex {
+                pe: me,
+                coll,
+                index,
+            });
+        }
     }
 
     fn requeue(&mut self, waiting: Option<Vec<Envelope>>) {
@@ -1145,8 +1311,9 @@ impl PeRuntime {
         }
     }
 
-    fn deliver(&mut self, dest: Dest, payload: Payload, hops: u8, prio: i32) {
+    fn deliver(&mut self, dest: Dest, payload: Payload, via: Via) {
         let me = self.core.me;
+        let prio = via.prio;
         match dest {
             // `process` has put messages for absent chares and collections aside.
             Dest::Chare(id) => {
@@ -1172,49 +1339,53 @@ impl PeRuntime {
                 ))),
                 None => {}
             },
-            Dest::Element(coll, addr) => {
-                let Some(c) = self.colls.get_mut(&coll) else {
-                    return;
-                };
-                let Members::Array { elements, .. } = &mut c.members else {
-                    return self.core.fail(RuntimeError::Invalid(format!(
-                        "PE {me}: {coll} is a group, but the message was addressed to an array element"
-                    )));
-                };
-                if let Some(e) = elements.get_mut(&addr.key) {
-                    // Only a run can stop early; its address is kept for the rest.
-                    let keep = matches!(payload, Payload::Run(_)).then(|| addr.clone());
-                    let cur = Current::Element(coll, addr);
-                    let rest = invoke(&mut self.core, cur, e.chare.as_mut(), payload);
-                    if let (Some(rest), Some(addr)) = (rest, keep) {
-                        self.requeue_rest(Dest::Element(coll, addr), rest, prio);
-                    }
-                    return;
-                }
-                match self.core.locate(coll, &addr) {
-                    Ok(home) if home != me && hops < 4 => {
-                        let kind = Kind::User {
-                            dest: Dest::Element(coll, addr),
-                            payload,
-                            hops: hops + 1,
-                        };
-                        let env = self.core.envelope(kind, SendOpts::prio(prio));
-                        self.core.post(home, env);
-                    }
-                    Ok(_) => {
-                        let index = describe_index(&addr);
-                        self.core.fail(RuntimeError::UnknownArrayIndex {
-                            pe: me,
-                            coll,
-                            index,
-                        });
-                    }
-                    Err(e) => self.core.fail(e),
-                }
+            Dest::Element(coll, addr) => self.deliver_element(coll, addr, 0, payload, via),
+            Dest::ElementAt(coll, addr, moves) => {
+                self.deliver_element(coll, addr, moves, payload, via)
             }
             Dest::Array(coll) => self.core.fail(RuntimeError::Invalid(format!(
                 "PE {me}: point-to-point message for a whole array {coll}"
             ))),
+        }
+    }
+
+    /// Deliver to an array element here, or route the message on if it is elsewhere.
+    fn deliver_element(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+        moves: u32,
+        payload: Payload,
+        via: Via,
+    ) {
+        let me = self.core.me;
+        let Some(c) = self.colls.get_mut(&coll) else {
+            return;
+        };
+        let Members::Array { elements, .. } = &mut c.members else {
+            return self.core.fail(RuntimeError::Invalid(format!(
+                "PE {me}: {coll} is a group, but the message was addressed to an array element"
+            )));
+        };
+        let Some(e) = elements.get_mut(&addr.key) else {
+            return self.element_absent(coll, addr, moves, payload, via);
+        };
+        // Messages routed by news name the element by key; its order key is here.
+        let addr = ElemAddr {
+            order: e.order,
+            ..addr
+        };
+        // Only a run can stop early; its address is kept for the rest.
+        let keep = matches!(payload, Payload::Run(_)).then(|| addr.clone());
+        let cur = Current::Element(coll, addr);
+        let rest = invoke(&mut self.core, cur, e.chare.as_mut(), payload);
+        if let (Some(rest), Some(addr)) = (rest, keep) {
+            let dest = if moves == 0 {
+                Dest::Element(coll, addr)
+            } else {
+                Dest::ElementAt(coll, addr, moves)
+            };
+            self.requeue_rest(dest, rest, via.prio);
         }
     }
 
@@ -1272,14 +1443,27 @@ impl PeRuntime {
                 );
             }
             Members::Array { elements, .. } => {
+                // Each element gets a broadcast through its home: here if it is here,
+                // else as a message that follows it (see `send_to_away`), so an
+                // element on the move gets it once.
+                let me = self.core.me;
+                let (away, homed) = if self.core.loc.is_empty() {
+                    (Vec::new(), elements.len())
+                } else {
+                    let homed = elements.values().filter(|e| e.home == me).count();
+                    (self.core.loc.away_from_home(coll, me), homed)
+                };
                 let mut payload = Some(payload);
-                let n = elements.len();
-                for (i, (key, e)) in elements.iter_mut().enumerate() {
-                    let p = if i + 1 == n {
-                        payload.take().expect("payload kept for the last element")
+                self.core.send_to_away(coll, away, &mut payload, prio);
+                let homed_here = elements.iter_mut().filter(|(_, e)| e.home == me);
+                for (i, (key, e)) in homed_here.enumerate() {
+                    // The last receiver takes the payload itself, the others a copy.
+                    let p = if i + 1 == homed {
+                        payload.take()
                     } else {
-                        payload.as_ref().expect("payload present").duplicate()
+                        payload.as_ref().map(Payload::duplicate)
                     };
+                    let Some(p) = p else { break };
                     let addr = ElemAddr {
                         key: key.clone(),
                         order: e.order,
@@ -1376,7 +1560,7 @@ impl PeRuntime {
             self.core.create(c, kind);
         }
         self.announce_collection(coll);
-        self.core.register_array(coll, shape.clone(), map);
+        self.core.register_array(coll, ty, shape.clone(), map);
         let me = self.core.me;
         let mut elements = HashMap::default();
         for addr in shape.addresses() {
@@ -1393,6 +1577,8 @@ impl PeRuntime {
                                 chare,
                                 order,
                                 contributed: 0,
+                                home: me,
+                                moves: 0,
                             },
                         );
                     }
@@ -1441,6 +1627,7 @@ impl PeRuntime {
         }
         let order = addr.order;
         let key = addr.key.clone();
+        let home = self.core.locate(coll, &addr).unwrap_or(me);
         let Some(chare) = self.construct(ty, init, Current::Element(coll, addr)) else {
             return;
         };
@@ -1459,6 +1646,8 @@ impl PeRuntime {
                     chare,
                     order,
                     contributed: *seq_floor,
+                    home,
+                    moves: 0,
                 },
             );
         }
@@ -1475,8 +1664,11 @@ impl PeRuntime {
             return;
         };
         if let Members::Array { elements, .. } = &c.members {
+            // A PE counts the elements it is home to, here or away (see `location.rs`).
+            let me = self.core.me;
+            let homed = elements.values().filter(|e| e.home == me).count() as u64;
             c.census.epoch += 1;
-            c.census.local = elements.len() as u64;
+            c.census.local = homed + self.core.loc.away_count(coll, me);
             c.census.done = false;
             self.advance_census(coll);
         }
@@ -1528,6 +1720,7 @@ impl PeRuntime {
     }
 
     fn local_contribution(&mut self, lc: LocalContribution) {
+        let mut away_home = None;
         let Some(c) = self.colls.get_mut(&lc.coll) else {
             return;
         };
@@ -1539,6 +1732,9 @@ impl PeRuntime {
             (Members::Array { elements, .. }, Some(key)) => match elements.get_mut(key) {
                 Some(e) => {
                     e.contributed += 1;
+                    if e.home != self.core.me {
+                        away_home = Some(e.home);
+                    }
                     e.contributed - 1
                 }
                 None => return,
@@ -1553,6 +1749,17 @@ impl PeRuntime {
             });
         }
         let partial = reduction::partial_of(lc.reducer, lc.key, lc.value);
+        if let Some(home) = away_home {
+            // The home counts its elements in reductions wherever they are.
+            let kind = Kind::HomeContribute {
+                coll: lc.coll,
+                seq,
+                reducer: lc.reducer,
+                body: Box::new((lc.callback, partial)),
+            };
+            let env = self.core.envelope(kind, SendOpts::default());
+            return self.core.post(home, env);
+        }
         if self.merge(lc.coll, seq, lc.reducer, lc.callback, partial) {
             if let Some(p) = self
                 .colls
@@ -1682,7 +1889,8 @@ impl PeRuntime {
             .values()
             .chain(self.waiting_for_coll.values())
             .map(Vec::len)
-            .sum();
+            .sum::<usize>()
+            + self.core.loc.waiting_count();
         self.core.report.unprocessed = (self.core.queue.len() + waiting) as u64;
         self.core.report.qd_waves = self.core.qd.waves_run();
         self.core.report

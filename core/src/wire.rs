@@ -47,7 +47,7 @@ const SEGMENTED: u8 = 16;
 pub const SEGMENT_MIN: usize = 64 << 10;
 
 /// Names of the kinds, by their number on the wire.
-pub const KIND_NAMES: [&str; 15] = [
+pub const KIND_NAMES: [&str; 18] = [
     "User",
     "Bcast",
     "CreateChare",
@@ -63,6 +63,9 @@ pub const KIND_NAMES: [&str; 15] = [
     "Orphans",
     "Exit",
     "PeFailed",
+    "Migrate",
+    "Moved",
+    "HomeContribute",
 ];
 
 /// What was wrong with bytes that should have been an envelope.
@@ -142,6 +145,9 @@ fn kind_tag(kind: &Kind) -> u8 {
         Kind::Orphans { .. } => 12,
         Kind::Exit { .. } => 13,
         Kind::PeFailed { .. } => 14,
+        Kind::Migrate { .. } => 15,
+        Kind::Moved { .. } => 16,
+        Kind::HomeContribute { .. } => 17,
     }
 }
 
@@ -152,6 +158,7 @@ fn payload_of(kind: &Kind) -> Option<&Payload> {
         | Kind::CreateGroup { init, .. }
         | Kind::CreateArray { init, .. }
         | Kind::Insert { init, .. } => Some(init),
+        Kind::Migrate { state, .. } => Some(state),
         _ => None,
     }
 }
@@ -163,6 +170,7 @@ fn payload_mut(kind: &mut Kind) -> Option<&mut Payload> {
         | Kind::CreateGroup { init, .. }
         | Kind::CreateArray { init, .. }
         | Kind::Insert { init, .. } => Some(init),
+        Kind::Migrate { state, .. } => Some(state),
         _ => None,
     }
 }

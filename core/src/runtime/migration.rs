@@ -1,0 +1,330 @@
+//! Migration of array elements on one PE: taking an element's request to move,
+//! sending it off, installing one that arrives, and routing messages for elements
+//! that are not here (the tables behind the routing are in `location.rs`).
+
+use super::{
+    describe_index, guarded, Current, Dest, Element, Envelope, Kind, Members, MoveRequest, PeCore,
+    PeRuntime, Via,
+};
+use crate::array::ElemAddr;
+use crate::error::RuntimeError;
+use crate::ids::{CollectionId, IndexKey, Pe};
+use crate::location::{Loc, Route};
+use crate::message::Payload;
+use crate::migration::{MigrateError, Migrator};
+use crate::proxy::SendOpts;
+
+/// How an element is named in errors.
+fn element_name(coll: CollectionId, addr: &ElemAddr) -> String {
+    format!("element {} of {coll}", describe_index(addr))
+}
+
+impl PeCore {
+    /// Record the running element's request to move to `to` once its handler returns.
+    pub(crate) fn request_move(&mut self, to: Pe) -> Result<(), MigrateError> {
+        let (coll, addr) = match &self.current {
+            Current::Element(coll, addr) => (*coll, addr.clone()),
+            Current::Main => return Err(MigrateError::NotAnElement("the main function".into())),
+            Current::Chare(id) => return Err(MigrateError::NotAnElement(id.to_string())),
+            Current::Group(c) => {
+                return Err(MigrateError::NotAnElement(format!("a member of group {c}")))
+            }
+        };
+        if to as usize >= self.npes {
+            return Err(MigrateError::NoSuchPe {
+                to,
+                num_pes: self.npes,
+            });
+        }
+        self.migrator(coll)?;
+        // A later request replaces an earlier one; asking for this PE cancels it.
+        self.moves.retain(|r| !(r.coll == coll && r.addr == addr));
+        if to != self.me {
+            self.moves.push(MoveRequest { coll, addr, to });
+        }
+        Ok(())
+    }
+
+    /// How elements of array `coll` move, with their type's registered name.
+    fn migrator(&self, coll: CollectionId) -> Result<(Migrator, String), MigrateError> {
+        let t = self
+            .arrays
+            .get(&coll)
+            .and_then(|m| self.reg.chares.get(m.ty as usize));
+        match t {
+            Some(t) => {
+                t.migrate
+                    .map(|m| (m, t.name.clone()))
+                    .ok_or_else(|| MigrateError::NotMigratable {
+                        chare: t.name.clone(),
+                    })
+            }
+            None => Err(MigrateError::NotMigratable {
+                chare: format!("of {coll} (not known on this PE)"),
+            }),
+        }
+    }
+
+    fn fail_move(&mut self, coll: CollectionId, addr: &ElemAddr, reason: MigrateError) {
+        let err = RuntimeError::Migrate {
+            pe: self.me,
+            element: element_name(coll, addr),
+            reason,
+        };
+        self.fail(err);
+    }
+
+    /// Tell `to` that an element reached `pe` on move `moves`.
+    fn send_news(&mut self, to: Pe, coll: CollectionId, addr: ElemAddr, pe: Pe, moves: u32) {
+        let home = match self.loc.get(coll, &addr.key) {
+            Some(l) if l.homed_here => self.me,
+            _ => match self.locate(coll, &addr) {
+                Ok(home) => home,
+                Err(e) => return self.fail(e),
+            },
+        };
+        let kind = Kind::Moved {
+            coll,
+            addr,
+            home,
+            pe,
+            moves,
+        };
+        let env = self.envelope(kind, SendOpts::default());
+        self.post(to, env);
+    }
+
+    /// Send a broadcast on to the elements homed here that are elsewhere; `payload` is
+    /// left for the elements here (taken if none is).
+    pub(crate) fn send_to_away(
+        &mut self,
+        coll: CollectionId,
+        away: Vec<(IndexKey, Loc)>,
+        payload: &mut Option<Payload>,
+        prio: i32,
+    ) {
+        for (key, l) in away {
+            let Some(p) = payload.as_ref().map(Payload::duplicate) else {
+                return;
+            };
+            // The order key only names the element in errors; the key routes it.
+            let addr = ElemAddr { key, order: 0 };
+            let kind = Kind::User {
+                dest: Dest::ElementAt(coll, addr, l.moves),
+                payload: p,
+                hops: 0,
+            };
+            let env = self.envelope(kind, SendOpts::prio(prio));
+            self.post(l.pe, env);
+        }
+    }
+}
+
+impl PeRuntime {
+    /// Make the moves the handler that just ran asked for.
+    pub(super) fn apply_moves(&mut self) {
+        while !self.core.moves.is_empty() {
+            for req in std::mem::take(&mut self.core.moves) {
+                self.depart(req);
+            }
+        }
+    }
+
+    /// Serialize an element and send it to its new PE, leaving a forwarding pointer.
+    fn depart(&mut self, req: MoveRequest) {
+        let MoveRequest { coll, addr, to } = req;
+        let me = self.core.me;
+        let (m, name) = match self.core.migrator(coll) {
+            Ok(found) => found,
+            Err(reason) => return self.core.fail_move(coll, &addr, reason),
+        };
+        let Some(Members::Array { elements, .. }) =
+            self.colls.get_mut(&coll).map(|c| &mut c.members)
+        else {
+            return;
+        };
+        let Some(e) = elements.get_mut(&addr.key) else {
+            return self.core.fail_move(coll, &addr, MigrateError::NotInstalled);
+        };
+        let who = element_name(coll, &addr);
+        let state = guarded(
+            &mut self.core,
+            Current::Element(coll, addr.clone()),
+            &name,
+            |ctx| {
+                (m.pack)(e.chare.as_mut(), ctx).map_err(|r| RuntimeError::Migrate {
+                    pe: me,
+                    element: who,
+                    reason: MigrateError::Pack(r),
+                })
+            },
+        );
+        // A state that did not serialize stays here (the error went to the policy).
+        let Some(state) = state else { return };
+        // What `about_to_migrate` contributed counts before the element leaves.
+        self.apply_deferred();
+        let Some(e) = self
+            .colls
+            .get_mut(&coll)
+            .and_then(|c| match &mut c.members {
+                Members::Array { elements, .. } => elements.remove(&addr.key),
+                Members::Group { .. } => None,
+            })
+        else {
+            return;
+        };
+        let moves = e.moves.saturating_add(1);
+        let homed_here = e.home == me;
+        self.core.loc.learn(
+            coll,
+            &addr.key,
+            Loc {
+                pe: to,
+                moves,
+                homed_here,
+            },
+        );
+        let kind = Kind::Migrate {
+            coll,
+            addr,
+            home: e.home,
+            moves,
+            contributed: e.contributed,
+            state,
+        };
+        // Expedited, as creations are: the element is installed before its messages run.
+        let env = self.core.envelope(kind, SendOpts::expedited());
+        self.core.post(to, env);
+    }
+
+    /// Install an element that migrated here, tell its home, and run what waited for it.
+    pub(super) fn arrive(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+        home: Pe,
+        moves: u32,
+        contributed: u64,
+        state: Payload,
+    ) {
+        let me = self.core.me;
+        let (m, name) = match self.core.migrator(coll) {
+            Ok(found) => found,
+            Err(reason) => return self.core.fail_move(coll, &addr, reason),
+        };
+        let who = element_name(coll, &addr);
+        let chare = guarded(
+            &mut self.core,
+            Current::Element(coll, addr.clone()),
+            &name,
+            |ctx| {
+                (m.unpack)(state, ctx).map_err(|r| RuntimeError::Migrate {
+                    pe: me,
+                    element: who,
+                    reason: MigrateError::Unpack(r),
+                })
+            },
+        );
+        // A lost element's waiting messages are reported at quiescence.
+        let Some(chare) = chare else { return };
+        let Some(Members::Array { elements, .. }) =
+            self.colls.get_mut(&coll).map(|c| &mut c.members)
+        else {
+            return;
+        };
+        elements.insert(
+            addr.key.clone(),
+            Element {
+                chare,
+                order: addr.order,
+                contributed,
+                home,
+                moves,
+            },
+        );
+        let homed_here = home == me;
+        self.core.loc.learn(
+            coll,
+            &addr.key,
+            Loc {
+                pe: me,
+                moves,
+                homed_here,
+            },
+        );
+        let waiting = self.core.loc.arrived(coll, &addr.key);
+        if !homed_here {
+            self.core.send_news(home, coll, addr, me, moves);
+        }
+        self.requeue(waiting);
+    }
+
+    /// Route a message for an element that is not on this PE: along newer news of
+    /// it, to its home, or into the wait for an element on its way here.
+    pub(super) fn element_absent(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+        moves: u32,
+        payload: Payload,
+        via: Via,
+    ) {
+        let me = self.core.me;
+        let opts = SendOpts {
+            prio: via.prio,
+            expedited: via.expedited,
+        };
+        match self.core.loc.route(coll, &addr.key, moves, me) {
+            Route::Forward { pe, moves } => {
+                if via.src != me && via.src != pe {
+                    // The sender's next messages go straight there.
+                    self.core.send_news(via.src, coll, addr.clone(), pe, moves);
+                }
+                let kind = Kind::User {
+                    dest: Dest::ElementAt(coll, addr, moves),
+                    payload,
+                    hops: via.hops.saturating_add(1),
+                };
+                let env = self.core.envelope(kind, opts);
+                self.core.post(pe, env);
+            }
+            Route::NoNews if moves > 0 => {
+                // The news it followed was sent after the element was sent here.
+                let env = Envelope {
+                    src: via.src,
+                    seq: via.seq,
+                    prio: via.prio,
+                    expedited: via.expedited,
+                    counted: true,
+                    kind: Kind::User {
+                        dest: Dest::ElementAt(coll, addr.clone(), moves),
+                        payload,
+                        hops: via.hops,
+                    },
+                };
+                self.core.loc.wait(coll, addr.key, env);
+            }
+            Route::NoNews => match self.core.locate(coll, &addr) {
+                // Sent by a PE that did not know the array yet: its creator forwards.
+                Ok(home) if home != me && via.hops < 4 => {
+                    let kind = Kind::User {
+                        dest: Dest::Element(coll, addr),
+                        payload,
+                        hops: via.hops + 1,
+                    };
+                    let env = self.core.envelope(kind, opts);
+                    self.core.post(home, env);
+                }
+                Ok(_) => {
+                    let index = describe_index(&addr);
+                    self.core.fail(RuntimeError::UnknownArrayIndex {
+                        pe: me,
+                        coll,
+                        index,
+                    });
+                }
+                Err(e) => self.core.fail(e),
+            },
+        }
+    }
+}
