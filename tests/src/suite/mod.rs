@@ -8,6 +8,7 @@ use chorus_core::Layer;
 pub mod arrays;
 pub mod bad_input;
 pub mod messaging;
+pub mod migration;
 pub mod quiescence;
 pub mod reductions;
 
@@ -20,6 +21,7 @@ pub fn all() -> Vec<Test> {
         arrays::TESTS,
         bad_input::TESTS,
         messaging::TESTS,
+        migration::TESTS,
         quiescence::TESTS,
         reductions::TESTS,
     ]

@@ -1,0 +1,39 @@
+//! Migration of array elements on every layer of this build (bodies in
+//! `chorus_tests::suite::migration`).
+
+use chorus_tests::{layers, suite::migration};
+
+#[test]
+fn items_streamed_at_randomly_moving_elements_each_arrive_exactly_once() {
+    for layer in layers() {
+        migration::items_streamed_at_randomly_moving_elements_each_arrive_exactly_once(layer);
+    }
+}
+
+#[test]
+fn reductions_and_broadcasts_count_each_element_once_across_moves() {
+    for layer in layers() {
+        migration::reductions_and_broadcasts_count_each_element_once_across_moves(layer);
+    }
+}
+
+#[test]
+fn quiescence_waits_for_chains_of_moves_and_forwarding() {
+    for layer in layers() {
+        migration::quiescence_waits_for_chains_of_moves_and_forwarding(layer);
+    }
+}
+
+#[test]
+fn bad_moves_are_clear_errors_and_lose_nothing() {
+    for layer in layers() {
+        migration::bad_moves_are_clear_errors_and_lose_nothing(layer);
+    }
+}
+
+#[test]
+fn an_element_lost_in_transit_is_reported_with_its_messages() {
+    for layer in layers() {
+        migration::an_element_lost_in_transit_is_reported_with_its_messages(layer);
+    }
+}
