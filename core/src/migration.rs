@@ -58,6 +58,15 @@ pub enum MigrateError {
     /// Rebuilding the state on the new PE failed; the element is lost.
     #[error("its state did not deserialize on the new PE (the element is lost): {0}")]
     Unpack(String),
+    /// At quiescence, messages were still waiting for the element on the PE it was
+    /// moving to: it never arrived (its state was lost), so they are not delivered.
+    #[error("it never arrived on PE {pe}, so {messages} message(s) that followed it there were not delivered")]
+    Lost {
+        /// The PE it was moving to.
+        pe: Pe,
+        /// Messages that waited for it.
+        messages: u64,
+    },
 }
 
 /// Serialize an element in place (its `about_to_migrate` runs first).

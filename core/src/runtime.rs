@@ -14,6 +14,7 @@ use crate::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::location::{Loc, Locations};
 use crate::machine::Transport;
 use crate::message::{Message, Payload};
+use crate::migration::MigrateError;
 use crate::proxy::SendOpts;
 use crate::quiescence::Quiescence;
 use crate::reduction::{self, Partial, RedData, Reducer};
@@ -1292,13 +1293,21 @@ impl PeRuntime {
                 .fail(RuntimeError::UnknownCollection { pe: me, coll });
         }
         // Messages for an element that never arrived: its state was lost on the way.
-        for (coll, key, _) in self.core.loc.drain_waiting() {
-            let index = describe_index(&ElemAddr { key, order: 0 });
-            self.core.fail(RuntimeError::UnknownArrayIndex {
-                pe: me,
-                coll,
-                index,
+        for (coll, key, envs) in self.core.loc.drain_waiting() {
+            let order = envs.iter().find_map(|env| match &env.kind {
+                Kind::User {
+                    dest: Dest::ElementAt(_, addr, _),
+                    ..
+                } => Some(addr.order),
+                _ => None,
             });
+            let addr = ElemAddr {
+                key,
+                order: order.unwrap_or_default(),
+            };
+            let messages = envs.iter().map(Envelope::weight).sum();
+            self.core
+                .fail_move(coll, &addr, MigrateError::Lost { pe: me, messages });
         }
     }
 

@@ -65,7 +65,7 @@ impl PeCore {
         }
     }
 
-    fn fail_move(&mut self, coll: CollectionId, addr: &ElemAddr, reason: MigrateError) {
+    pub(super) fn fail_move(&mut self, coll: CollectionId, addr: &ElemAddr, reason: MigrateError) {
         let err = RuntimeError::Migrate {
             pe: self.me,
             element: element_name(coll, addr),

@@ -5,8 +5,8 @@
 
 use crate::{config, pes, splitmix64};
 use chorus_core::{
-    ArrayMap, ArrayProxy, Callback, Chare, Ctx, Entry, ErrorPolicy, GroupProxy, Layer, MigrateError,
-    Migratable, Reducer, Registry, Runtime,
+    ArrayMap, ArrayProxy, Callback, Chare, Ctx, Entry, ErrorPolicy, GroupProxy, Layer, Migratable,
+    MigrateError, Reducer, Registry, Runtime,
 };
 use serde::{Deserialize, Serialize};
 
@@ -32,9 +32,17 @@ enum RoamerMsg {
     /// Move to the first PE of the route and send the rest after itself.
     Hop(Vec<u32>),
     /// Contribute the index (sum), then move to `(index * mul + add) mod P`.
-    SumThenMove { done: Callback, mul: usize, add: usize },
+    SumThenMove {
+        done: Callback,
+        mul: usize,
+        add: usize,
+    },
     /// Contribute this PE (gather), then move as above unless `mul` is 0.
-    Where { done: Callback, mul: usize, add: usize },
+    Where {
+        done: Callback,
+        mul: usize,
+        add: usize,
+    },
     /// Count a broadcast and contribute the count (gather).
     Count(Callback),
     /// Contribute the items received (concat), then the moves made (sum).
@@ -201,14 +209,28 @@ impl Chare for Driver {
             DriverMsg::Sum(s) => {
                 ctx.publish("sum", &s);
                 let done = self.cb(ctx, e.placement);
-                arr.broadcast(ctx, RoamerMsg::Where { done, mul: 5, add: 2 });
+                arr.broadcast(
+                    ctx,
+                    RoamerMsg::Where {
+                        done,
+                        mul: 5,
+                        add: 2,
+                    },
+                );
             }
             DriverMsg::Placement(p) => {
                 self.placements += 1;
                 ctx.publish(&format!("placement{}", self.placements), &p);
                 if self.placements == 1 {
                     let done = self.cb(ctx, e.placement);
-                    arr.broadcast(ctx, RoamerMsg::Where { done, mul: 0, add: 0 });
+                    arr.broadcast(
+                        ctx,
+                        RoamerMsg::Where {
+                            done,
+                            mul: 0,
+                            add: 0,
+                        },
+                    );
                 } else {
                     let done = self.cb(ctx, e.counts);
                     arr.broadcast(ctx, RoamerMsg::Count(done));
@@ -341,13 +363,22 @@ pub fn reductions_and_broadcasts_count_each_element_once_across_moves(layer: Lay
             let script = Script::Collectives;
             let driver = ctx.create_chare::<Driver>(DriverInit { arr, script, e }, 0);
             let done = Callback::chare(&driver, e.sum);
-            arr.broadcast(ctx, RoamerMsg::SumThenMove { done, mul: 3, add: 1 });
+            arr.broadcast(
+                ctx,
+                RoamerMsg::SumThenMove {
+                    done,
+                    mul: 3,
+                    add: 1,
+                },
+            );
         })
         .expect("run");
     let n = ELEMENTS as u64;
     assert_eq!(report.output::<u64>("sum"), Some(n * (n - 1) / 2));
     let placed = |mul: usize, add: usize| -> Vec<u64> {
-        (0..ELEMENTS).map(|i| ((i * mul + add) % p) as u64).collect()
+        (0..ELEMENTS)
+            .map(|i| ((i * mul + add) % p) as u64)
+            .collect()
     };
     assert_eq!(report.output::<Vec<u64>>("placement1"), Some(placed(3, 1)));
     assert_eq!(report.output::<Vec<u64>>("placement2"), Some(placed(5, 2)));
@@ -368,9 +399,8 @@ pub fn quiescence_waits_for_chains_of_moves_and_forwarding(layer: Layer) {
     let mut cfg = config(layer, p, ErrorPolicy::Abort);
     cfg.sim.jitter_us = Some(2.0);
     // Element i starts at home i % p and visits home + 1, + 2, ..., wrapping around.
-    let route = move |i: usize| -> Vec<u32> {
-        (1..=HOPS).map(|h| ((i + h) % p as usize) as u32).collect()
-    };
+    let route =
+        move |i: usize| -> Vec<u32> { (1..=HOPS).map(|h| ((i + h) % p as usize) as u32).collect() };
     let report = Runtime::new(reg, cfg)
         .run(move |ctx| {
             let arr = ctx.create_array_1d::<Roamer>(ELEMENTS, 3, ArrayMap::RoundRobin);
@@ -479,12 +509,15 @@ pub fn bad_moves_are_clear_errors_and_lose_nothing(layer: Layer) {
     assert!(no_such_pe.to_string().contains("does not exist"));
     let fixed = report.output::<Result<(), String>>("fixed").expect("fixed");
     assert!(
-        fixed.as_ref().is_err_and(|e| e.contains("Fixed is not migratable")),
+        fixed
+            .as_ref()
+            .is_err_and(|e| e.contains("Fixed is not migratable")),
         "{fixed:?}"
     );
     let main = report.output::<Result<(), String>>("main").expect("main");
     assert!(
-        main.as_ref().is_err_and(|e| e.contains("only array elements migrate")),
+        main.as_ref()
+            .is_err_and(|e| e.contains("only array elements migrate")),
         "{main:?}"
     );
     assert_eq!(report.output::<Vec<u64>>("ids"), Some((0..COUNT).collect()));
@@ -514,9 +547,10 @@ pub fn an_element_lost_in_transit_is_reported_with_its_messages(layer: Layer) {
             .any(|e| e.contains("cannot migrate") && e.contains("Fragile refuses")),
         "{errors:?}"
     );
-    let waiting: u64 = report.per_pe.iter().map(|pe| pe.unprocessed).sum();
     assert!(
-        waiting > 0 || errors.iter().any(|e| e.contains("no such element")),
+        errors
+            .iter()
+            .any(|e| e.contains("never arrived on PE 1, so 1 message(s)")),
         "{errors:?}"
     );
 }
