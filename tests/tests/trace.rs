@@ -274,3 +274,64 @@ fn unwritable_trace_is_a_clear_error() {
         );
     }
 }
+
+/// An array element that moves one PE on per message, sending the next to itself.
+#[derive(Serialize, Deserialize)]
+struct Walker {
+    left: u32,
+}
+
+impl Chare for Walker {
+    type Init = u32;
+    type Msg = ();
+    fn create(left: u32, _: &mut Ctx) -> Self {
+        Walker { left }
+    }
+    fn handle(&mut self, (): (), ctx: &mut Ctx) {
+        if self.left == 0 {
+            return ctx.exit();
+        }
+        self.left -= 1;
+        let next = (ctx.my_pe() + 1) % ctx.num_pes() as u32;
+        ctx.migrate_me(next).expect("a valid move");
+        let me: chorus_core::ArrayProxy<Walker, usize> = ctx.this_array().expect("an element");
+        me.send(ctx, &0, ());
+    }
+}
+
+impl chorus_core::Migratable for Walker {}
+
+#[test]
+fn migrations_are_traced_as_arrivals_with_arrows_from_the_old_pe() {
+    for layer in layers() {
+        let file = out_file(&format!("walk-{layer:?}.json"));
+        let mut cfg = config(layer, PES, ErrorPolicy::Abort);
+        cfg.trace = Some(file.clone());
+        let mut reg = Registry::new();
+        reg.migratable::<Walker>("Walker");
+        Runtime::new(reg, cfg)
+            .run(|ctx| {
+                ctx.create_array_1d::<Walker>(1, HOPS, chorus_core::ArrayMap::Block)
+                    .send(ctx, &0, ());
+            })
+            .expect("the walk runs");
+        let trace = read_chrome(&file).expect("the trace parses back");
+        let problems = validate(&trace);
+        assert!(problems.is_empty(), "{layer:?}: {problems:?}");
+        // One arrival per move, on the PE moved to: PE 1, 2, ... around the ring.
+        let arrivals: Vec<u32> = trace
+            .tracks
+            .iter()
+            .flat_map(|t| {
+                t.slices
+                    .iter()
+                    .filter(|s| s.name == "chorus::migrate")
+                    .map(move |s| (s.ts_ns, t.tid))
+            })
+            .collect::<BTreeMap<_, _>>()
+            .into_values()
+            .collect();
+        let want: Vec<u32> = (1..=HOPS).map(|k| k % PES).collect();
+        assert_eq!(arrivals, want, "{layer:?}");
+    }
+}
