@@ -213,6 +213,10 @@ const SMALL_MIN: usize = 256;
 const ENVELOPE_TAG: i32 = 0;
 /// Tag of the segments that follow a segmented envelope (see `wire::encode_segmented`).
 const SEGMENT_TAG: i32 = 1;
+/// How long a receiver waits for a segment its envelope announced before refusing
+/// the envelope: the sender posts segments together with it, so only a corrupt
+/// envelope waits this long.
+const SEGMENT_WAIT: Duration = Duration::from_secs(30);
 
 impl Link {
     fn new(comm: SimpleCommunicator) -> Self {
@@ -430,27 +434,63 @@ impl Link {
 
     /// The whole envelope of segmented `main` from `source`: its parts copied into
     /// place and each segment received straight into its gap. The sender posted the
-    /// segments with the envelope, so they are on their way.
+    /// segments with the envelope, so they are on their way. Every segment is probed
+    /// before the envelope's buffer is allocated, so a corrupt table (a peer's bug)
+    /// costs only the bytes really sent: segments of the wrong length, or that do
+    /// not come within `SEGMENT_WAIT`, make the envelope one `decode` refuses.
     fn receive_segments(
         &mut self,
         main: &[u8],
         plan: &wire::SegmentPlan,
         source: i32,
     ) -> Arc<Vec<u8>> {
+        let from = self.comm.process_at_rank(source);
+        let mut probed = Vec::with_capacity(plan.gaps.len());
+        let mut fault = None;
+        for (i, &(_, len)) in plan.gaps.iter().enumerate() {
+            let deadline = Instant::now() + SEGMENT_WAIT;
+            let got = loop {
+                if let Some(got) = from.immediate_matched_probe_with_tag(SEGMENT_TAG) {
+                    break Some(got);
+                }
+                if Instant::now() > deadline {
+                    break None;
+                }
+                std::hint::spin_loop();
+            };
+            let Some((msg, status)) = got else {
+                fault = Some(format!(
+                    "segment {i} of {} did not arrive within {SEGMENT_WAIT:?}",
+                    plan.gaps.len()
+                ));
+                break;
+            };
+            let count = status.count(u8::equivalent_datatype()) as usize;
+            if count != len {
+                let _ = (msg, status).matched_receive_vec::<u8>();
+                fault = Some(format!(
+                    "segment {i} is {count} bytes where its table says {len}"
+                ));
+                break;
+            }
+            probed.push(msg);
+        }
+        if let Some(fault) = fault {
+            tracing::warn!(rank = source, "refusing a segmented envelope: {fault}");
+            // Segments already matched must still be received; each holds what the
+            // sender really sent, so the scratch space is bounded by that.
+            for (msg, &(_, len)) in probed.into_iter().zip(&plan.gaps) {
+                let mut scratch = vec![0u8; len];
+                msg.matched_receive_into(&mut scratch[..]);
+            }
+            // `main` still says it is segmented, so `decode` refuses it.
+            return Arc::new(main.to_vec());
+        }
         let mut buf = self.receive_buffer(plan.total);
         let whole = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
         plan.assemble(main, whole);
-        let from = self.comm.process_at_rank(source);
-        for &(at, len) in &plan.gaps {
-            // Probed first, so a segment of another length (corrupt bytes) is taken
-            // off the network and refused rather than overflowing its slot.
-            let (msg, status) = from.matched_probe_with_tag(SEGMENT_TAG);
-            if status.count(u8::equivalent_datatype()) as usize == len {
-                msg.matched_receive_into(&mut whole[at..at + len]);
-            } else {
-                let _ = (msg, status).matched_receive_vec::<u8>();
-                wire::SegmentPlan::mark_unreceived(whole);
-            }
+        for (msg, &(at, len)) in probed.into_iter().zip(&plan.gaps) {
+            msg.matched_receive_into(&mut whole[at..at + len]);
         }
         self.recycle_later(&buf);
         buf
