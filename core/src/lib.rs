@@ -33,6 +33,7 @@ mod runtime;
 mod scheduler;
 pub mod trace;
 pub mod tree;
+mod user_body;
 pub mod wire;
 
 pub use array::{ArrayIndex, ArrayMap};

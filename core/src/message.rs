@@ -147,6 +147,13 @@ impl Payload {
         Payload::Local(Box::new(value))
     }
 
+    /// An empty payload that allocates nothing: a slot `wire::decode` is about to fill.
+    pub(crate) fn placeholder() -> Self {
+        static EMPTY: std::sync::OnceLock<Arc<Vec<u8>>> = std::sync::OnceLock::new();
+        let buf = EMPTY.get_or_init(|| Arc::new(Vec::new())).clone();
+        Payload::Bytes(WireBytes { buf, start: 0 })
+    }
+
     /// Copy the payload for another receiver.
     pub fn duplicate(&self) -> Self {
         match self {

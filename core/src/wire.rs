@@ -4,7 +4,7 @@
 //! ```text
 //! offset size field
 //!      0    4 magic "CHRS"
-//!      4    2 version (1)
+//!      4    2 version (2)
 //!      6    1 flags: 1 expedited, 2 counted, 4 payload is a run, 8 has a payload,
 //!             16 segmented (long byte strings follow as their own messages)
 //!      7    1 kind: which runtime message this is (see KIND_NAMES)
@@ -14,7 +14,8 @@
 //!     20    4 the sender's sequence number of this message
 //!     24    4 length of the kind's body
 //!     28    4 length of the payload
-//!     32      body: the kind, bincode (fixed-width integers), payload fields empty
+//!     32      body: a user message's destination and hops (see `user_body.rs`); any
+//!             other kind, bincode (fixed-width integers) with payload fields empty
 //!             payload: the message's own bincode encoding, raw
 //! ```
 //!
@@ -33,7 +34,7 @@ use thiserror::Error;
 /// The first four bytes of every envelope.
 pub const MAGIC: [u8; 4] = *b"CHRS";
 /// The wire version this build writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 32;
 
@@ -128,9 +129,12 @@ fn body_options() -> impl Options {
         .reject_trailing_bytes()
 }
 
+/// The number of `Kind::User` on the wire, whose body `user_body` writes.
+const USER: u8 = 0;
+
 fn kind_tag(kind: &Kind) -> u8 {
     match kind {
-        Kind::User { .. } => 0,
+        Kind::User { .. } => USER,
         Kind::Bcast { .. } => 1,
         Kind::CreateChare { .. } => 2,
         Kind::CreateGroup { .. } => 3,
@@ -271,12 +275,16 @@ fn encode_with(
     let kind_name = KIND_NAMES[tag as usize];
     let start = out.len();
     out.resize(start + HEADER_BYTES, 0);
-    body_options()
-        .serialize_into(&mut *out, &env.kind)
-        .map_err(|e| WireError::Encode {
-            kind: kind_name,
-            reason: e.to_string(),
-        })?;
+    let body = match &env.kind {
+        Kind::User { dest, hops, .. } => crate::user_body::write(dest, *hops, out),
+        kind => body_options()
+            .serialize_into(&mut *out, kind)
+            .map_err(|e| e.to_string()),
+    };
+    body.map_err(|reason| WireError::Encode {
+        kind: kind_name,
+        reason,
+    })?;
     let body_len = out.len() - start - HEADER_BYTES;
     let mut flags = 0;
     if env.expedited {
@@ -469,13 +477,23 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
         return Err(WireError::WrongDestination { dst, me });
     }
     let body_end = HEADER_BYTES + body_len as usize;
-    let mut kind: Kind = body_options()
-        .with_limit(u64::from(body_len))
-        .deserialize(&bytes[HEADER_BYTES..body_end])
-        .map_err(|e| WireError::Body {
-            kind: kind_name,
-            reason: e.to_string(),
-        })?;
+    let body = &bytes[HEADER_BYTES..body_end];
+    let kind = if tag == USER {
+        crate::user_body::read(body).map(|(dest, hops)| Kind::User {
+            dest,
+            payload: Payload::placeholder(),
+            hops,
+        })
+    } else {
+        body_options()
+            .with_limit(u64::from(body_len))
+            .deserialize(body)
+            .map_err(|e| e.to_string())
+    };
+    let mut kind = kind.map_err(|reason| WireError::Body {
+        kind: kind_name,
+        reason,
+    })?;
     if kind_tag(&kind) != tag {
         return Err(WireError::Body {
             kind: kind_name,
@@ -523,7 +541,7 @@ pub(crate) mod payload_slot {
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Payload, D::Error> {
         <()>::deserialize(d)?;
-        Ok(Payload::Bytes(Default::default()))
+        Ok(Payload::placeholder())
     }
 }
 
