@@ -4,10 +4,11 @@
 //!
 //! ```text
 //! size field
-//!    1 destination: 0 chare, 1 group, 2 array, 3 array element
+//!    1 destination: 0 chare, 1 group, 2 array, 3 array element, 4 migrated element
 //!      chare:   pe u32, creator u32, seq u32
 //!      group:   creator u32, seq u32 (likewise array)
 //!      element: creator u32, seq u32, order u64, index length u32, index bytes
+//!      migrated element: as element, then moves u32
 //!    1 hops (forwardings of an element message so far)
 //! ```
 
@@ -19,6 +20,7 @@ const CHARE: u8 = 0;
 const GROUP: u8 = 1;
 const ARRAY: u8 = 2;
 const ELEMENT: u8 = 3;
+const ELEMENT_AT: u8 = 4;
 
 /// Append the body of a user message for `dest` forwarded `hops` times.
 pub(crate) fn write(dest: &Dest, hops: u8, out: &mut Vec<u8>) -> Result<(), String> {
@@ -39,15 +41,25 @@ pub(crate) fn write(dest: &Dest, hops: u8, out: &mut Vec<u8>) -> Result<(), Stri
         }
         Dest::Element(coll, addr) => {
             out.push(ELEMENT);
-            write_coll(coll, out);
-            out.extend_from_slice(&addr.order.to_le_bytes());
-            let len = u32::try_from(addr.key.0.len())
-                .map_err(|_| "an array index of over 4 GiB".to_string())?;
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(&addr.key.0);
+            write_element(coll, addr, out)?;
+        }
+        Dest::ElementAt(coll, addr, moves) => {
+            out.push(ELEMENT_AT);
+            write_element(coll, addr, out)?;
+            out.extend_from_slice(&moves.to_le_bytes());
         }
     }
     out.push(hops);
+    Ok(())
+}
+
+fn write_element(coll: &CollectionId, addr: &ElemAddr, out: &mut Vec<u8>) -> Result<(), String> {
+    write_coll(coll, out);
+    out.extend_from_slice(&addr.order.to_le_bytes());
+    let len =
+        u32::try_from(addr.key.0.len()).map_err(|_| "an array index of over 4 GiB".to_string())?;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&addr.key.0);
     Ok(())
 }
 
@@ -69,7 +81,10 @@ pub(crate) fn read(body: &[u8]) -> Result<(Dest, u8), String> {
         CHARE => r.chare().map(Dest::Chare),
         GROUP => r.coll().map(Dest::Group),
         ARRAY => r.coll().map(Dest::Array),
-        ELEMENT => r.element(),
+        ELEMENT => r.element().map(|(c, a)| Dest::Element(c, a)),
+        ELEMENT_AT => r
+            .element()
+            .and_then(|(c, a)| Some(Dest::ElementAt(c, a, r.u32()?))),
         other => return Err(format!("unknown destination kind {other}")),
     };
     let (Some(dest), Some(hops)) = (dest, r.u8()) else {
@@ -133,12 +148,12 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn element(&mut self) -> Option<Dest> {
+    fn element(&mut self) -> Option<(CollectionId, ElemAddr)> {
         let coll = self.coll()?;
         let order = self.u64()?;
         let len = self.u32()? as usize;
         let key = IndexKey(self.take(len)?.to_vec());
-        Some(Dest::Element(coll, ElemAddr { key, order }))
+        Some((coll, ElemAddr { key, order }))
     }
 }
 
@@ -163,6 +178,14 @@ mod tests {
                     key: IndexKey(vec![9, 8, 7]),
                     order: u64::MAX - 5,
                 },
+            ),
+            Dest::ElementAt(
+                coll,
+                ElemAddr {
+                    key: IndexKey(vec![1, 2]),
+                    order: 12,
+                },
+                u32::MAX - 1,
             ),
         ]
     }
