@@ -116,3 +116,46 @@ fn unpack<C: Migratable>(state: Payload, ctx: &mut Ctx) -> Result<Box<dyn AnyCha
     c.migrated(ctx);
     Ok(Box::new(Cell(c)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use serde::Deserialize;
+
+    #[derive(Serialize, Deserialize)]
+    struct Mover;
+
+    impl Chare for Mover {
+        type Init = ();
+        type Msg = ();
+        fn create(_: (), _: &mut Ctx) -> Self {
+            Mover
+        }
+        fn handle(&mut self, _: (), _: &mut Ctx) {}
+    }
+
+    impl Migratable for Mover {}
+
+    #[test]
+    fn migratability_is_part_of_the_registration_every_process_must_agree_on() {
+        let mut moving = Registry::new();
+        moving.migratable::<Mover>("Mover");
+        let mut upgraded = Registry::new();
+        upgraded
+            .chare::<Mover>("Mover")
+            .migratable::<Mover>("Mover");
+        upgraded.migratable::<Mover>("Mover");
+        assert_eq!(moving.manifest(), upgraded.manifest());
+        assert_eq!(
+            moving.manifest().last().map(String::as_str),
+            Some("migratable Mover")
+        );
+        let mut fixed = Registry::new();
+        fixed.chare::<Mover>("Mover");
+        let err = moving
+            .verify_peer(fixed.manifest())
+            .expect_err("they differ");
+        assert_eq!(err.local, "migratable Mover");
+    }
+}
