@@ -72,7 +72,7 @@ impl Chare for Roamer {
             RoamerMsg::Item { id, roam } => {
                 self.got.push(id);
                 let r = splitmix64(&mut self.rng);
-                if roam > 0 && r % roam == 0 {
+                if r.checked_rem(roam) == Some(0) {
                     go(ctx, (r >> 32) as usize % p);
                 }
             }
