@@ -47,6 +47,9 @@ pub(crate) struct Locations {
     by_coll: HashMap<CollectionId, HashMap<IndexKey, Loc>>,
     /// Messages that arrived ahead of an element on its way to this PE.
     waiting: HashMap<(CollectionId, IndexKey), Vec<Envelope>>,
+    /// The last news sent to a sender (to, array, element, move): a stream of
+    /// messages forwarded from one sender needs telling once.
+    last_told: Option<(Pe, CollectionId, IndexKey, u32)>,
 }
 
 impl Locations {
@@ -100,6 +103,24 @@ impl Locations {
         self.by_coll.get(&coll).map_or(0, |t| {
             t.values().filter(|l| l.homed_here && l.pe != me).count() as u64
         })
+    }
+
+    /// True unless PE `to` was just told that the element reached its move `moves`
+    /// (news is only a shortcut, so leaving out a repeat loses nothing).
+    pub(crate) fn should_tell(
+        &mut self,
+        to: Pe,
+        coll: CollectionId,
+        key: &IndexKey,
+        moves: u32,
+    ) -> bool {
+        if let Some((t, c, k, m)) = &self.last_told {
+            if (*t, *c, *m) == (to, coll, moves) && k == key {
+                return false;
+            }
+        }
+        self.last_told = Some((to, coll, key.clone(), moves));
+        true
     }
 
     /// Keep a message until the element it is for arrives here.
@@ -175,6 +196,16 @@ mod tests {
         // News pointing at this PE itself never forwards to itself.
         l.learn(C, &key(1), at(0, 2));
         assert_eq!(l.route(C, &key(1), 1, 0), Route::NoNews);
+    }
+
+    #[test]
+    fn a_sender_is_told_each_piece_of_news_once_in_a_row() {
+        let mut l = Locations::default();
+        assert!(l.should_tell(3, C, &key(1), 2));
+        assert!(!l.should_tell(3, C, &key(1), 2));
+        assert!(l.should_tell(3, C, &key(1), 3));
+        assert!(l.should_tell(4, C, &key(1), 3));
+        assert!(l.should_tell(4, C, &key(2), 3));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Migration of array elements on every layer of this build (bodies in
 //! `chorus_tests::suite::migration`).
 
+use chorus_core::Layer;
 use chorus_tests::{layers, suite::migration};
 
 #[test]
@@ -36,4 +37,21 @@ fn an_element_lost_in_transit_is_reported_with_its_messages() {
     for layer in layers() {
         migration::an_element_lost_in_transit_is_reported_with_its_messages(layer);
     }
+}
+
+#[test]
+fn inserted_elements_move_and_a_recount_while_moving_counts_each_once() {
+    for layer in layers() {
+        migration::inserted_elements_move_and_a_recount_while_moving_counts_each_once(layer);
+    }
+}
+
+#[test]
+fn sim_runs_with_migrations_replay_exactly_per_seed() {
+    let digest = |seed| {
+        let report = migration::stream(Layer::Sim, 8, seed);
+        report.sim.expect("sim statistics").digest
+    };
+    assert_eq!(digest(5), digest(5));
+    assert_ne!(digest(5), digest(6));
 }

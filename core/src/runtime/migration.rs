@@ -276,7 +276,10 @@ impl PeRuntime {
         };
         match self.core.loc.route(coll, &addr.key, moves, me) {
             Route::Forward { pe, moves } => {
-                if via.src != me && via.src != pe {
+                if via.src != me
+                    && via.src != pe
+                    && self.core.loc.should_tell(via.src, coll, &addr.key, moves)
+                {
                     // The sender's next messages go straight there.
                     self.core.send_news(via.src, coll, addr.clone(), pe, moves);
                 }

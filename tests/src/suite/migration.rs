@@ -6,7 +6,7 @@
 use crate::{config, pes, splitmix64};
 use chorus_core::{
     ArrayMap, ArrayProxy, Callback, Chare, Ctx, Entry, ErrorPolicy, GroupProxy, Layer, Migratable,
-    MigrateError, Reducer, Registry, Runtime,
+    MigrateError, Reducer, Registry, RunReport, Runtime,
 };
 use serde::{Deserialize, Serialize};
 
@@ -138,8 +138,9 @@ enum Script {
     /// At quiescence, collect every element's items and moves; end after `quiets`
     /// quiescence notices and both results.
     Report { quiets: u32 },
-    /// Sum, then two placements, then broadcast counts, each started by the last.
-    Collectives,
+    /// Sum, then two placements, then broadcast counts, each started by the last;
+    /// with `recount`, `done_inserting` right after the sum, while elements move.
+    Collectives { recount: bool },
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -208,6 +209,9 @@ impl Chare for Driver {
             }
             DriverMsg::Sum(s) => {
                 ctx.publish("sum", &s);
+                if self.init.script == (Script::Collectives { recount: true }) {
+                    arr.done_inserting(ctx);
+                }
                 let done = self.cb(ctx, e.placement);
                 arr.broadcast(
                     ctx,
@@ -319,14 +323,29 @@ fn all_ids(p: u32, count: u64) -> Vec<u64> {
 /// Items streamed from every PE at elements that move at random (one move per three
 /// items, seeded) each arrive exactly once, and the elements' state moves with them.
 pub fn items_streamed_at_randomly_moving_elements_each_arrive_exactly_once(layer: Layer) {
-    const ELEMENTS: usize = 24;
-    const COUNT: u64 = 60;
     let p = pes(layer, 4);
+    let report = stream(layer, p, 1);
+    assert_eq!(report.output::<Vec<u64>>("ids"), Some(all_ids(p, COUNT)));
+    let moves = report.output::<u64>("moves").expect("moves");
+    if p > 1 {
+        assert!(moves > 10, "{moves} moves on {layer:?}");
+    }
+    assert!(report.errors().is_empty(), "{:?}", report.errors());
+    assert!(report.per_pe.iter().all(|pe| pe.unprocessed == 0));
+}
+
+/// Items each streamer sends in `stream`.
+const COUNT: u64 = 60;
+
+/// Stream `COUNT` items from every PE at 24 elements that move one item in three.
+pub fn stream(layer: Layer, p: u32, seed: u64) -> RunReport {
+    const ELEMENTS: usize = 24;
     let (reg, e) = registry();
     let mut cfg = config(layer, p, ErrorPolicy::Abort);
+    cfg.seed = seed;
     // On sim, random extra latency reorders messages on purpose.
     cfg.sim.jitter_us = Some(3.0);
-    let report = Runtime::new(reg, cfg)
+    Runtime::new(reg, cfg)
         .run(move |ctx| {
             let arr = ctx.create_array_1d::<Roamer>(ELEMENTS, 7, ArrayMap::Block);
             let script = Script::Report { quiets: 1 };
@@ -341,14 +360,7 @@ pub fn items_streamed_at_randomly_moving_elements_each_arrive_exactly_once(layer
                 .broadcast(ctx, StreamMsg::Step(0));
             ctx.start_quiescence(Callback::chare(&driver, e.quiet));
         })
-        .expect("run");
-    assert_eq!(report.output::<Vec<u64>>("ids"), Some(all_ids(p, COUNT)));
-    let moves = report.output::<u64>("moves").expect("moves");
-    if p > 1 {
-        assert!(moves > 10, "{moves} moves on {layer:?}");
-    }
-    assert!(report.errors().is_empty(), "{:?}", report.errors());
-    assert!(report.per_pe.iter().all(|pe| pe.unprocessed == 0));
+        .expect("run")
 }
 
 /// Reductions started just before elements move, broadcasts that overtake moves and
@@ -360,7 +372,7 @@ pub fn reductions_and_broadcasts_count_each_element_once_across_moves(layer: Lay
     let report = Runtime::new(reg, config(layer, p as u32, ErrorPolicy::Abort))
         .run(move |ctx| {
             let arr = ctx.create_array_1d::<Roamer>(ELEMENTS, 1, ArrayMap::Block);
-            let script = Script::Collectives;
+            let script = Script::Collectives { recount: false };
             let driver = ctx.create_chare::<Driver>(DriverInit { arr, script, e }, 0);
             let done = Callback::chare(&driver, e.sum);
             arr.broadcast(
@@ -434,6 +446,46 @@ pub fn quiescence_waits_for_chains_of_moves_and_forwarding(layer: Layer) {
         })
         .sum();
     assert_eq!(report.output::<u64>("moves"), Some(moves));
+    assert!(report.errors().is_empty(), "{:?}", report.errors());
+}
+
+/// Elements inserted after creation move like any other, and a `done_inserting`
+/// while they move still counts each exactly once (at its home).
+pub fn inserted_elements_move_and_a_recount_while_moving_counts_each_once(layer: Layer) {
+    const ELEMENTS: usize = 7;
+    let p = pes(layer, 3) as usize;
+    let (reg, e) = registry();
+    let report = Runtime::new(reg, config(layer, p as u32, ErrorPolicy::Abort))
+        .run(move |ctx| {
+            let arr: ArrayProxy<Roamer, usize> =
+                ctx.create_array(Vec::new(), 5, ArrayMap::RoundRobin);
+            for i in 0..ELEMENTS {
+                arr.insert(ctx, i, 5);
+            }
+            arr.done_inserting(ctx);
+            let script = Script::Collectives { recount: true };
+            let driver = ctx.create_chare::<Driver>(DriverInit { arr, script, e }, 0);
+            let done = Callback::chare(&driver, e.sum);
+            arr.broadcast(
+                ctx,
+                RoamerMsg::SumThenMove {
+                    done,
+                    mul: 2,
+                    add: 1,
+                },
+            );
+        })
+        .expect("run");
+    let n = ELEMENTS as u64;
+    assert_eq!(report.output::<u64>("sum"), Some(n * (n - 1) / 2));
+    let placed = |mul: usize, add: usize| -> Vec<u64> {
+        (0..ELEMENTS)
+            .map(|i| ((i * mul + add) % p) as u64)
+            .collect()
+    };
+    assert_eq!(report.output::<Vec<u64>>("placement1"), Some(placed(2, 1)));
+    assert_eq!(report.output::<Vec<u64>>("placement2"), Some(placed(5, 2)));
+    assert_eq!(report.output::<Vec<u64>>("counts"), Some(vec![3; ELEMENTS]));
     assert!(report.errors().is_empty(), "{:?}", report.errors());
 }
 
@@ -564,6 +616,10 @@ pub const TESTS: &[super::Test] = &[
     (
         "reductions_and_broadcasts_count_each_element_once_across_moves",
         reductions_and_broadcasts_count_each_element_once_across_moves,
+    ),
+    (
+        "inserted_elements_move_and_a_recount_while_moving_counts_each_once",
+        inserted_elements_move_and_a_recount_while_moving_counts_each_once,
     ),
     (
         "quiescence_waits_for_chains_of_moves_and_forwarding",
