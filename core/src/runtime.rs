@@ -1073,7 +1073,7 @@ impl PeRuntime {
                 body,
             } => {
                 let (callback, partial) = *body;
-                self.child_contribution(coll, seq, reducer, callback, partial)
+                self.add_partial(coll, seq, reducer, callback, partial, false)
             }
             Kind::QdRequest { callback } => {
                 let start = self.core.qd.request(callback);
@@ -1155,17 +1155,9 @@ impl PeRuntime {
                 reducer,
                 body,
             } => {
+                // The home counts an element away as one of its own.
                 let (callback, partial) = *body;
-                if self.merge(coll, seq, reducer, callback, partial) {
-                    if let Some(p) = self
-                        .colls
-                        .get_mut(&coll)
-                        .and_then(|c| c.reductions.get_mut(seq))
-                    {
-                        p.local += 1;
-                    }
-                    self.try_complete(coll, seq);
-                }
+                self.add_partial(coll, seq, reducer, callback, partial, true)
             }
         }
         self.core.trace_entries_end();
@@ -1769,25 +1761,19 @@ impl PeRuntime {
             let env = self.core.envelope(kind, SendOpts::default());
             return self.core.post(home, env);
         }
-        if self.merge(lc.coll, seq, lc.reducer, lc.callback, partial) {
-            if let Some(p) = self
-                .colls
-                .get_mut(&lc.coll)
-                .and_then(|c| c.reductions.get_mut(seq))
-            {
-                p.local += 1;
-            }
-            self.try_complete(lc.coll, seq);
-        }
+        self.add_partial(lc.coll, seq, lc.reducer, lc.callback, partial, true);
     }
 
-    fn child_contribution(
+    /// Merge a member's contribution (`local`: of a member this PE counts) or a
+    /// child's partial into reduction `seq`, and finish the reduction here if it can.
+    fn add_partial(
         &mut self,
         coll: CollectionId,
         seq: u64,
         reducer: Reducer,
         callback: Callback,
         partial: Partial,
+        local: bool,
     ) {
         if self.merge(coll, seq, reducer, callback, partial) {
             if let Some(p) = self
@@ -1795,7 +1781,11 @@ impl PeRuntime {
                 .get_mut(&coll)
                 .and_then(|c| c.reductions.get_mut(seq))
             {
-                p.children += 1;
+                if local {
+                    p.local += 1;
+                } else {
+                    p.children += 1;
+                }
             }
             self.try_complete(coll, seq);
         }
