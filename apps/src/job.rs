@@ -10,7 +10,7 @@ pub struct JobProcess {
     pub session: Option<chorus_core::MpiSession>,
     /// True on the one process that prints (rank 0, or the only process).
     pub speaks: bool,
-    /// PEs in the job: the ranks under MPI, else `--pes`.
+    /// PEs in the job: the ranks times `--pes-per-rank` under MPI, else `--pes`.
     pub pes: u32,
 }
 
@@ -28,7 +28,7 @@ impl JobProcess {
             };
             let (speaks, pes) = session.as_ref().map_or((true, config.pes), |s| {
                 let world = s.world();
-                (world.rank() == 0, world.size() as u32)
+                (world.rank() == 0, world.size() as u32 * config.pes_per_rank)
             });
             Ok(JobProcess {
                 session,

@@ -150,6 +150,8 @@ pub struct SimArgs {
 
 /// Most PEs the threads layer runs (one OS thread each).
 pub const MAX_THREAD_PES: u32 = 4096;
+/// Most PEs one MPI rank runs (one thread each).
+pub const MAX_PES_PER_RANK: u32 = 256;
 
 /// Job configuration; flatten it into an app's clap parser.
 #[derive(Debug, Clone, Args)]
@@ -184,6 +186,10 @@ pub struct Config {
     /// Print the run's statistics on stderr when it ends.
     #[arg(long, env = "CHORUS_STATS", value_enum, num_args = 0..=1, default_missing_value = "text")]
     pub stats: Option<StatsFormat>,
+    /// PEs per MPI rank (mpi layer): above 1, worker threads run the PEs and the
+    /// rank's thread owns MPI (Charm++'s SMP mode); the job has ranks x this PEs
+    #[arg(long = "pes-per-rank", env = "CHORUS_PES_PER_RANK", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_PES_PER_RANK as i64))]
+    pub pes_per_rank: u32,
     /// The sim layer's network model and failures.
     #[command(flatten)]
     pub sim: SimArgs,
@@ -202,6 +208,7 @@ impl Default for Config {
             work: WorkMode::Sleep,
             tree_arity: 4,
             stats: None,
+            pes_per_rank: 1,
             sim: SimArgs::default(),
         }
     }
@@ -223,6 +230,19 @@ impl Config {
         }
         if self.layer == Layer::Mpi && !cfg!(feature = "mpi") {
             return Err("--layer mpi: this program was built without MPI; rebuild it with `cargo build --release --features mpi` (scripts/install-mpi.sh installs OpenMPI)".into());
+        }
+        if self.pes_per_rank != 1 && self.layer != Layer::Mpi {
+            return Err(format!(
+                "--pes-per-rank {} needs --layer mpi (it sets how many PEs each MPI rank runs); on {} use --pes alone",
+                self.pes_per_rank,
+                self.layer.name()
+            ));
+        }
+        if !(1..=MAX_PES_PER_RANK).contains(&self.pes_per_rank) {
+            return Err(format!(
+                "--pes-per-rank must be 1..={MAX_PES_PER_RANK}, not {}",
+                self.pes_per_rank
+            ));
         }
         if self.layer == Layer::Threads && self.pes > MAX_THREAD_PES {
             return Err(format!(

@@ -434,6 +434,13 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+/// The destination PE an envelope's header names, if it is long enough to have one
+/// (a process running several PEs routes by it; `decode` checks the rest).
+#[cfg(feature = "mpi")]
+pub(crate) fn destination(bytes: &[u8]) -> Option<Pe> {
+    (bytes.len() >= HEADER_BYTES).then(|| u32_at(bytes, 12))
+}
+
 /// Decode one envelope received by PE `me`; the payload stays in `buf`.
 pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     let bytes = &buf[..];

@@ -18,15 +18,30 @@ pub fn config(layer: Layer, pes: u32, policy: ErrorPolicy) -> Config {
         pes,
         layer,
         on_error: policy,
+        pes_per_rank: pes_per_rank(layer),
         ..Config::default()
     }
 }
 
+/// PEs per rank on mpi: `CHORUS_PES_PER_RANK` (as the runtime's flag reads it), else
+/// 1; always 1 on the other layers.
+pub fn pes_per_rank(layer: Layer) -> u32 {
+    match layer {
+        Layer::Mpi => std::env::var("CHORUS_PES_PER_RANK")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|&n| n >= 1)
+            .unwrap_or(1),
+        Layer::Threads | Layer::Sim => 1,
+    }
+}
+
 /// The PE count a test gets when it asks for `wanted`: on mpi the number of ranks
-/// mpirun started (from `OMPI_COMM_WORLD_SIZE` or `PMI_SIZE`), elsewhere `wanted`.
+/// mpirun started (from `OMPI_COMM_WORLD_SIZE` or `PMI_SIZE`) times the PEs per
+/// rank, elsewhere `wanted`.
 pub fn pes(layer: Layer, wanted: u32) -> u32 {
     match layer {
-        Layer::Mpi => mpi_world_size().unwrap_or(wanted),
+        Layer::Mpi => mpi_world_size().map_or(wanted, |n| n * pes_per_rank(layer)),
         Layer::Threads | Layer::Sim => wanted,
     }
 }

@@ -140,6 +140,7 @@ fn wrong_configuration_values_are_rejected_with_the_flag_named() {
         (vec!["x", "--tree-arity", "1"], "--tree-arity"),
         (vec!["x", "--on-error", "ignore"], "--on-error"),
         (vec!["x", "--bogus"], "--bogus"),
+        (vec!["x", "--pes-per-rank", "0"], "--pes-per-rank"),
     ] {
         let err = Cli::try_parse_from(&args).expect_err("invalid");
         assert!(err.to_string().contains(says), "{args:?}: {err}");
@@ -159,4 +160,19 @@ fn wrong_configuration_values_are_rejected_with_the_flag_named() {
     .run(|_| {})
     .expect_err("zero PEs");
     assert!(err.to_string().contains("--pes"), "{err}");
+
+    let err = Runtime::new(
+        Registry::new(),
+        Config {
+            pes_per_rank: 2,
+            ..Config::default()
+        },
+    )
+    .run(|_| {})
+    .expect_err("PEs per rank off mpi");
+    assert!(
+        err.to_string()
+            .contains("--pes-per-rank 2 needs --layer mpi"),
+        "{err}"
+    );
 }

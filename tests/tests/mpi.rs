@@ -1,5 +1,6 @@
 //! The runtime test suite on the mpi layer: runs the `chorus-suite` binary under
-//! `mpirun -n 2` and `mpirun -n 4 --oversubscribe`, and checks that mismatched
+//! `mpirun -n 2` and `mpirun -n 4 --oversubscribe`, and with several PEs per rank
+//! (`-n 2` x 2 and `-n 3` x 3, the SMP mode), and checks that mismatched
 //! registrations across ranks give the clear startup error. Built only with the `mpi`
 //! feature; says "SKIPPED: mpirun not found" and passes when MPI is not installed.
 #![cfg(feature = "mpi")]
@@ -32,9 +33,16 @@ fn have_mpirun() -> bool {
 
 /// Run `mpirun <mpirun_args> chorus-suite <suite_args>`, killing it after `LIMIT`.
 fn mpirun(mpirun_args: &[&str], suite_args: &[&str]) -> Outcome {
+    mpirun_smp(mpirun_args, 1, suite_args)
+}
+
+/// `mpirun` with `ppr` PEs per rank (`CHORUS_PES_PER_RANK`, passed to every rank).
+fn mpirun_smp(mpirun_args: &[&str], ppr: u32, suite_args: &[&str]) -> Outcome {
     let bin = env!("CARGO_BIN_EXE_chorus-suite");
     let start = Instant::now();
     let mut child = Command::new("mpirun")
+        .args(["-x", "CHORUS_PES_PER_RANK"])
+        .env("CHORUS_PES_PER_RANK", ppr.to_string())
         .args(mpirun_args)
         .arg(bin)
         .args(["--timeout", "90"])
@@ -88,11 +96,12 @@ fn mpirun(mpirun_args: &[&str], suite_args: &[&str]) -> Outcome {
     }
 }
 
-/// The whole suite passes on `ranks` ranks, with an `ok` line per test from rank 0.
-fn suite_passes_on(mpirun_args: &[&str], ranks: u32) {
-    let run = mpirun(mpirun_args, &["all"]);
+/// The whole suite passes on `ranks` ranks of `ppr` PEs each, with an `ok` line per
+/// test from rank 0.
+fn suite_passes_on(mpirun_args: &[&str], ranks: u32, ppr: u32) {
+    let run = mpirun_smp(mpirun_args, ppr, &["all"]);
     println!(
-        "mpirun {} chorus-suite all: {:.1} s\n{}",
+        "mpirun {} chorus-suite all ({ppr} PEs per rank): {:.1} s\n{}",
         mpirun_args.join(" "),
         run.took.as_secs_f64(),
         run.stdout
@@ -107,8 +116,7 @@ fn suite_passes_on(mpirun_args: &[&str], ranks: u32) {
     let tests = suite::all();
     assert!(tests.len() >= 20, "the suite lists its tests");
     // The layer check runs first, then every suite test.
-    let names =
-        std::iter::once("mpi_layer_runs_one_pe_per_rank").chain(tests.iter().map(|(n, _)| *n));
+    let names = std::iter::once("mpi_layer_runs_every_pe").chain(tests.iter().map(|(n, _)| *n));
     for name in names {
         let line = format!("ok {name} (");
         assert_eq!(
@@ -120,7 +128,7 @@ fn suite_passes_on(mpirun_args: &[&str], ranks: u32) {
     }
     assert!(
         run.stdout.contains(&format!(
-            "suite passed: {} tests on {ranks} ranks",
+            "suite passed: {} tests on {ranks} ranks x {ppr} PEs",
             tests.len() + 1
         )),
         "{}",
@@ -134,8 +142,18 @@ fn the_suite_passes_under_mpirun_on_2_and_4_ranks() {
         println!("SKIPPED: mpirun not found (scripts/install-mpi.sh installs OpenMPI)");
         return;
     }
-    suite_passes_on(&["-n", "2"], 2);
-    suite_passes_on(&["-n", "4", "--oversubscribe"], 4);
+    suite_passes_on(&["-n", "2"], 2, 1);
+    suite_passes_on(&["-n", "4", "--oversubscribe"], 4, 1);
+}
+
+#[test]
+fn the_suite_passes_with_several_pes_per_rank() {
+    if !have_mpirun() {
+        println!("SKIPPED: mpirun not found (scripts/install-mpi.sh installs OpenMPI)");
+        return;
+    }
+    suite_passes_on(&["-n", "2"], 2, 2);
+    suite_passes_on(&["-n", "3", "--oversubscribe"], 3, 3);
 }
 
 #[test]

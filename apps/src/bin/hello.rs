@@ -1,6 +1,7 @@
 //! hello: a main chare greets a group, the group answers with a sum reduction, and the
 //! job ends at quiescence.
 
+use chorus_apps::job::JobProcess;
 use chorus_core::{Callback, Chare, Config, Ctx, Entry, GroupProxy, Reducer, Registry, Runtime};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
@@ -93,6 +94,14 @@ impl Chare for Hello {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // Under MPI the session lives for the whole job, and only rank 0 prints the summary.
+    let job = match JobProcess::start(&args.chorus) {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("hello: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut reg = Registry::new();
     reg.chare::<Main>("Main").chare::<Hello>("Hello");
     let entries = Entries {
@@ -104,6 +113,7 @@ fn main() -> ExitCode {
         main.send(ctx, MainMsg::Start);
     });
     match result {
+        Ok(_) if !job.speaks => ExitCode::SUCCESS,
         Ok(report) => {
             println!(
                 "{} PEs on the {} layer: {} messages in {:.3} s",

@@ -1,4 +1,4 @@
-//! The mpi layer: one PE per MPI rank, under mpirun.
+//! The mpi layer: PEs on MPI ranks under mpirun, one per rank unless --pes-per-rank says more.
 //!
 //! One thread owns every MPI object (rsmpi communicators are not `Send`): the rank's
 //! thread runs its PE and drives MPI between handlers. Sends are nonblocking, from
@@ -15,8 +15,10 @@
 //! to it; finally the ranks exchange their reports, so every rank returns the whole
 //! job's `RunReport`.
 //!
-//! Several PEs per rank (Charm++'s SMP mode) would put worker PE threads behind this
-//! rank thread, which already owns all MPI traffic; only one PE per rank is built.
+//! With `--pes-per-rank` above 1 (Charm++'s SMP mode, `smp.rs`), worker threads run
+//! the rank's PEs and this rank's thread only moves envelopes to and from MPI.
+
+mod smp;
 
 use super::{real_work, Job, MachineLayer, Transport};
 use crate::bytes::Bytes;
@@ -144,7 +146,14 @@ impl MachineLayer for Mpi {
         start_mpi()?;
         let world =
             world().ok_or_else(|| RuntimeError::Invalid("MPI is not initialised".into()))?;
-        let outcome = catch_unwind(AssertUnwindSafe(|| run_rank(&world, job)));
+        let ppr = job.config.pes_per_rank as usize;
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            if ppr > 1 {
+                smp::run_rank(&world, job, ppr)
+            } else {
+                run_rank(&world, job)
+            }
+        }));
         let result = match outcome {
             Ok(r) => r,
             Err(p) => {
@@ -218,30 +227,25 @@ const SEGMENT_TAG: i32 = 1;
 /// envelope waits this long.
 const SEGMENT_WAIT: Duration = Duration::from_secs(30);
 
-impl Link {
-    fn new(comm: SimpleCommunicator) -> Self {
-        Link {
-            comm,
-            pending: Vec::new(),
-            in_flight: 0,
-            spare: Vec::new(),
-            inbox: VecDeque::new(),
-            recycle: Vec::new(),
-            small: VecDeque::new(),
-        }
-    }
+/// An envelope in its wire form: its bytes, and the long byte strings that follow
+/// it as segments (see `wire::encode_segmented`).
+pub(super) struct Encoded {
+    buf: Vec<u8>,
+    segments: Vec<Bytes>,
+}
 
-    fn send(&mut self, to: Pe, env: &Envelope) -> Result<(), RuntimeError> {
-        while self.in_flight > MAX_IN_FLIGHT {
-            // Receiving meanwhile is what lets a peer that waits on us finish too.
-            if !self.progress() && !self.pull() {
-                std::hint::spin_loop();
-            }
-        }
+impl Encoded {
+    /// `env` encoded for PE `to` into a buffer from `buffer`, which gets the size the
+    /// envelope wants (0 for a segmented one) and returns an empty buffer.
+    pub(super) fn new(
+        env: &Envelope,
+        to: Pe,
+        buffer: impl FnOnce(usize) -> Vec<u8>,
+    ) -> Result<Self, RuntimeError> {
         // The size pass also says whether the payload holds a long `Bytes`.
         let (want, long) =
             crate::bytes::noting_long(|| (wire::size_hint(env), crate::bytes::any_noted()));
-        let mut buf = self.spare_buffer(if long { 0 } else { want });
+        let mut buf = buffer(if long { 0 } else { want });
         // Sized up front: growing a buffer of megabytes by doubling touches (and, on
         // a fresh mapping, zeroes) every page several times over. A segmented
         // envelope holds little beyond its header.
@@ -256,6 +260,38 @@ impl Link {
             wire::encode(env, to, &mut buf).map(|()| Vec::new())
         }
         .map_err(|e| RuntimeError::Invalid(format!("PE {}: {e}", env.src)))?;
+        Ok(Encoded { buf, segments })
+    }
+}
+
+impl Link {
+    fn new(comm: SimpleCommunicator) -> Self {
+        Link {
+            comm,
+            pending: Vec::new(),
+            in_flight: 0,
+            spare: Vec::new(),
+            inbox: VecDeque::new(),
+            recycle: Vec::new(),
+            small: VecDeque::new(),
+        }
+    }
+
+    fn send(&mut self, to: Pe, env: &Envelope) -> Result<(), RuntimeError> {
+        let encoded = Encoded::new(env, to, |want| self.spare_buffer(want))?;
+        self.post_encoded(to, encoded);
+        Ok(())
+    }
+
+    /// Start sending an encoded envelope and its segments to PE `to`.
+    fn post_encoded(&mut self, to: Pe, encoded: Encoded) {
+        while self.in_flight > MAX_IN_FLIGHT {
+            // Receiving meanwhile is what lets a peer that waits on us finish too.
+            if !self.progress() && !self.pull() {
+                std::hint::spin_loop();
+            }
+        }
+        let Encoded { buf, segments } = encoded;
         // SAFETY: the slice covers `buf`'s heap allocation, which stays where it is
         // when the Vec moves into `PendingSend`, and is neither written nor freed until
         // MPI reports the send complete: a `PendingSend` leaves `pending` only in
@@ -272,7 +308,6 @@ impl Link {
                 unsafe { std::slice::from_raw_parts(segment.as_ptr(), segment.len()) };
             self.post(to, slice, SEGMENT_TAG, Vec::new(), Some(segment));
         }
-        Ok(())
     }
 
     /// Start sending `slice` (the bytes of `buf` or of `segment`) and keep its owner
@@ -531,15 +566,24 @@ impl Backoff {
     }
 
     fn wait(&mut self) {
+        if let Some(nap) = self.next() {
+            std::thread::sleep(nap);
+        }
+    }
+
+    /// Spin or yield once, or say how long to sleep (the caller may wait on
+    /// something else meanwhile).
+    fn next(&mut self) -> Option<Duration> {
         self.0 = self.0.saturating_add(1);
         if self.0 <= SPIN_POLLS {
             std::hint::spin_loop();
+            None
         } else if self.0 <= SPIN_POLLS + YIELD_POLLS {
             std::thread::yield_now();
+            None
         } else {
             let naps = self.0 - SPIN_POLLS - YIELD_POLLS;
-            let sleep = Duration::from_micros(u64::from(naps.min(500))).min(MAX_SLEEP);
-            std::thread::sleep(sleep);
+            Some(Duration::from_micros(u64::from(naps.min(500))).min(MAX_SLEEP))
         }
     }
 }
@@ -573,9 +617,9 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
         rt.run_main(job.main);
     }
     pe_loop(&mut rt, &link);
-    shut_down(&link);
+    shut_down(&mut link.borrow_mut());
     let report = rt.into_report();
-    let per_pe = exchange_reports(&link.borrow().comm, report);
+    let per_pe = exchange_reports(&link.borrow().comm, vec![report]);
     let wall_s = start.elapsed().as_secs_f64();
     let trace = match trace {
         Some(t) => gather_trace(&link.borrow().comm, t)?,
@@ -664,7 +708,7 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
 
 /// After the exit: finish our sends while dropping whatever still arrives, then wait
 /// for every rank to get here.
-fn shut_down(link: &Rc<RefCell<Link>>) {
+fn shut_down(link: &mut Link) {
     let mut backoff = Backoff(0);
     let drain = |link: &mut Link, backoff: &mut Backoff| {
         let mut any = link.progress();
@@ -677,25 +721,21 @@ fn shut_down(link: &Rc<RefCell<Link>>) {
             backoff.wait();
         }
     };
-    loop {
-        let mut l = link.borrow_mut();
-        if l.pending.is_empty() {
-            break;
-        }
-        drain(&mut l, &mut backoff);
+    while !link.pending.is_empty() {
+        drain(link, &mut backoff);
     }
-    let mut barrier = Some(link.borrow().comm.immediate_barrier());
+    let mut barrier = Some(link.comm.immediate_barrier());
     while let Some(req) = barrier.take() {
         match req.test() {
             Ok(_) => {}
             Err(req) => {
                 barrier = Some(req);
-                drain(&mut link.borrow_mut(), &mut backoff);
+                drain(link, &mut backoff);
             }
         }
     }
     // Messages sent before a peer reached the barrier may still be queued here.
-    while link.borrow_mut().receive().is_some() {}
+    while link.receive().is_some() {}
 }
 
 /// Every rank opens its part of the trace; if any rank cannot, every rank returns an
@@ -862,18 +902,21 @@ struct WireReport {
     aborted: bool,
 }
 
-/// Every rank's PE report, on every rank.
-fn exchange_reports(comm: &SimpleCommunicator, mine: PeReport) -> Vec<PeReport> {
-    let wire = WireReport {
-        pe: mine.pe,
-        sent: mine.sent,
-        processed: mine.processed,
-        unprocessed: mine.unprocessed,
-        errors: mine.errors.iter().map(|e| e.to_string()).collect(),
-        outputs: mine.outputs.clone(),
-        qd_waves: mine.qd_waves,
-        aborted: mine.aborted,
-    };
+/// Every rank's PE reports, on every rank, in PE order.
+fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>) -> Vec<PeReport> {
+    let wire: Vec<WireReport> = mine
+        .iter()
+        .map(|r| WireReport {
+            pe: r.pe,
+            sent: r.sent,
+            processed: r.processed,
+            unprocessed: r.unprocessed,
+            errors: r.errors.iter().map(|e| e.to_string()).collect(),
+            outputs: r.outputs.clone(),
+            qd_waves: r.qd_waves,
+            aborted: r.aborted,
+        })
+        .collect();
     let bytes = bincode::serialize(&wire).unwrap_or_default();
     let n = comm.size() as usize;
     let mut counts = vec![0i32; n];
@@ -893,33 +936,35 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: PeReport) -> Vec<PeReport> 
         comm.all_gather_varcount_into(&bytes[..], &mut part);
     }
     let me = comm.rank() as usize;
-    (0..n)
-        .map(|r| {
-            if r == me {
-                return mine.clone();
+    let mut mine = Some(mine);
+    let mut out = Vec::new();
+    for r in 0..n {
+        if r == me {
+            out.extend(mine.take().unwrap_or_default());
+            continue;
+        }
+        let (d, c) = (displs[r] as usize, counts[r] as usize);
+        match bincode::deserialize::<Vec<WireReport>>(&all[d..d + c]) {
+            Ok(reports) => out.extend(reports.into_iter().map(|w| PeReport {
+                pe: w.pe,
+                sent: w.sent,
+                processed: w.processed,
+                unprocessed: w.unprocessed,
+                errors: w.errors.into_iter().map(RuntimeError::Remote).collect(),
+                outputs: w.outputs,
+                qd_waves: w.qd_waves,
+                aborted: w.aborted,
+            })),
+            Err(e) => {
+                let mut report = PeReport::new(r as Pe);
+                report.errors.push(RuntimeError::Decode {
+                    pe: me as Pe,
+                    what: format!("rank {r}'s reports"),
+                    reason: e.to_string(),
+                });
+                out.push(report);
             }
-            let (d, c) = (displs[r] as usize, counts[r] as usize);
-            match bincode::deserialize::<WireReport>(&all[d..d + c]) {
-                Ok(w) => PeReport {
-                    pe: w.pe,
-                    sent: w.sent,
-                    processed: w.processed,
-                    unprocessed: w.unprocessed,
-                    errors: w.errors.into_iter().map(RuntimeError::Remote).collect(),
-                    outputs: w.outputs,
-                    qd_waves: w.qd_waves,
-                    aborted: w.aborted,
-                },
-                Err(e) => {
-                    let mut r = PeReport::new(r as Pe);
-                    r.errors.push(RuntimeError::Decode {
-                        pe: me as Pe,
-                        what: format!("rank {r}'s report", r = r.pe),
-                        reason: e.to_string(),
-                    });
-                    r
-                }
-            }
-        })
-        .collect()
+        }
+    }
+    out
 }

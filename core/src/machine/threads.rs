@@ -19,24 +19,72 @@ const SPIN_POLLS: u32 = 200;
 const YIELD_POLLS: u32 = 20;
 
 /// What travels through a PE's inbox: one envelope, or every envelope one handler
-/// sent to that PE (one channel operation instead of many).
-enum Packet {
+/// sent to that PE (one channel operation instead of many), or an error another
+/// thread found about a message for this PE.
+pub(super) enum Packet {
     One(Envelope),
     Many(Vec<Envelope>),
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Failed(RuntimeError),
 }
 
-struct ThreadNet {
+/// Where a PE sends envelopes for PEs outside its process (the mpi layer's SMP mode).
+pub(super) type RemoteSend = Box<dyn FnMut(Pe, Envelope) -> Result<(), RuntimeError> + Send>;
+
+/// A PE's transport among the PEs of one process, and beyond it through `remote`.
+pub(super) struct ThreadNet {
+    /// Inboxes of this process's PEs, by PE number minus `first`.
     peers: Arc<[Sender<Packet>]>,
+    first: Pe,
+    /// Sends to PEs of other processes; none on the threads layer, which has one.
+    remote: Option<RemoteSend>,
     start: Instant,
-    /// Envelopes held per destination until the running handler returns.
+    /// Seconds added to the clock, to align it with other processes'.
+    offset: f64,
+    /// Envelopes held per local destination until the running handler returns.
     held: Vec<Vec<Envelope>>,
     /// Destinations with something held, in first-send order.
     dirty: Vec<Pe>,
 }
 
+impl ThreadNet {
+    /// The transport of a PE whose process runs PEs `first..first + peers.len()`.
+    pub(super) fn new(
+        peers: Arc<[Sender<Packet>]>,
+        first: Pe,
+        remote: Option<RemoteSend>,
+        start: Instant,
+        offset: f64,
+    ) -> Self {
+        ThreadNet {
+            held: (0..peers.len()).map(|_| Vec::new()).collect(),
+            peers,
+            first,
+            remote,
+            start,
+            offset,
+            dirty: Vec::new(),
+        }
+    }
+
+    /// Index of `to` among this process's PEs.
+    fn local(&self, to: Pe) -> Option<usize> {
+        let i = to.checked_sub(self.first)? as usize;
+        (i < self.peers.len()).then_some(i)
+    }
+}
+
 impl Transport for ThreadNet {
     fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
-        let slot = &mut self.held[to as usize];
+        let Some(i) = self.local(to) else {
+            return match self.remote.as_mut() {
+                Some(remote) => remote(to, env),
+                None => Err(RuntimeError::Invalid(format!(
+                    "PE {to} is not in this process"
+                ))),
+            };
+        };
+        let slot = &mut self.held[i];
         if slot.is_empty() {
             self.dirty.push(to);
         }
@@ -45,12 +93,14 @@ impl Transport for ThreadNet {
     }
 
     fn held_tail(&mut self, to: Pe) -> Option<&mut Envelope> {
-        self.held.get_mut(to as usize)?.last_mut()
+        let i = self.local(to)?;
+        self.held.get_mut(i)?.last_mut()
     }
 
     fn flush(&mut self) {
-        for to in self.dirty.drain(..) {
-            let slot = &mut self.held[to as usize];
+        for to in std::mem::take(&mut self.dirty) {
+            let Some(i) = self.local(to) else { continue };
+            let slot = &mut self.held[i];
             let packet = if slot.len() == 1 {
                 match slot.pop() {
                     Some(env) => Packet::One(env),
@@ -61,12 +111,12 @@ impl Transport for ThreadNet {
             };
             // A send fails only when the receiving PE has already exited; the job is
             // ending and the message is dropped on purpose.
-            let _ = self.peers[to as usize].send(packet);
+            let _ = self.peers[i].send(packet);
         }
     }
 
     fn now(&self) -> f64 {
-        self.start.elapsed().as_secs_f64()
+        self.start.elapsed().as_secs_f64() + self.offset
     }
 
     fn work(&mut self, d: Duration, mode: WorkMode) {
@@ -101,12 +151,7 @@ impl MachineLayer for Threads {
                 work_mode: cfg.work,
                 trace: trace.as_ref().map(|t| t.pe(pe as Pe, 0)),
             };
-            let net = ThreadNet {
-                peers: peers.clone(),
-                start,
-                held: (0..npes).map(|_| Vec::new()).collect(),
-                dirty: Vec::new(),
-            };
+            let net = ThreadNet::new(peers.clone(), 0, None, start, 0.0);
             let reg = job.registry.clone();
             let main = if pe == 0 { main.take() } else { None };
             let handle = std::thread::Builder::new()
@@ -154,7 +199,7 @@ impl MachineLayer for Threads {
 
 /// Run a PE until the job exits: drain the inbox, run ready messages, report
 /// idleness to quiescence detection, spin briefly, then park on the inbox.
-fn pe_loop(rt: &mut PeRuntime, rx: &Receiver<Packet>) {
+pub(super) fn pe_loop(rt: &mut PeRuntime, rx: &Receiver<Packet>) {
     loop {
         loop {
             match rx.try_recv() {
@@ -198,6 +243,7 @@ fn accept(rt: &mut PeRuntime, packet: Packet) {
     match packet {
         Packet::One(env) => rt.accept(env),
         Packet::Many(envs) => envs.into_iter().for_each(|env| rt.accept(env)),
+        Packet::Failed(err) => rt.core.fail(err),
     }
 }
 

@@ -33,7 +33,7 @@ const MISMATCH_EXIT: u8 = 3;
 /// mpirun run instead of leaving the others waiting.
 const FAILS_ON_RANK_1: &str = "fails_on_rank_1";
 /// The check, run before the tests, that jobs really run on the mpi layer.
-const LAYER_CHECK: &str = "mpi_layer_runs_one_pe_per_rank";
+const LAYER_CHECK: &str = "mpi_layer_runs_every_pe";
 /// Exit code when a test outlives the timeout.
 const TIMEOUT_EXIT: i32 = 124;
 
@@ -150,9 +150,10 @@ fn run_tests(tests: &[suite::Test], timeout: Duration) -> ExitCode {
     }
     if rank == 0 {
         println!(
-            "suite passed: {} tests on {} ranks in {:.2} s",
+            "suite passed: {} tests on {} ranks x {} PEs in {:.2} s",
             tests.len(),
-            pes(Layer::Mpi, 1),
+            chorus_tests::mpi_world_size().unwrap_or(1),
+            chorus_tests::pes_per_rank(Layer::Mpi),
             all.elapsed().as_secs_f64()
         );
     }
@@ -215,11 +216,13 @@ impl Chare for Member {
     }
 }
 
-/// The suite's jobs run on the mpi layer with one PE per rank of the MPI job: a group
-/// broadcast reaches a member on every rank, and every rank processed messages.
+/// The suite's jobs run on the mpi layer with `CHORUS_PES_PER_RANK` PEs (default 1)
+/// per rank of the MPI job: a group broadcast reaches a member on every PE, and every
+/// PE processed messages.
 fn layer_check(layer: Layer) {
     assert_eq!(layer, Layer::Mpi);
-    let ranks = chorus_tests::mpi_world_size().expect("chorus-suite runs under mpirun");
+    let npes = chorus_tests::mpi_world_size().expect("chorus-suite runs under mpirun")
+        * chorus_tests::pes_per_rank(layer);
     let mut reg = Registry::new();
     reg.chare::<Member>("Member");
     let report = Runtime::new(reg, config(layer, pes(layer, 3), ErrorPolicy::Abort))
@@ -229,15 +232,15 @@ fn layer_check(layer: Layer) {
         })
         .expect("run");
     assert_eq!(report.layer, "mpi");
-    assert_eq!(report.pes, ranks as usize);
+    assert_eq!(report.pes, npes as usize);
     let mut seen: Vec<u32> = report
         .outputs::<u32>("pe")
         .into_iter()
         .map(|(_, pe)| pe)
         .collect();
     seen.sort_unstable();
-    assert_eq!(seen, (0..ranks).collect::<Vec<u32>>());
-    assert_eq!(report.per_pe.len(), ranks as usize);
+    assert_eq!(seen, (0..npes).collect::<Vec<u32>>());
+    assert_eq!(report.per_pe.len(), npes as usize);
     assert!(
         report.per_pe.iter().all(|pe| pe.processed > 0),
         "{report:?}"

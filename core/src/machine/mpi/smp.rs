@@ -1,0 +1,220 @@
+//! Several PEs per rank (Charm++'s SMP mode, `--pes-per-rank`): worker threads run
+//! the rank's PEs and talk among themselves as the threads layer does, without
+//! serializing; the rank's own thread owns every MPI object and moves envelopes
+//! between the workers and the network.
+//!
+//! PE `p` lives on rank `p / pes_per_rank`. A worker encodes what it sends to other
+//! ranks itself (so an envelope that cannot be encoded fails on the PE that sent it),
+//! and the communication thread only posts bytes and routes arrivals by the
+//! destination in their header.
+
+use super::super::threads::{self, Packet, RemoteSend, ThreadNet};
+use super::{
+    check_registry, clock_epoch, exchange_reports, gather_trace, shut_down, start_trace, Backoff,
+    Encoded, Link,
+};
+use crate::error::RuntimeError;
+use crate::ids::Pe;
+use crate::machine::Job;
+use crate::report::{PeReport, RunReport};
+use crate::runtime::{PeRuntime, PeSetup};
+use crate::wire;
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Run this rank's `ppr` PEs on worker threads until the job exits.
+pub(super) fn run_rank(
+    world: &SimpleCommunicator,
+    job: Job,
+    ppr: usize,
+) -> Result<RunReport, RuntimeError> {
+    let start = Instant::now();
+    // A communicator of our own, so user MPI traffic on the world never matches ours.
+    let comm = world.duplicate();
+    let rank = comm.rank() as Pe;
+    let npes = comm.size() as usize * ppr;
+    check_registry(&comm, &job.registry)?;
+    let epoch = clock_epoch(&comm);
+    let trace = start_trace(&comm, &job.config, npes)?;
+    let mut link = Link::new(comm);
+    let first = rank * ppr as Pe;
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..ppr).map(|_| unbounded()).unzip();
+    let peers: Arc<[Sender<Packet>]> = txs.into();
+    let (out_tx, out_rx) = unbounded::<(Pe, Encoded)>();
+    // Workers keep time on their own clocks, started now and set to rank 0's.
+    let clock_start = Instant::now();
+    let offset = mpi::time() - epoch;
+    let died = Arc::new(AtomicBool::new(false));
+    let cfg = &job.config;
+    let mut main = Some(job.main);
+    let mut handles = Vec::with_capacity(ppr);
+    for (i, rx) in rxs.into_iter().enumerate() {
+        let pe = first + i as Pe;
+        let setup = PeSetup {
+            me: pe,
+            npes,
+            arity: cfg.tree_arity as usize,
+            seed: cfg.seed,
+            policy: cfg.on_error,
+            work_mode: cfg.work,
+            trace: trace.as_ref().map(|t| t.pe(pe, rank)),
+        };
+        let tx = out_tx.clone();
+        let remote: RemoteSend = Box::new(move |to, env| {
+            let encoded = Encoded::new(&env, to, Vec::with_capacity)?;
+            tx.send((to, encoded)).map_err(|_| {
+                RuntimeError::Invalid(format!(
+                    "PE {pe}: the rank's communication thread has stopped"
+                ))
+            })
+        });
+        let net = ThreadNet::new(peers.clone(), first, Some(remote), clock_start, offset);
+        let reg = job.registry.clone();
+        let main = if pe == 0 { main.take() } else { None };
+        let watch = DeathWatch(died.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("chorus-pe-{pe}"))
+            .spawn(move || {
+                let _watch = watch;
+                let _pe = tracing::debug_span!("pe", pe).entered();
+                let mut rt = PeRuntime::new(setup, reg, Box::new(net));
+                if let Some(main) = main {
+                    rt.run_main(main);
+                }
+                threads::pe_loop(&mut rt, &rx);
+                rt.into_report()
+            })
+            .map_err(|e| RuntimeError::Invalid(format!("could not start PE thread {pe}: {e}")))?;
+        handles.push(handle);
+    }
+    drop(out_tx);
+    let route = Route {
+        peers,
+        first,
+        ppr: ppr as Pe,
+    };
+    communicate(&mut link, &route, &out_rx, &died);
+    shut_down(&mut link);
+    let mine = join(handles, first);
+    let per_pe = exchange_reports(&link.comm, mine);
+    let wall_s = start.elapsed().as_secs_f64();
+    let trace = match trace {
+        Some(t) => gather_trace(&link.comm, t)?,
+        None => None,
+    };
+    crate::finish_run(RunReport {
+        layer: "mpi",
+        pes: npes,
+        wall_s,
+        per_pe,
+        sim: None,
+        trace,
+    })
+}
+
+/// Where envelopes go: this rank's PEs' inboxes, and the rank of any other PE.
+struct Route {
+    peers: Arc<[Sender<Packet>]>,
+    first: Pe,
+    ppr: Pe,
+}
+
+impl Route {
+    /// Hand an arrived envelope to the PE its header names, or the decoding error to
+    /// that PE (or to this rank's first PE if the header names none of ours).
+    fn arrived(&self, bytes: Arc<Vec<u8>>, source: i32) {
+        let ours = |pe: Pe| pe.checked_sub(self.first).filter(|&i| i < self.ppr);
+        let to = wire::destination(&bytes)
+            .filter(|&pe| ours(pe).is_some())
+            .unwrap_or(self.first);
+        let packet = match wire::decode(bytes, to) {
+            Ok(env) => Packet::One(env),
+            Err(e) => Packet::Failed(e.at(to, &format!("rank {source}"))),
+        };
+        // A PE that has exited drops what still arrives, as on one PE per rank.
+        let _ = self.peers[(to - self.first) as usize].send(packet);
+    }
+}
+
+/// Set when a worker thread unwinds: a PE lost outside any handler would leave the
+/// job waiting for it, so the communication thread takes the job down instead.
+struct DeathWatch(Arc<AtomicBool>);
+
+impl Drop for DeathWatch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Move envelopes until every worker has exited: the workers' sends onto the
+/// network, arrivals to the workers.
+fn communicate(
+    link: &mut Link,
+    route: &Route,
+    out_rx: &Receiver<(Pe, Encoded)>,
+    died: &AtomicBool,
+) {
+    let mut backoff = Backoff(0);
+    loop {
+        let mut busy = false;
+        loop {
+            match out_rx.try_recv() {
+                Ok((to, encoded)) => {
+                    busy = true;
+                    link.post_encoded(to / route.ppr, encoded);
+                }
+                Err(TryRecvError::Empty) => break,
+                // Every worker has exited and dropped its sender.
+                Err(TryRecvError::Disconnected) => return,
+            }
+        }
+        while let Some((bytes, source)) = link.receive() {
+            busy = true;
+            route.arrived(bytes, source);
+        }
+        if !link.pending.is_empty() {
+            busy |= link.progress();
+        }
+        if died.load(Ordering::Relaxed) {
+            panic!("a PE thread of this rank died outside its handlers");
+        }
+        if busy {
+            backoff.reset();
+        } else if let Some(nap) = backoff.next() {
+            // Napping on the workers' queue: their sends go out at once.
+            match out_rx.recv_timeout(nap) {
+                Ok((to, encoded)) => {
+                    backoff.reset();
+                    link.post_encoded(to / route.ppr, encoded);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+}
+
+/// The workers' reports, in PE order; a worker that died gets an error report.
+fn join(handles: Vec<JoinHandle<PeReport>>, first: Pe) -> Vec<PeReport> {
+    handles
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let pe = first + i as Pe;
+            h.join().unwrap_or_else(|_| {
+                let mut r = PeReport::new(pe);
+                r.errors
+                    .push(RuntimeError::Invalid(format!("PE {pe}'s thread died")));
+                r.aborted = true;
+                r
+            })
+        })
+        .collect()
+}
