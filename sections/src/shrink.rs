@@ -182,6 +182,9 @@ impl Shrink {
         }
         self.reported = true;
         let subs: Vec<Sub> = self.reports.drain(..).flatten().flatten().collect();
+        // The report goes before the relocation: each send costs the sender its
+        // overhead, and only the report is on the upward pass's critical path.
+        let mut relocation = Vec::new();
         let report = match (self.filler, self.member) {
             (_, false) if subs.len() <= 1 => subs.into_iter().next().map(|mut s| {
                 s.candidates.truncate(self.generation as usize);
@@ -216,14 +219,15 @@ impl Shrink {
                     },
                 })
             }
-            (Filler::Child, false) => Some(self.fill_with_child(subs, out)),
-            (Filler::Leaf, false) => Some(self.fill_with_leaf(subs, out)),
+            (Filler::Child, false) => Some(self.fill_with_child(subs, &mut relocation)),
+            (Filler::Leaf, false) => Some(self.fill_with_leaf(subs, &mut relocation)),
         };
         self.kept = report.as_ref().is_some_and(|s| s.root == self.me);
         match self.tree_parent {
             Some(p) => out.push((p, ShrinkMsg::Up(report))),
             None => self.result = Some(report),
         }
+        out.append(&mut relocation);
     }
 
     fn adopt_as_children(&mut self, subs: &[Sub]) {
@@ -266,9 +270,18 @@ impl Shrink {
 
     fn fill_with_child(&mut self, subs: Vec<Sub>, out: &mut Vec<(u32, ShrinkMsg)>) -> Sub {
         let size = subs.iter().map(|s| s.size).sum();
-        let mut subs = subs.into_iter();
-        let filler = subs.next().expect("at least two subtrees");
+        // The filler: the root of the largest subtree (the first of equals). It moves
+        // up a level with its subtree, so the downward pass's longest path, most
+        // likely through the largest subtree, loses a hop.
+        let (at, _) = subs
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, s)| (s.size, std::cmp::Reverse(*i)))
+            .expect("at least two subtrees");
+        let mut subs = subs;
+        let filler = subs.remove(at);
         let siblings = subs
+            .into_iter()
             .map(|s| Child {
                 root: s.root,
                 size: s.size,
