@@ -7,8 +7,8 @@
 //! intermediary of its parent's rank — 2m in all; the intermediary of rank r sends
 //! each child one message with r's id as soon as it knows both ids, and r one with
 //! its children's ids once all have announced: t + m more, t the number of internal
-//! ranks. An
-//! intermediary receives and sends at most k + 1 messages each (the paper's 2k + 2).
+//! ranks. An intermediary receives and sends at most k + 1 messages each (the paper's
+//! 2k + 2).
 
 use crate::hash::permute;
 use crate::kary;

@@ -8,9 +8,11 @@
 //! paper's message counts (VII-C: the upward and downward passes of all three schemes
 //! send the same number of messages, within one, because the ranges that holes pass
 //! on replace the relocations); only holes where two subtrees meet stay in the tree,
-//! and a chain of holes costs the downward pass no hop. Relocation messages to fillers travel in parallel with the upward
-//! pass, which the hole continues on the filler's behalf; the report says how many
-//! relocations the subtree's root will receive, so the downward pass can wait for them.
+//! and a chain of holes costs the downward pass no hop.
+//!
+//! Relocation messages to fillers travel in parallel with the upward pass, which the
+//! hole continues on the filler's behalf; the report says how many relocations the
+//! subtree's root will receive, so the downward pass can wait for them.
 //!
 //! Leaf-as-filler moves a leaf away from its subtree, so the sizes recorded below the
 //! hole become stale; as in the paper, the downward pass carries the victims' ids so
