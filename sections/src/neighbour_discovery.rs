@@ -4,10 +4,11 @@
 //!
 //! The paper's message counts fix the exchange: every member sends two messages —
 //! (rank, id, #children) to the intermediary of its own rank, and (rank, id) to the
-//! intermediary of its parent's rank — 2m in all; the intermediary of rank r, once it
-//! knows r's id and all its children's, sends r one message with the children's ids
-//! and each child one with r's id: t + m more, t the number of internal ranks. An
-//! intermediary receives and sends at most k + 1 messages each (the paper's 2k + 2).
+//! intermediary of its parent's rank — 2m in all; the intermediary of rank r sends
+//! each child one message with r's id as soon as it knows both ids, and r one with
+//! its children's ids once all have announced: t + m more, t the number of internal
+//! ranks. An intermediary receives and sends at most k + 1 messages each (the paper's
+//! 2k + 2).
 
 use crate::hash::permute;
 use crate::kary;
@@ -57,14 +58,9 @@ impl Discovery {
         out: &mut Vec<(u32, Wire<M>)>,
     ) -> Self {
         let n_children = kary::num_children(rank, size, k);
-        out.push((
-            intermediary(rank, world, salt),
-            Wire::ToIntermediary(ToIntermediary::Register {
-                rank,
-                id: me,
-                children: n_children,
-            }),
-        ));
+        // The child-of announcement goes first: the last member to learn its rank
+        // holds up both its own parent answer and its parent's children answer with
+        // it, while its registration only matters once its children have announced.
         let parent = kary::parent(rank, k);
         if let Some(p) = parent {
             out.push((
@@ -76,6 +72,14 @@ impl Discovery {
                 }),
             ));
         }
+        out.push((
+            intermediary(rank, world, salt),
+            Wire::ToIntermediary(ToIntermediary::Register {
+                rank,
+                id: me,
+                children: n_children,
+            }),
+        ));
         Discovery {
             rank,
             parent: parent.is_none().then_some(None),
@@ -122,7 +126,28 @@ struct Slot {
     children: Vec<(u32, u32)>,
 }
 
+impl Slot {
+    /// Once every child has announced: the parent's answer, and the slot is done.
+    fn complete<M>(&mut self, out: &mut Vec<(u32, Wire<M>)>) -> bool {
+        let (Some(id), Some(expected)) = (self.id, self.expected) else {
+            return false;
+        };
+        if self.children.len() as u32 != expected {
+            return false;
+        }
+        if expected > 0 {
+            self.children.sort_unstable();
+            let ids = self.children.iter().map(|&(_, c)| c).collect();
+            out.push((id, Wire::FromIntermediary(FromIntermediary::Children(ids))));
+        }
+        true
+    }
+}
+
 /// The ranks this PE is the intermediary of, while their exchange is open.
+///
+/// A child gets its parent's id as soon as both have announced, not when the last
+/// sibling has: the answers are the same messages, sent as early as they can be.
 #[derive(Debug, Clone, Default)]
 pub struct Intermediaries {
     slots: Vec<Slot>,
@@ -130,7 +155,7 @@ pub struct Intermediaries {
 }
 
 impl Intermediaries {
-    /// Take an announcement; answers go out once a rank's exchange is complete.
+    /// Take an announcement; answers go out as soon as what they carry is known.
     pub fn handle<M>(&mut self, msg: ToIntermediary, out: &mut Vec<(u32, Wire<M>)>) {
         let rank = match msg {
             ToIntermediary::Register { rank, .. } => rank,
@@ -149,29 +174,23 @@ impl Intermediaries {
             }
         };
         let slot = &mut self.slots[at];
+        let parent_of =
+            |child: u32, id: u32| (child, Wire::FromIntermediary(FromIntermediary::Parent(id)));
         match msg {
             ToIntermediary::Register { id, children, .. } => {
                 slot.id = Some(id);
                 slot.expected = Some(children);
+                out.extend(slot.children.iter().map(|&(_, c)| parent_of(c, id)));
             }
-            ToIntermediary::ChildOf { rank, id, .. } => slot.children.push((rank, id)),
+            ToIntermediary::ChildOf { rank, id, .. } => {
+                slot.children.push((rank, id));
+                out.extend(slot.id.map(|parent| parent_of(id, parent)));
+            }
         }
         self.peak = self.peak.max(self.state_bytes());
-        let slot = &self.slots[at];
-        let (Some(id), Some(expected)) = (slot.id, slot.expected) else {
-            return;
-        };
-        if slot.children.len() as u32 != expected {
-            return;
-        }
-        let mut slot = self.slots.swap_remove(at);
-        slot.children.sort_unstable();
-        if expected > 0 {
-            let ids = slot.children.iter().map(|&(_, c)| c).collect();
-            out.push((id, Wire::FromIntermediary(FromIntermediary::Children(ids))));
-        }
-        for &(_, child) in &slot.children {
-            out.push((child, Wire::FromIntermediary(FromIntermediary::Parent(id))));
+        let slot = &mut self.slots[at];
+        if slot.complete(out) {
+            self.slots.swap_remove(at);
         }
     }
 

@@ -4,9 +4,15 @@
 //! only (child-as-filler, leaf-as-filler), or stay and only count (no filler).
 //!
 //! A hole with a single non-empty child subtree needs no filler: that subtree simply
-//! takes its place. Relocation messages to fillers travel in parallel with the upward
-//! pass, which the hole continues on the filler's behalf; the report says how many
-//! relocations the subtree's root will receive, so the downward pass can wait for them.
+//! takes its place, whatever the scheme. With no filler this is what keeps the
+//! paper's message counts (VII-C: the upward and downward passes of all three schemes
+//! send the same number of messages, within one, because the ranges that holes pass
+//! on replace the relocations); only holes where two subtrees meet stay in the tree,
+//! and a chain of holes costs the downward pass no hop.
+//!
+//! Relocation messages to fillers travel in parallel with the upward pass, which the
+//! hole continues on the filler's behalf; the report says how many relocations the
+//! subtree's root will receive, so the downward pass can wait for them.
 //!
 //! Leaf-as-filler moves a leaf away from its subtree, so the sizes recorded below the
 //! hole become stale; as in the paper, the downward pass carries the victims' ids so
@@ -75,7 +81,7 @@ pub struct Shrink {
     own: usize,
     groups: Vec<(u32, usize)>,
     relocations: u32,
-    subtree: u32,
+    kept: bool,
     result: Option<Option<Sub>>,
     degree: usize,
 }
@@ -99,7 +105,7 @@ impl Shrink {
             own: 0,
             groups: Vec::new(),
             relocations: 0,
-            subtree: 0,
+            kept: false,
             result: None,
             degree: 0,
         }
@@ -178,11 +184,18 @@ impl Shrink {
         }
         self.reported = true;
         let subs: Vec<Sub> = self.reports.drain(..).flatten().flatten().collect();
+        // The report goes before the relocation: each send costs the sender its
+        // overhead, and only the report is on the upward pass's critical path.
+        let mut relocation = Vec::new();
         let report = match (self.filler, self.member) {
+            (_, false) if subs.len() <= 1 => subs.into_iter().next().map(|mut s| {
+                s.candidates.truncate(self.generation as usize);
+                s
+            }),
             (Filler::None, _) => {
                 self.adopt_as_children(&subs);
                 let size = u32::from(self.member) + subs.iter().map(|s| s.size).sum::<u32>();
-                (size > 0).then(|| Sub {
+                Some(Sub {
                     root: self.me,
                     size,
                     relocations: 0,
@@ -208,18 +221,15 @@ impl Shrink {
                     },
                 })
             }
-            (_, false) if subs.len() <= 1 => subs.into_iter().next().map(|mut s| {
-                s.candidates.truncate(self.generation as usize);
-                s
-            }),
-            (Filler::Child, false) => Some(self.fill_with_child(subs, out)),
-            (Filler::Leaf, false) => Some(self.fill_with_leaf(subs, out)),
+            (Filler::Child, false) => Some(self.fill_with_child(subs, &mut relocation)),
+            (Filler::Leaf, false) => Some(self.fill_with_leaf(subs, &mut relocation)),
         };
-        self.subtree = report.as_ref().map_or(0, |s| s.size);
+        self.kept = report.as_ref().is_some_and(|s| s.root == self.me);
         match self.tree_parent {
             Some(p) => out.push((p, ShrinkMsg::Up(report))),
             None => self.result = Some(report),
         }
+        out.append(&mut relocation);
     }
 
     fn adopt_as_children(&mut self, subs: &[Sub]) {
@@ -262,9 +272,18 @@ impl Shrink {
 
     fn fill_with_child(&mut self, subs: Vec<Sub>, out: &mut Vec<(u32, ShrinkMsg)>) -> Sub {
         let size = subs.iter().map(|s| s.size).sum();
-        let mut subs = subs.into_iter();
-        let filler = subs.next().expect("at least two subtrees");
+        // The filler: the root of the largest subtree (the first of equals). It moves
+        // up a level with its subtree, so the downward pass's longest path, most
+        // likely through the largest subtree, loses a hop.
+        let (at, _) = subs
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, s)| (s.size, std::cmp::Reverse(*i)))
+            .expect("at least two subtrees");
+        let mut subs = subs;
+        let filler = subs.remove(at);
         let siblings = subs
+            .into_iter()
             .map(|s| Child {
                 root: s.root,
                 size: s.size,
@@ -384,9 +403,10 @@ impl Shrink {
         self.relocations
     }
 
-    /// Members in this vertex's subtree as it reported it (0 if it reported nothing).
-    pub fn subtree(&self) -> u32 {
-        self.subtree
+    /// True if this vertex roots the subtree it reported (so the downward pass comes
+    /// here); false for a vertex that reported nothing or stood aside for a subtree.
+    pub fn kept(&self) -> bool {
+        self.kept
     }
 
     /// At the parent's root, once the pass is over: the whole shrunk tree.

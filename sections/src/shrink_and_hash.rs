@@ -7,7 +7,7 @@
 use crate::neighbour_discovery::{Discovery, FromIntermediary};
 use crate::protocol::{words, Filler, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::section::Placement;
-use crate::shrink::{Shrink, ShrinkMsg};
+use crate::shrink::{Child, Shrink, ShrinkMsg};
 use serde::{Deserialize, Serialize};
 
 /// Messages of Shrink-and-Hash.
@@ -129,11 +129,21 @@ impl ShrinkAndHash {
         self.token = token;
         self.size = m;
         let mut next = start + mine;
+        let mut ranged: Vec<(u32, Child)> = Vec::new();
         for c in self.shrink.take_children() {
+            let size = c.size;
+            ranged.push((next, c));
+            next += size;
+        }
+        // Each send costs the sender its overhead before the next leaves, so the
+        // largest subtree, likely the deepest and the one the pass waits for, goes
+        // first. The ranges themselves are fixed above, in child order.
+        ranged.sort_by_key(|(_, c)| std::cmp::Reverse(c.size));
+        for (first, c) in ranged {
             out.push((
                 c.root,
                 Wire::Role(Msg::Rank {
-                    start: next,
+                    start: first,
                     size: c.size,
                     m,
                     token,
@@ -141,7 +151,6 @@ impl ShrinkAndHash {
                     victims: c.victims,
                 }),
             ));
-            next += c.size;
         }
         if self.setup.member {
             self.discovery = Some(Discovery::start(
@@ -180,11 +189,11 @@ impl ShrinkAndHash {
 
     /// Whether this PE takes part in the downward pass.
     fn expects_rank(&self) -> bool {
-        // With a filler, a hole leaves the shrunk tree; with none, a hole above any
-        // member stays in it and passes ranges on.
+        // With a filler, a hole leaves the shrunk tree; with none, a hole where two
+        // subtrees with members meet stays in it and passes ranges on.
         self.setup.member
             || (self.shrink.filler() == Filler::None
-                && self.shrink.subtree() > 0
+                && self.shrink.kept()
                 && self.setup.tree_parent.is_some())
     }
 }

@@ -47,19 +47,21 @@ fn subtree_members(members: &[bool], k: u32) -> Vec<u32> {
     below
 }
 
-/// Holes with two or more subtrees that hold members: each sends one relocation.
+/// True if `v` is a hole with two or more child subtrees that hold members.
+fn meets(members: &[bool], below: &[u32], k: u32, v: u32) -> bool {
+    let n = members.len() as u32;
+    !members[v as usize]
+        && kary::children(v, n, k)
+            .filter(|&c| below[c as usize] > 0)
+            .count()
+            >= 2
+}
+
+/// Holes where two or more subtrees with members meet: each sends one relocation.
 fn relocations(members: &[bool], k: u32) -> u64 {
     let n = members.len() as u32;
     let below = subtree_members(members, k);
-    (0..n)
-        .filter(|&v| !members[v as usize])
-        .filter(|&v| {
-            kary::children(v, n, k)
-                .filter(|&c| below[c as usize] > 0)
-                .count()
-                >= 2
-        })
-        .count() as u64
+    (0..n).filter(|&v| meets(members, &below, k, v)).count() as u64
 }
 
 /// Hash-based discovery messages between distinct ids (section VI-C: 2m
@@ -158,10 +160,16 @@ proptest! {
                     prop_assert_eq!(out.messages, up + down + handover, "{}", name);
                 }
                 Algorithm::ShrinkAndHash(Filler::None) => {
-                    // Ranges go to every non-root vertex with a member below.
-                    let ranged = (1..n).filter(|&v| below[v as usize] > 0).count() as u64;
+                    // Ranges go to every non-root member and every non-root hole where
+                    // two subtrees with members meet; a chain of holes is passed over.
+                    // As the paper says (VII-C), that is the fillers' count within one.
+                    let ranged = (1..n)
+                        .filter(|&v| members[v as usize] || meets(&members, &below, k, v))
+                        .count() as u64;
                     let hashing = hashing_messages(&out.placed, k, salt);
                     prop_assert_eq!(out.messages, up + ranged + hashing, "{}", name);
+                    let with_fillers = rel + down + handover;
+                    prop_assert!(ranged.abs_diff(with_fillers) <= 1, "{}", name);
                 }
                 Algorithm::ShrinkAndHash(_) => {
                     // Relocations replace the ranges through holes (section VII-C).
