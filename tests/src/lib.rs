@@ -27,11 +27,13 @@ pub fn config(layer: Layer, pes: u32, policy: ErrorPolicy) -> Config {
 /// 1; always 1 on the other layers.
 pub fn pes_per_rank(layer: Layer) -> u32 {
     match layer {
-        Layer::Mpi => std::env::var("CHORUS_PES_PER_RANK")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .filter(|&n| n >= 1)
-            .unwrap_or(1),
+        Layer::Mpi => std::env::var("CHORUS_PES_PER_RANK").map_or(1, |v| {
+            v.trim()
+                .parse()
+                .ok()
+                .filter(|&n| n >= 1)
+                .unwrap_or_else(|| panic!("CHORUS_PES_PER_RANK={v}: want a positive integer"))
+        }),
         Layer::Threads | Layer::Sim => 1,
     }
 }

@@ -157,6 +157,46 @@ fn the_suite_passes_with_several_pes_per_rank() {
 }
 
 #[test]
+fn ranks_that_disagree_on_pes_per_rank_give_a_clear_startup_error() {
+    if !have_mpirun() {
+        println!("SKIPPED: mpirun not found (scripts/install-mpi.sh installs OpenMPI)");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_chorus-suite");
+    let rank = |ppr: &str| {
+        let mut args = vec!["-n", "1", "-x", "RUST_LOG=off", "env"];
+        args.push(if ppr == "1" {
+            "CHORUS_PES_PER_RANK=1"
+        } else {
+            "CHORUS_PES_PER_RANK=2"
+        });
+        args.extend([
+            bin,
+            "--timeout",
+            "60",
+            "quiescence_fires_once_per_request_after_the_whole_cascade",
+        ]);
+        args
+    };
+    let mut args = rank("1");
+    args.push(":");
+    args.extend(rank("2"));
+    let out = Command::new("mpirun")
+        .args(&args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("run mpirun");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("mpirun with 1 and 2 PEs per rank: {}\n{stderr}", out.status);
+    assert!(!out.status.success(), "the job must fail");
+    assert!(
+        stderr.contains("rank 1 runs 2 PEs per rank but rank 0 runs 1"),
+        "every rank names the disagreement\nstderr:\n{stderr}"
+    );
+}
+
+#[test]
 fn mismatched_registrations_across_ranks_give_a_clear_startup_error() {
     if !have_mpirun() {
         println!("SKIPPED: mpirun not found (scripts/install-mpi.sh installs OpenMPI)");

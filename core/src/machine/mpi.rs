@@ -194,6 +194,9 @@ struct Link {
     in_flight: usize,
     /// Completed send buffers kept for reuse.
     spare: Vec<Vec<u8>>,
+    /// False when other threads encode the envelopes (SMP mode): nothing here would
+    /// take the spare buffers again.
+    keep_spares: bool,
     /// Messages taken off the network while a send waited for room.
     inbox: VecDeque<(Arc<Vec<u8>>, i32)>,
     /// Large receive buffers lately handed out; one no longer shared is reused.
@@ -265,12 +268,13 @@ impl Encoded {
 }
 
 impl Link {
-    fn new(comm: SimpleCommunicator) -> Self {
+    fn new(comm: SimpleCommunicator, keep_spares: bool) -> Self {
         Link {
             comm,
             pending: Vec::new(),
             in_flight: 0,
             spare: Vec::new(),
+            keep_spares,
             inbox: VecDeque::new(),
             recycle: Vec::new(),
             small: VecDeque::new(),
@@ -283,8 +287,8 @@ impl Link {
         Ok(())
     }
 
-    /// Start sending an encoded envelope and its segments to PE `to`.
-    fn post_encoded(&mut self, to: Pe, encoded: Encoded) {
+    /// Start sending an encoded envelope and its segments to `rank`.
+    fn post_encoded(&mut self, rank: Pe, encoded: Encoded) {
         while self.in_flight > MAX_IN_FLIGHT {
             // Receiving meanwhile is what lets a peer that waits on us finish too.
             if !self.progress() && !self.pull() {
@@ -296,9 +300,11 @@ impl Link {
         // when the Vec moves into `PendingSend`, and is neither written nor freed until
         // MPI reports the send complete: a `PendingSend` leaves `pending` only in
         // `progress` (after `test` succeeded), and the rank never returns with sends
-        // pending.
+        // pending (`shut_down` waits for them). If a runtime bug unwinds through the
+        // rank instead, dropping the still-pending rsmpi request panics during the
+        // unwind, which aborts the process before the buffer could be freed.
         let slice: &'static [u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
-        self.post(to, slice, ENVELOPE_TAG, buf, None);
+        self.post(rank, slice, ENVELOPE_TAG, buf, None);
         for segment in segments {
             // SAFETY: `segment` shares the allocation of an immutable `Bytes` (its
             // `Arc` is shared, so nothing can write it), and the handle moves into the
@@ -306,7 +312,7 @@ impl Link {
             // as above.
             let slice: &'static [u8] =
                 unsafe { std::slice::from_raw_parts(segment.as_ptr(), segment.len()) };
-            self.post(to, slice, SEGMENT_TAG, Vec::new(), Some(segment));
+            self.post(rank, slice, SEGMENT_TAG, Vec::new(), Some(segment));
         }
     }
 
@@ -358,7 +364,8 @@ impl Link {
                     let done = self.pending.swap_remove(i);
                     self.in_flight -= done.len;
                     drop(done.segment);
-                    if done.buf.capacity() > 0 && self.spare.len() < SPARE_KEEP {
+                    if self.keep_spares && done.buf.capacity() > 0 && self.spare.len() < SPARE_KEEP
+                    {
                         self.spare.push(done.buf);
                     }
                     any = true;
@@ -480,7 +487,8 @@ impl Link {
         source: i32,
     ) -> Arc<Vec<u8>> {
         let from = self.comm.process_at_rank(source);
-        let mut probed = Vec::with_capacity(plan.gaps.len());
+        let count = plan.gaps.len();
+        let mut probed = Vec::with_capacity(count);
         let mut fault = None;
         for (i, &(_, len)) in plan.gaps.iter().enumerate() {
             let deadline = Instant::now() + SEGMENT_WAIT;
@@ -494,27 +502,28 @@ impl Link {
                 std::hint::spin_loop();
             };
             let Some((msg, status)) = got else {
-                fault = Some(format!(
-                    "segment {i} of {} did not arrive within {SEGMENT_WAIT:?}",
-                    plan.gaps.len()
+                fault.get_or_insert(format!(
+                    "segment {i} of {count} did not arrive within {SEGMENT_WAIT:?}"
                 ));
                 break;
             };
-            let count = status.count(u8::equivalent_datatype()) as usize;
-            if count != len {
-                let _ = (msg, status).matched_receive_vec::<u8>();
-                fault = Some(format!(
-                    "segment {i} is {count} bytes where its table says {len}"
-                ));
-                break;
+            let arrived = status.count(u8::equivalent_datatype()) as usize;
+            if fault.is_none() && arrived == len {
+                probed.push((msg, len));
+                continue;
             }
-            probed.push(msg);
+            // Every announced segment is taken off the network, refused or not, so the
+            // sender's later segments stay in step with their envelopes.
+            let _ = (msg, status).matched_receive_vec::<u8>();
+            fault.get_or_insert(format!(
+                "segment {i} is {arrived} bytes where its table says {len}"
+            ));
         }
         if let Some(fault) = fault {
             tracing::warn!(rank = source, "refusing a segmented envelope: {fault}");
             // Segments already matched must still be received; each holds what the
             // sender really sent, so the scratch space is bounded by that.
-            for (msg, &(_, len)) in probed.into_iter().zip(&plan.gaps) {
+            for (msg, len) in probed {
                 let mut scratch = vec![0u8; len];
                 msg.matched_receive_into(&mut scratch[..]);
             }
@@ -524,7 +533,7 @@ impl Link {
         let mut buf = self.receive_buffer(plan.total);
         let whole = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
         plan.assemble(main, whole);
-        for (msg, &(at, len)) in probed.into_iter().zip(&plan.gaps) {
+        for ((msg, len), &(at, _)) in probed.into_iter().zip(&plan.gaps) {
             msg.matched_receive_into(&mut whole[at..at + len]);
         }
         self.recycle_later(&buf);
@@ -589,51 +598,103 @@ impl Backoff {
 }
 
 fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeError> {
-    let start = Instant::now();
-    // A communicator of our own, so user MPI traffic on the world never matches ours.
-    let comm = world.duplicate();
-    let rank = comm.rank() as Pe;
-    let npes = comm.size() as usize;
-    check_registry(&comm, &job.registry)?;
-    let epoch = clock_epoch(&comm);
-    let trace = start_trace(&comm, &job.config, npes)?;
-    let link = Rc::new(RefCell::new(Link::new(comm)));
-    let cfg = &job.config;
-    let setup = PeSetup {
-        me: rank,
-        npes,
-        arity: cfg.tree_arity as usize,
-        seed: cfg.seed,
-        policy: cfg.on_error,
-        work_mode: cfg.work,
-        trace: trace.as_ref().map(|t| t.pe(rank, rank)),
-    };
+    let start = RankStart::new(world, &job, 1)?;
+    let link = Rc::new(RefCell::new(Link::new(start.comm.duplicate(), true)));
+    let setup = start.pe_setup(&job.config, start.rank);
     let net = MpiNet {
         link: link.clone(),
-        epoch,
+        epoch: start.epoch,
     };
     let mut rt = PeRuntime::new(setup, job.registry.clone(), Box::new(net));
-    if rank == 0 {
+    if start.rank == 0 {
         rt.run_main(job.main);
     }
     pe_loop(&mut rt, &link);
     shut_down(&mut link.borrow_mut());
-    let report = rt.into_report();
-    let per_pe = exchange_reports(&link.borrow().comm, vec![report]);
-    let wall_s = start.elapsed().as_secs_f64();
-    let trace = match trace {
-        Some(t) => gather_trace(&link.borrow().comm, t)?,
-        None => None,
-    };
-    let report = RunReport {
-        layer: "mpi",
-        pes: npes,
-        wall_s,
-        per_pe,
-        sim: None,
-        trace,
-    };
-    crate::finish_run(report)
+    start.finish(vec![rt.into_report()])
+}
+
+/// What a rank sets up before its PEs run, and finishes after, however many PEs it
+/// runs.
+struct RankStart {
+    began: Instant,
+    /// A communicator of our own, so user MPI traffic on the world never matches ours.
+    comm: SimpleCommunicator,
+    rank: Pe,
+    ppr: usize,
+    npes: usize,
+    /// This rank's job start on its MPI clock, aligned to rank 0's.
+    epoch: f64,
+    trace: Option<JobTrace>,
+}
+
+impl RankStart {
+    /// Check that every rank runs the same types and PEs per rank, align the clocks
+    /// and open the trace.
+    fn new(world: &SimpleCommunicator, job: &Job, ppr: usize) -> Result<Self, RuntimeError> {
+        let began = Instant::now();
+        let comm = world.duplicate();
+        check_registry(&comm, &job.registry)?;
+        check_pes_per_rank(&comm, ppr)?;
+        let epoch = clock_epoch(&comm);
+        let npes = comm.size() as usize * ppr;
+        let trace = start_trace(&comm, &job.config, npes)?;
+        Ok(RankStart {
+            began,
+            rank: comm.rank() as Pe,
+            comm,
+            ppr,
+            npes,
+            epoch,
+            trace,
+        })
+    }
+
+    /// How PE `pe` of this rank starts.
+    fn pe_setup(&self, cfg: &crate::config::Config, pe: Pe) -> PeSetup {
+        PeSetup {
+            me: pe,
+            npes: self.npes,
+            arity: cfg.tree_arity as usize,
+            seed: cfg.seed,
+            policy: cfg.on_error,
+            work_mode: cfg.work,
+            trace: self.trace.as_ref().map(|t| t.pe(pe, self.rank)),
+        }
+    }
+
+    /// The job's report from this rank's PEs' reports (in PE order), once every rank
+    /// has shut down its traffic.
+    fn finish(self, mine: Vec<PeReport>) -> Result<RunReport, RuntimeError> {
+        let per_pe = exchange_reports(&self.comm, mine, self.ppr);
+        let wall_s = self.began.elapsed().as_secs_f64();
+        let trace = match self.trace {
+            Some(t) => gather_trace(&self.comm, t)?,
+            None => None,
+        };
+        crate::finish_run(RunReport {
+            layer: "mpi",
+            pes: self.npes,
+            wall_s,
+            per_pe,
+            sim: None,
+            trace,
+        })
+    }
+}
+
+/// Every rank's PEs per rank, compared: PE numbers map to ranks by it, so ranks that
+/// disagree would send each other's messages astray.
+fn check_pes_per_rank(comm: &SimpleCommunicator, ppr: usize) -> Result<(), RuntimeError> {
+    let mut all = vec![0u64; comm.size() as usize];
+    comm.all_gather_into(&(ppr as u64), &mut all[..]);
+    match all.iter().position(|&n| n != all[0]) {
+        None => Ok(()),
+        Some(odd) => Err(RuntimeError::Invalid(format!(
+            "rank {odd} runs {} PEs per rank but rank 0 runs {}: give every rank the same --pes-per-rank (CHORUS_PES_PER_RANK)",
+            all[odd], all[0]
+        ))),
+    }
 }
 
 /// Run the PE until the job exits, taking messages from the network between handlers.
@@ -903,7 +964,7 @@ struct WireReport {
 }
 
 /// Every rank's PE reports, on every rank, in PE order.
-fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>) -> Vec<PeReport> {
+fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) -> Vec<PeReport> {
     let wire: Vec<WireReport> = mine
         .iter()
         .map(|r| WireReport {
@@ -955,15 +1016,15 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>) -> Vec<PeRep
                 qd_waves: w.qd_waves,
                 aborted: w.aborted,
             })),
-            Err(e) => {
-                let mut report = PeReport::new(r as Pe);
+            Err(e) => out.extend((r * ppr..(r + 1) * ppr).map(|pe| {
+                let mut report = PeReport::new(pe as Pe);
                 report.errors.push(RuntimeError::Decode {
                     pe: me as Pe,
                     what: format!("rank {r}'s reports"),
                     reason: e.to_string(),
                 });
-                out.push(report);
-            }
+                report
+            })),
         }
     }
     out

@@ -4,20 +4,19 @@
 //! between the workers and the network.
 //!
 //! PE `p` lives on rank `p / pes_per_rank`. A worker encodes what it sends to other
-//! ranks itself (so an envelope that cannot be encoded fails on the PE that sent it),
-//! and the communication thread only posts bytes and routes arrivals by the
-//! destination in their header.
+//! ranks itself (so an envelope that cannot be encoded fails on the PE that sent it).
+//! The communication thread posts those bytes, and decodes each arrival for the PE
+//! its header names (handing that PE the error if it does not decode): decoding there
+//! keeps the workers' inboxes one kind of packet, at the cost of serialising a
+//! rank's decoding on one thread.
 
 use super::super::threads::{self, Packet, RemoteSend, ThreadNet};
-use super::{
-    check_registry, clock_epoch, exchange_reports, gather_trace, shut_down, start_trace, Backoff,
-    Encoded, Link,
-};
+use super::{shut_down, Backoff, Encoded, Link, RankStart};
 use crate::error::RuntimeError;
 use crate::ids::Pe;
 use crate::machine::Job;
 use crate::report::{PeReport, RunReport};
-use crate::runtime::{PeRuntime, PeSetup};
+use crate::runtime::PeRuntime;
 use crate::wire;
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use mpi::topology::SimpleCommunicator;
@@ -33,37 +32,27 @@ pub(super) fn run_rank(
     job: Job,
     ppr: usize,
 ) -> Result<RunReport, RuntimeError> {
-    let start = Instant::now();
-    // A communicator of our own, so user MPI traffic on the world never matches ours.
-    let comm = world.duplicate();
-    let rank = comm.rank() as Pe;
-    let npes = comm.size() as usize * ppr;
-    check_registry(&comm, &job.registry)?;
-    let epoch = clock_epoch(&comm);
-    let trace = start_trace(&comm, &job.config, npes)?;
-    let mut link = Link::new(comm);
-    let first = rank * ppr as Pe;
+    let provided = mpi::environment::threading_support();
+    if provided < mpi::Threading::Funneled {
+        return Err(RuntimeError::Invalid(format!(
+            "--pes-per-rank {ppr} needs MPI_THREAD_FUNNELED, but this MPI provides only {provided:?}: run one PE per rank"
+        )));
+    }
+    let start = RankStart::new(world, &job, ppr)?;
+    let mut link = Link::new(start.comm.duplicate(), false);
+    let first = start.rank * ppr as Pe;
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..ppr).map(|_| unbounded()).unzip();
     let peers: Arc<[Sender<Packet>]> = txs.into();
     let (out_tx, out_rx) = unbounded::<(Pe, Encoded)>();
     // Workers keep time on their own clocks, started now and set to rank 0's.
     let clock_start = Instant::now();
-    let offset = mpi::time() - epoch;
+    let offset = mpi::time() - start.epoch;
     let died = Arc::new(AtomicBool::new(false));
-    let cfg = &job.config;
     let mut main = Some(job.main);
     let mut handles = Vec::with_capacity(ppr);
     for (i, rx) in rxs.into_iter().enumerate() {
         let pe = first + i as Pe;
-        let setup = PeSetup {
-            me: pe,
-            npes,
-            arity: cfg.tree_arity as usize,
-            seed: cfg.seed,
-            policy: cfg.on_error,
-            work_mode: cfg.work,
-            trace: trace.as_ref().map(|t| t.pe(pe, rank)),
-        };
+        let setup = start.pe_setup(&job.config, pe);
         let tx = out_tx.clone();
         let remote: RemoteSend = Box::new(move |to, env| {
             let encoded = Encoded::new(&env, to, Vec::with_capacity)?;
@@ -77,7 +66,7 @@ pub(super) fn run_rank(
         let reg = job.registry.clone();
         let main = if pe == 0 { main.take() } else { None };
         let watch = DeathWatch(died.clone());
-        let handle = std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name(format!("chorus-pe-{pe}"))
             .spawn(move || {
                 let _watch = watch;
@@ -88,9 +77,15 @@ pub(super) fn run_rank(
                 }
                 threads::pe_loop(&mut rt, &rx);
                 rt.into_report()
-            })
-            .map_err(|e| RuntimeError::Invalid(format!("could not start PE thread {pe}: {e}")))?;
-        handles.push(handle);
+            });
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            // The PEs already started, and every other rank, would wait for this one.
+            Err(e) => abort(
+                &link,
+                &format!("could not start the thread of PE {pe}: {e}"),
+            ),
+        }
     }
     drop(out_tx);
     let route = Route {
@@ -100,21 +95,17 @@ pub(super) fn run_rank(
     };
     communicate(&mut link, &route, &out_rx, &died);
     shut_down(&mut link);
-    let mine = join(handles, first);
-    let per_pe = exchange_reports(&link.comm, mine);
-    let wall_s = start.elapsed().as_secs_f64();
-    let trace = match trace {
-        Some(t) => gather_trace(&link.comm, t)?,
-        None => None,
-    };
-    crate::finish_run(RunReport {
-        layer: "mpi",
-        pes: npes,
-        wall_s,
-        per_pe,
-        sim: None,
-        trace,
-    })
+    start.finish(join(handles, first))
+}
+
+/// End the whole MPI job with `why`: a rank that cannot go on must not leave the
+/// others waiting for it.
+fn abort(link: &Link, why: &str) -> ! {
+    eprintln!(
+        "chorus: rank {}: {why}; aborting the MPI job",
+        link.comm.rank()
+    );
+    link.comm.abort(70)
 }
 
 /// Where envelopes go: this rank's PEs' inboxes, and the rank of any other PE.
@@ -183,7 +174,7 @@ fn communicate(
             busy |= link.progress();
         }
         if died.load(Ordering::Relaxed) {
-            panic!("a PE thread of this rank died outside its handlers");
+            abort(link, "a PE thread died outside its handlers");
         }
         if busy {
             backoff.reset();
