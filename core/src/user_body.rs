@@ -124,13 +124,11 @@ impl<'a> Reader<'a> {
     }
 
     fn u32(&mut self) -> Option<u32> {
-        let b = self.take(4)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 
     fn u64(&mut self) -> Option<u64> {
-        let b = self.take(8)?;
-        Some(u64::from_le_bytes(b.try_into().ok()?))
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
     fn chare(&mut self) -> Option<ChareId> {
