@@ -238,7 +238,11 @@ impl Ctx<'_> {
     /// Move the running array element to PE `to` once this handler returns (Charm++'s
     /// `migrateMe`): its state travels there, and messages sent to it before, during
     /// and after the move reach it there. Its type must be registered with
-    /// `Registry::migratable`. On error the element stays here and nothing is reported.
+    /// `Registry::migratable`. An `Err` means the request was refused: the element stays
+    /// here and nothing is reported. Calling it from `about_to_migrate` is refused with
+    /// `MigrateError::Leaving`. Failures after the handler returns (the state does not
+    /// serialize here, or does not deserialize on `to`) are reported later, as
+    /// `RuntimeError::Migrate` under the job's `--on-error` policy.
     pub fn migrate_me(&mut self, to: Pe) -> Result<(), MigrateError> {
         self.core.request_move(to)
     }

@@ -22,6 +22,18 @@ pub enum RuntimeError {
         coll: CollectionId,
         index: String,
     },
+    /// An array element was inserted, or migrated, where its index already exists.
+    #[error("PE {pe}: {coll} already has an element at index {index} (on PE {on}); the new one was dropped")]
+    DuplicateIndex {
+        /// The PE that refused it.
+        pe: Pe,
+        /// The array.
+        coll: CollectionId,
+        /// The index, described.
+        index: String,
+        /// Where the existing element is.
+        on: Pe,
+    },
     /// A chare type was used without being registered.
     #[error("chare type {name} is not registered: call Registry::chare::<{name}>() before starting the runtime")]
     UnregisteredChare { name: &'static str },

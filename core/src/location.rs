@@ -26,6 +26,8 @@ pub(crate) struct Loc {
     pub(crate) pe: Pe,
     /// How many moves it had made when it reached `pe`.
     pub(crate) moves: u32,
+    /// Its index's order key, which names it in errors (the table is keyed by index).
+    pub(crate) order: u64,
     /// True if this PE is the element's home (it stands in for the element in
     /// reductions and broadcasts while the element is away).
     pub(crate) homed_here: bool,
@@ -165,6 +167,7 @@ mod tests {
         Loc {
             pe,
             moves,
+            order: 0,
             homed_here: false,
         }
     }
@@ -214,6 +217,7 @@ mod tests {
         let home = |pe, moves| Loc {
             pe,
             moves,
+            order: 0,
             homed_here: true,
         };
         l.learn(C, &key(1), home(2, 1));

@@ -49,9 +49,26 @@ pub enum MigrateError {
         /// PEs in the job.
         num_pes: usize,
     },
-    /// The element was not installed yet (it asked to move from its constructor).
-    #[error("it is not installed on its PE yet (migrate from a handler, not from create)")]
-    NotInstalled,
+    /// `migrate_me` was called while the element was already leaving (from its
+    /// `about_to_migrate`); the move under way goes on.
+    #[error("it is already leaving this PE (migrate_me was called from about_to_migrate)")]
+    Leaving,
+    /// The element was no longer on its PE when its move was due.
+    #[error("it is no longer on this PE")]
+    NotHere,
+    /// The element has moved `u32::MAX` times, so its moves can no longer be ordered;
+    /// it stays on its PE.
+    #[error("it has moved {0} times, the most a move counter holds")]
+    TooManyMoves(u32),
+    /// An element with the same index was already on the PE it moved to: the arriving
+    /// state is dropped and the resident element kept.
+    #[error(
+        "an element with the same index is already on PE {pe}, so the arriving state was dropped"
+    )]
+    Occupied {
+        /// The PE it moved to.
+        pe: Pe,
+    },
     /// Serializing the state failed; the element stays on its PE.
     #[error("its state did not serialize: {0}")]
     Pack(String),

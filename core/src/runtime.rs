@@ -99,6 +99,8 @@ pub(crate) enum Kind {
         addr: ElemAddr,
         #[serde(with = "crate::wire::payload_slot")]
         init: Payload,
+        /// Times the insert was forwarded towards the element's home.
+        hops: u8,
     },
     DoneInserting {
         coll: CollectionId,
@@ -345,6 +347,8 @@ pub(crate) struct PeCore {
     pub(crate) loc: Locations,
     /// Moves asked for by the running handler, made once it returns.
     pub(crate) moves: Vec<MoveRequest>,
+    /// True while an element's state is being serialized to leave this PE.
+    pub(crate) leaving: bool,
 }
 
 /// An element's request to move to PE `to`.
@@ -563,7 +567,13 @@ impl PeCore {
     pub(crate) fn insert_element(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload) {
         match self.locate(coll, &addr) {
             Ok(pe) => {
-                let env = self.envelope(Kind::Insert { coll, addr, init }, SendOpts::expedited());
+                let kind = Kind::Insert {
+                    coll,
+                    addr,
+                    init,
+                    hops: 0,
+                };
+                let env = self.envelope(kind, SendOpts::expedited());
                 self.post(pe, env);
             }
             Err(e) => self.fail(e),
@@ -878,6 +888,7 @@ impl PeRuntime {
                 trace: setup.trace,
                 loc: Locations::default(),
                 moves: Vec::new(),
+                leaving: false,
             },
             chare_slab: Vec::new(),
             chare_slot: HashMap::default(),
@@ -1038,7 +1049,13 @@ impl PeRuntime {
                 dest,
                 root,
                 payload,
-            } => self.deliver_broadcast(dest, root, payload, env.prio),
+            } => {
+                let opts = SendOpts {
+                    prio: env.prio,
+                    expedited: env.expedited,
+                };
+                self.deliver_broadcast(dest, root, payload, opts)
+            }
             Kind::CreateChare { id, ty, init } => self.create_chare(id, ty, init),
             Kind::CreateGroup {
                 coll,
@@ -1054,7 +1071,12 @@ impl PeRuntime {
                 shape,
                 map,
             } => self.create_array(coll, ty, root, init, shape, map),
-            Kind::Insert { coll, addr, init } => self.insert(coll, addr, init),
+            Kind::Insert {
+                coll,
+                addr,
+                init,
+                hops,
+            } => self.insert(coll, addr, init, hops),
             Kind::DoneInserting { coll, root } => self.recount(coll, root),
             Kind::Census { coll, epoch, count } => {
                 if let Some(c) = self.colls.get_mut(&coll) {
@@ -1145,6 +1167,7 @@ impl PeRuntime {
                     Loc {
                         pe,
                         moves,
+                        order: addr.order,
                         homed_here,
                     },
                 );
@@ -1413,12 +1436,8 @@ impl PeRuntime {
         }
     }
 
-    fn deliver_broadcast(&mut self, dest: Dest, root: Pe, payload: Payload, prio: i32) {
+    fn deliver_broadcast(&mut self, dest: Dest, root: Pe, payload: Payload, opts: SendOpts) {
         let Some(coll) = dest.coll() else { return };
-        let opts = SendOpts {
-            prio,
-            expedited: false,
-        };
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let env = self.core.envelope(
                 Kind::Bcast {
@@ -1454,11 +1473,11 @@ impl PeRuntime {
                     let homed = elements.values().filter(|e| e.home == me).count();
                     (self.core.loc.away_from_home(coll, me), homed)
                 };
+                self.core.send_to_away(coll, away, &payload, opts);
                 let mut payload = Some(payload);
-                self.core.send_to_away(coll, away, &mut payload, prio);
                 let homed_here = elements.iter_mut().filter(|(_, e)| e.home == me);
                 for (i, (key, e)) in homed_here.enumerate() {
-                    // The last receiver takes the payload itself, the others a copy.
+                    // Handing the last receiver the original saves one duplicate.
                     let p = if i + 1 == homed {
                         payload.take()
                     } else {
@@ -1612,23 +1631,55 @@ impl PeRuntime {
         self.requeue(waiting);
     }
 
-    fn insert(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload) {
+    fn insert(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload, hops: u8) {
         let me = self.core.me;
         let Some(c) = self.colls.get(&coll) else {
             return;
         };
         let ty = c.ty;
-        if let Members::Array { elements, .. } = &c.members {
-            if elements.contains_key(&addr.key) {
-                let index = describe_index(&addr);
+        let home = match self.core.locate(coll, &addr) {
+            Ok(home) => home,
+            Err(e) => return self.core.fail(e),
+        };
+        if home != me {
+            // Sent by a PE that did not know the array yet, so to its creator: an
+            // element living off its home would be missed by broadcasts and censuses.
+            if hops >= MAX_INSERT_HOPS {
                 return self.core.fail(RuntimeError::Invalid(format!(
-                    "PE {me}: {coll} already has an element at index {index}"
+                    "PE {me}: insert of index {} of {coll} was forwarded {hops} times without reaching its home PE {home}",
+                    describe_index(&addr)
                 )));
             }
+            let kind = Kind::Insert {
+                coll,
+                addr,
+                init,
+                hops: hops + 1,
+            };
+            let env = self.core.envelope(kind, SendOpts::expedited());
+            return self.core.post(home, env);
+        }
+        let resident = match &c.members {
+            Members::Array { elements, .. } => elements.contains_key(&addr.key),
+            Members::Group { .. } => false,
+        };
+        // An element that moved away is still homed here: a second one would be a twin.
+        let away = self
+            .core
+            .loc
+            .get(coll, &addr.key)
+            .filter(|l| l.homed_here && l.pe != me)
+            .map(|l| l.pe);
+        if resident || away.is_some() {
+            return self.core.fail(RuntimeError::DuplicateIndex {
+                pe: me,
+                coll,
+                index: describe_index(&addr),
+                on: away.unwrap_or(me),
+            });
         }
         let order = addr.order;
         let key = addr.key.clone();
-        let home = self.core.locate(coll, &addr).unwrap_or(me);
         let Some(chare) = self.construct(ty, init, Current::Element(coll, addr)) else {
             return;
         };
@@ -1895,6 +1946,9 @@ impl PeRuntime {
         self.core.report
     }
 }
+
+/// Forwards an insert may take to its element's home (one is all a correct map needs).
+const MAX_INSERT_HOPS: u8 = 4;
 
 fn describe_index(addr: &ElemAddr) -> String {
     format!("with order key {} ({} bytes)", addr.order, addr.key.0.len())

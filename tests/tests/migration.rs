@@ -47,6 +47,27 @@ fn inserted_elements_move_and_a_recount_while_moving_counts_each_once() {
 }
 
 #[test]
+fn an_element_inserted_before_its_pe_knew_the_array_lives_at_home() {
+    for layer in layers() {
+        migration::an_element_inserted_before_its_pe_knew_the_array_lives_at_home(layer);
+    }
+}
+
+#[test]
+fn an_index_is_never_inserted_twice_even_while_its_element_is_away() {
+    for layer in layers() {
+        migration::an_index_is_never_inserted_twice_even_while_its_element_is_away(layer);
+    }
+}
+
+#[test]
+fn moving_from_create_works_and_from_about_to_migrate_is_refused() {
+    for layer in layers() {
+        migration::moving_from_create_works_and_from_about_to_migrate_is_refused(layer);
+    }
+}
+
+#[test]
 fn sim_runs_with_migrations_replay_exactly_per_seed() {
     let digest = |seed| {
         let report = migration::stream(Layer::Sim, 8, seed);

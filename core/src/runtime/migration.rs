@@ -30,6 +30,9 @@ impl PeCore {
                 return Err(MigrateError::NotAnElement(format!("a member of group {c}")))
             }
         };
+        if self.leaving {
+            return Err(MigrateError::Leaving);
+        }
         if to as usize >= self.npes {
             return Err(MigrateError::NoSuchPe {
                 to,
@@ -74,15 +77,24 @@ impl PeCore {
         self.fail(err);
     }
 
-    /// Tell `to` that an element reached `pe` on move `moves`.
-    fn send_news(&mut self, to: Pe, coll: CollectionId, addr: ElemAddr, pe: Pe, moves: u32) {
-        let home = match self.loc.get(coll, &addr.key) {
-            Some(l) if l.homed_here => self.me,
-            _ => match self.locate(coll, &addr) {
-                Ok(home) => home,
-                Err(e) => return self.fail(e),
-            },
-        };
+    /// An element's home PE: this one if the location table says so, else the map's.
+    fn home_of(&mut self, coll: CollectionId, addr: &ElemAddr) -> Result<Pe, RuntimeError> {
+        match self.loc.get(coll, &addr.key) {
+            Some(l) if l.homed_here => Ok(self.me),
+            _ => self.locate(coll, addr),
+        }
+    }
+
+    /// Tell `to` that an element whose home is `home` reached `pe` on move `moves`.
+    fn send_news(
+        &mut self,
+        to: Pe,
+        coll: CollectionId,
+        addr: ElemAddr,
+        home: Pe,
+        pe: Pe,
+        moves: u32,
+    ) {
         let kind = Kind::Moved {
             coll,
             addr,
@@ -94,27 +106,26 @@ impl PeCore {
         self.post(to, env);
     }
 
-    /// Send a broadcast on to the elements homed here that are elsewhere; `payload` is
-    /// left for the elements here (taken if none is).
+    /// Send a copy of a broadcast's `payload` on to each element homed here that is
+    /// elsewhere, with the broadcast's priority and expedited flag (`opts`).
     pub(crate) fn send_to_away(
         &mut self,
         coll: CollectionId,
         away: Vec<(IndexKey, Loc)>,
-        payload: &mut Option<Payload>,
-        prio: i32,
+        payload: &Payload,
+        opts: SendOpts,
     ) {
         for (key, l) in away {
-            let Some(p) = payload.as_ref().map(Payload::duplicate) else {
-                return;
+            let addr = ElemAddr {
+                key,
+                order: l.order,
             };
-            // The order key only names the element in errors; the key routes it.
-            let addr = ElemAddr { key, order: 0 };
             let kind = Kind::User {
                 dest: Dest::ElementAt(coll, addr, l.moves),
-                payload: p,
+                payload: payload.duplicate(),
                 hops: 0,
             };
-            let env = self.envelope(kind, SendOpts::prio(prio));
+            let env = self.envelope(kind, opts);
             self.post(l.pe, env);
         }
     }
@@ -144,9 +155,16 @@ impl PeRuntime {
             return;
         };
         let Some(e) = elements.get_mut(&addr.key) else {
-            return self.core.fail_move(coll, &addr, MigrateError::NotInstalled);
+            return self.core.fail_move(coll, &addr, MigrateError::NotHere);
+        };
+        // Checked before packing, so an element that cannot move stays intact.
+        let Some(moves) = e.moves.checked_add(1) else {
+            let reason = MigrateError::TooManyMoves(e.moves);
+            return self.core.fail_move(coll, &addr, reason);
         };
         let who = element_name(coll, &addr);
+        // `about_to_migrate` runs inside the pack: a move it asks for is refused.
+        self.core.leaving = true;
         let state = guarded(
             &mut self.core,
             Current::Element(coll, addr.clone()),
@@ -159,6 +177,7 @@ impl PeRuntime {
                 })
             },
         );
+        self.core.leaving = false;
         // A state that did not serialize stays here (the error went to the policy).
         let Some(state) = state else { return };
         // What `about_to_migrate` contributed counts before the element leaves.
@@ -173,7 +192,6 @@ impl PeRuntime {
         else {
             return;
         };
-        let moves = e.moves.saturating_add(1);
         let homed_here = e.home == me;
         self.core.loc.learn(
             coll,
@@ -181,6 +199,7 @@ impl PeRuntime {
             Loc {
                 pe: to,
                 moves,
+                order: addr.order,
                 homed_here,
             },
         );
@@ -212,6 +231,16 @@ impl PeRuntime {
             Ok(found) => found,
             Err(reason) => return self.core.fail_move(coll, &addr, reason),
         };
+        let occupied = match self.colls.get(&coll).map(|c| &c.members) {
+            Some(Members::Array { elements, .. }) => elements.contains_key(&addr.key),
+            _ => false,
+        };
+        if occupied {
+            // Overwriting would silently lose the resident element's state.
+            return self
+                .core
+                .fail_move(coll, &addr, MigrateError::Occupied { pe: me });
+        }
         let who = element_name(coll, &addr);
         let chare = guarded(
             &mut self.core,
@@ -249,12 +278,13 @@ impl PeRuntime {
             Loc {
                 pe: me,
                 moves,
+                order: addr.order,
                 homed_here,
             },
         );
         let waiting = self.core.loc.arrived(coll, &addr.key);
         if !homed_here {
-            self.core.send_news(home, coll, addr, me, moves);
+            self.core.send_news(home, coll, addr, home, me, moves);
         }
         self.requeue(waiting);
     }
@@ -281,7 +311,13 @@ impl PeRuntime {
                     && self.core.loc.should_tell(via.src, coll, &addr.key, moves)
                 {
                     // The sender's next messages go straight there.
-                    self.core.send_news(via.src, coll, addr.clone(), pe, moves);
+                    match self.core.home_of(coll, &addr) {
+                        Ok(home) => {
+                            self.core
+                                .send_news(via.src, coll, addr.clone(), home, pe, moves)
+                        }
+                        Err(e) => self.core.fail(e),
+                    }
                 }
                 let kind = Kind::User {
                     dest: Dest::ElementAt(coll, addr, moves),

@@ -130,6 +130,8 @@ struct Entries {
     sum: Entry<Driver, u64>,
     placement: Entry<Driver, Vec<u64>>,
     counts: Entry<Driver, Vec<u64>>,
+    census_quiet: Entry<Census, ()>,
+    census_placement: Entry<Census, Vec<u64>>,
 }
 
 /// What a driver does with the results it receives.
@@ -299,7 +301,10 @@ fn registry() -> (Registry, Entries) {
         .chare::<Driver>("Driver")
         .chare::<Streamer>("Streamer")
         .chare::<Fixed>("Fixed")
-        .migratable::<Fragile>("Fragile");
+        .migratable::<Fragile>("Fragile")
+        .chare::<Planter>("Planter")
+        .chare::<Census>("Census")
+        .migratable::<Restless>("Restless");
     let e = Entries {
         quiet: reg.entry("Driver::quiet", DriverMsg::Quiet),
         ids: reg.entry("Driver::ids", DriverMsg::Ids),
@@ -307,6 +312,8 @@ fn registry() -> (Registry, Entries) {
         sum: reg.entry("Driver::sum", DriverMsg::Sum),
         placement: reg.entry("Driver::placement", DriverMsg::Placement),
         counts: reg.entry("Driver::counts", DriverMsg::Counts),
+        census_quiet: reg.entry("Census::quiet", CensusMsg::Quiet),
+        census_placement: reg.entry("Census::placement", CensusMsg::Placement),
     };
     (reg, e)
 }
@@ -607,6 +614,187 @@ pub fn an_element_lost_in_transit_is_reported_with_its_messages(layer: Layer) {
     );
 }
 
+/// Inserts index 5 of an array from its constructor, which may run before its PE
+/// has heard of the array (the insert then goes to the array's creator).
+struct Planter;
+
+impl Chare for Planter {
+    type Init = ArrayProxy<Roamer, usize>;
+    type Msg = ();
+    fn create(arr: ArrayProxy<Roamer, usize>, ctx: &mut Ctx) -> Self {
+        arr.insert(ctx, 5, 0);
+        Planter
+    }
+    fn handle(&mut self, _: (), _: &mut Ctx) {}
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct CensusInit {
+    arr: ArrayProxy<Roamer, usize>,
+    /// Indices to insert (again) at quiescence.
+    dups: Vec<usize>,
+    e: Entries,
+}
+
+/// At quiescence, inserts its `dups`, recounts, and asks every element where it is;
+/// publishes the placement and ends the job.
+struct Census {
+    init: CensusInit,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum CensusMsg {
+    Quiet(()),
+    Placement(Vec<u64>),
+}
+
+impl Chare for Census {
+    type Init = CensusInit;
+    type Msg = CensusMsg;
+    fn create(init: CensusInit, _: &mut Ctx) -> Self {
+        Census { init }
+    }
+    fn handle(&mut self, msg: CensusMsg, ctx: &mut Ctx) {
+        let arr = self.init.arr;
+        match msg {
+            CensusMsg::Quiet(()) => {
+                for &i in &self.init.dups {
+                    arr.insert(ctx, i, 0);
+                }
+                arr.done_inserting(ctx);
+                let me = ctx.this_chare::<Census>().expect("a chare");
+                let done = Callback::chare(&me, self.init.e.census_placement);
+                arr.broadcast(
+                    ctx,
+                    RoamerMsg::Where {
+                        done,
+                        mul: 0,
+                        add: 0,
+                    },
+                );
+                // Ends the job even if the placement never completes, so a lost
+                // element fails the test instead of hanging it.
+                ctx.exit_on_quiescence();
+            }
+            CensusMsg::Placement(p) => {
+                ctx.publish("placement", &p);
+                ctx.exit();
+            }
+        }
+    }
+}
+
+/// An element inserted from a PE that had not yet heard of the array (the insert
+/// went to the array's creator) still lives on its home PE, so broadcasts reach it
+/// and reductions count it. On sim (64 PEs, a binary tree, fixed seed) PE 63 runs
+/// the constructor that inserts long before the array's creation reaches it.
+pub fn an_element_inserted_before_its_pe_knew_the_array_lives_at_home(layer: Layer) {
+    let p = pes(layer, 64);
+    let (reg, e) = registry();
+    let mut cfg = config(layer, p, ErrorPolicy::Abort);
+    cfg.tree_arity = 2;
+    cfg.seed = 3;
+    let report = Runtime::new(reg, cfg)
+        .run(move |ctx| {
+            let arr: ArrayProxy<Roamer, usize> =
+                ctx.create_array(Vec::new(), 0, ArrayMap::RoundRobin);
+            for i in 0..5 {
+                arr.insert(ctx, i, 0);
+            }
+            ctx.create_chare::<Planter>(arr, p - 1);
+            let dups = Vec::new();
+            let census = ctx.create_chare::<Census>(CensusInit { arr, dups, e }, 0);
+            ctx.start_quiescence(Callback::chare(&census, e.census_quiet));
+        })
+        .expect("run");
+    let homes: Vec<u64> = (0..6).map(|i| i % u64::from(p)).collect();
+    assert_eq!(report.output::<Vec<u64>>("placement"), Some(homes));
+    assert!(report.errors().is_empty(), "{:?}", report.errors());
+}
+
+/// Inserting an index that exists is refused, naming the index and where the
+/// element is, both when it is on its home PE and when it has moved away (its home
+/// then only has a location entry): the original element keeps its state and is
+/// counted once.
+pub fn an_index_is_never_inserted_twice_even_while_its_element_is_away(layer: Layer) {
+    let p = pes(layer, 2);
+    let (reg, e) = registry();
+    let report = Runtime::new(reg, config(layer, p, ErrorPolicy::Drop))
+        .run(move |ctx| {
+            let arr = ctx.create_array_1d::<Roamer>(2, 0, ArrayMap::RoundRobin);
+            // Element 1 (home PE 1) moves to PE 0.
+            arr.send(ctx, &1, RoamerMsg::Hop(vec![0]));
+            let dups = vec![0, 1];
+            let census = ctx.create_chare::<Census>(CensusInit { arr, dups, e }, 0);
+            ctx.start_quiescence(Callback::chare(&census, e.census_quiet));
+        })
+        .expect("run");
+    assert_eq!(report.output::<Vec<u64>>("placement"), Some(vec![0, 0]));
+    let mut errors: Vec<String> = report.errors().iter().map(|e| e.to_string()).collect();
+    errors.sort();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    for (err, (index, home)) in errors.iter().zip([(0, 0), (1, 1 % p)]) {
+        assert!(
+            err.starts_with(&format!("PE {home}: "))
+                && err.contains(&format!(
+                    "already has an element at index with order key {index} "
+                ))
+                && err.contains("(on PE 0); the new one was dropped"),
+            "{errors:?}"
+        );
+    }
+}
+
+/// An element that asks to move from its constructor, and again (publishing the
+/// answer) from `about_to_migrate` while it leaves.
+#[derive(Serialize, Deserialize)]
+struct Restless;
+
+impl Chare for Restless {
+    type Init = u32;
+    type Msg = ();
+    fn create(to: u32, ctx: &mut Ctx) -> Self {
+        ctx.migrate_me(to).expect("a valid move");
+        Restless
+    }
+    fn handle(&mut self, _: (), _: &mut Ctx) {}
+}
+
+impl Migratable for Restless {
+    fn about_to_migrate(&mut self, ctx: &mut Ctx) {
+        let said = ctx.migrate_me(0).map_err(|e| e.to_string());
+        ctx.publish("again", &said);
+    }
+    fn migrated(&mut self, ctx: &mut Ctx) {
+        let pe = ctx.my_pe();
+        ctx.publish("arrived_on", &pe);
+    }
+}
+
+/// A move asked for from `create` happens; one asked for from `about_to_migrate` is
+/// refused as `Leaving` and the move under way still completes, with no error.
+pub fn moving_from_create_works_and_from_about_to_migrate_is_refused(layer: Layer) {
+    let p = pes(layer, 2);
+    let (reg, _) = registry();
+    let to = 1 % p;
+    let report = Runtime::new(reg, config(layer, p, ErrorPolicy::Abort))
+        .run(move |ctx| {
+            ctx.create_array_1d::<Restless>(1, to, ArrayMap::Block);
+            ctx.exit_on_quiescence();
+        })
+        .expect("run");
+    assert!(report.errors().is_empty(), "{:?}", report.errors());
+    if to == 0 {
+        // One PE: asking for this PE is no move.
+        return;
+    }
+    assert_eq!(report.output::<u32>("arrived_on"), Some(to));
+    assert_eq!(
+        report.output::<Result<(), String>>("again"),
+        Some(Err(MigrateError::Leaving.to_string()))
+    );
+}
+
 /// This module's tests, by name.
 pub const TESTS: &[super::Test] = &[
     (
@@ -632,5 +820,17 @@ pub const TESTS: &[super::Test] = &[
     (
         "an_element_lost_in_transit_is_reported_with_its_messages",
         an_element_lost_in_transit_is_reported_with_its_messages,
+    ),
+    (
+        "an_element_inserted_before_its_pe_knew_the_array_lives_at_home",
+        an_element_inserted_before_its_pe_knew_the_array_lives_at_home,
+    ),
+    (
+        "an_index_is_never_inserted_twice_even_while_its_element_is_away",
+        an_index_is_never_inserted_twice_even_while_its_element_is_away,
+    ),
+    (
+        "moving_from_create_works_and_from_about_to_migrate_is_refused",
+        moving_from_create_works_and_from_about_to_migrate_is_refused,
     ),
 ];
