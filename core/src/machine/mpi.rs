@@ -598,8 +598,8 @@ impl Backoff {
 }
 
 fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeError> {
-    let start = RankStart::new(world, &job, 1)?;
-    let link = Rc::new(RefCell::new(Link::new(start.comm.duplicate(), true)));
+    let (start, comm) = RankStart::new(world, &job, 1)?;
+    let link = Rc::new(RefCell::new(Link::new(comm, true)));
     let setup = start.pe_setup(&job.config, start.rank);
     let net = MpiNet {
         link: link.clone(),
@@ -611,15 +611,14 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
     }
     pe_loop(&mut rt, &link);
     shut_down(&mut link.borrow_mut());
-    start.finish(vec![rt.into_report()])
+    let report = start.finish(&link.borrow().comm, vec![rt.into_report()]);
+    report
 }
 
 /// What a rank sets up before its PEs run, and finishes after, however many PEs it
 /// runs.
 struct RankStart {
     began: Instant,
-    /// A communicator of our own, so user MPI traffic on the world never matches ours.
-    comm: SimpleCommunicator,
     rank: Pe,
     ppr: usize,
     npes: usize,
@@ -630,8 +629,13 @@ struct RankStart {
 
 impl RankStart {
     /// Check that every rank runs the same types and PEs per rank, align the clocks
-    /// and open the trace.
-    fn new(world: &SimpleCommunicator, job: &Job, ppr: usize) -> Result<Self, RuntimeError> {
+    /// and open the trace; also returns the rank's communicator for the run, its own
+    /// so that user MPI traffic on the world never matches ours.
+    fn new(
+        world: &SimpleCommunicator,
+        job: &Job,
+        ppr: usize,
+    ) -> Result<(Self, SimpleCommunicator), RuntimeError> {
         let began = Instant::now();
         let comm = world.duplicate();
         check_registry(&comm, &job.registry)?;
@@ -639,15 +643,15 @@ impl RankStart {
         let epoch = clock_epoch(&comm);
         let npes = comm.size() as usize * ppr;
         let trace = start_trace(&comm, &job.config, npes)?;
-        Ok(RankStart {
+        let start = RankStart {
             began,
             rank: comm.rank() as Pe,
-            comm,
             ppr,
             npes,
             epoch,
             trace,
-        })
+        };
+        Ok((start, comm))
     }
 
     /// How PE `pe` of this rank starts.
@@ -663,13 +667,17 @@ impl RankStart {
         }
     }
 
-    /// The job's report from this rank's PEs' reports (in PE order), once every rank
-    /// has shut down its traffic.
-    fn finish(self, mine: Vec<PeReport>) -> Result<RunReport, RuntimeError> {
-        let per_pe = exchange_reports(&self.comm, mine, self.ppr);
+    /// The job's report from this rank's PEs' reports (in PE order), exchanged over
+    /// `comm` once every rank has shut down its traffic.
+    fn finish(
+        self,
+        comm: &SimpleCommunicator,
+        mine: Vec<PeReport>,
+    ) -> Result<RunReport, RuntimeError> {
+        let per_pe = exchange_reports(comm, mine, self.ppr);
         let wall_s = self.began.elapsed().as_secs_f64();
         let trace = match self.trace {
-            Some(t) => gather_trace(&self.comm, t)?,
+            Some(t) => gather_trace(comm, t)?,
             None => None,
         };
         crate::finish_run(RunReport {

@@ -38,8 +38,8 @@ pub(super) fn run_rank(
             "--pes-per-rank {ppr} needs MPI_THREAD_FUNNELED, but this MPI provides only {provided:?}: run one PE per rank"
         )));
     }
-    let start = RankStart::new(world, &job, ppr)?;
-    let mut link = Link::new(start.comm.duplicate(), false);
+    let (start, comm) = RankStart::new(world, &job, ppr)?;
+    let mut link = Link::new(comm, false);
     let first = start.rank * ppr as Pe;
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..ppr).map(|_| unbounded()).unzip();
     let peers: Arc<[Sender<Packet>]> = txs.into();
@@ -95,7 +95,7 @@ pub(super) fn run_rank(
     };
     communicate(&mut link, &route, &out_rx, &died);
     shut_down(&mut link);
-    start.finish(join(handles, first))
+    start.finish(&link.comm, join(handles, first))
 }
 
 /// End the whole MPI job with `why`: a rank that cannot go on must not leave the
