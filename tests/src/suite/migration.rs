@@ -370,6 +370,42 @@ pub fn stream(layer: Layer, p: u32, seed: u64) -> RunReport {
         .expect("run")
 }
 
+/// Start the collectives script on `arr`: a driver on PE 0, then a broadcast asking
+/// every element to join a sum and move to PE `(index * mul + 1) % pes`.
+fn start_collectives(
+    ctx: &mut Ctx,
+    arr: ArrayProxy<Roamer, usize>,
+    e: Entries,
+    recount: bool,
+    mul: usize,
+) {
+    let script = Script::Collectives { recount };
+    let driver = ctx.create_chare::<Driver>(DriverInit { arr, script, e }, 0);
+    let done = Callback::chare(&driver, e.sum);
+    arr.broadcast(ctx, RoamerMsg::SumThenMove { done, mul, add: 1 });
+}
+
+/// What the collectives script over `elements` elements on `p` PEs must publish:
+/// the sum of the indices, both placements (the first by `mul`, the second by 5 and
+/// 2) and three broadcasts received once by every element, without errors.
+fn check_collectives(report: &RunReport, elements: usize, p: usize, mul: usize) {
+    let n = elements as u64;
+    assert_eq!(report.output::<u64>("sum"), Some(n * (n - 1) / 2));
+    let placed = |mul: usize, add: usize| -> Vec<u64> {
+        (0..elements)
+            .map(|i| ((i * mul + add) % p) as u64)
+            .collect()
+    };
+    assert_eq!(
+        report.output::<Vec<u64>>("placement1"),
+        Some(placed(mul, 1))
+    );
+    assert_eq!(report.output::<Vec<u64>>("placement2"), Some(placed(5, 2)));
+    // Three broadcasts, each received once by every element.
+    assert_eq!(report.output::<Vec<u64>>("counts"), Some(vec![3; elements]));
+    assert!(report.errors().is_empty(), "{:?}", report.errors());
+}
+
 /// Reductions started just before elements move, broadcasts that overtake moves and
 /// those after them count every element exactly once, at its new PE.
 pub fn reductions_and_broadcasts_count_each_element_once_across_moves(layer: Layer) {
@@ -379,31 +415,10 @@ pub fn reductions_and_broadcasts_count_each_element_once_across_moves(layer: Lay
     let report = Runtime::new(reg, config(layer, p as u32, ErrorPolicy::Abort))
         .run(move |ctx| {
             let arr = ctx.create_array_1d::<Roamer>(ELEMENTS, 1, ArrayMap::Block);
-            let script = Script::Collectives { recount: false };
-            let driver = ctx.create_chare::<Driver>(DriverInit { arr, script, e }, 0);
-            let done = Callback::chare(&driver, e.sum);
-            arr.broadcast(
-                ctx,
-                RoamerMsg::SumThenMove {
-                    done,
-                    mul: 3,
-                    add: 1,
-                },
-            );
+            start_collectives(ctx, arr, e, false, 3);
         })
         .expect("run");
-    let n = ELEMENTS as u64;
-    assert_eq!(report.output::<u64>("sum"), Some(n * (n - 1) / 2));
-    let placed = |mul: usize, add: usize| -> Vec<u64> {
-        (0..ELEMENTS)
-            .map(|i| ((i * mul + add) % p) as u64)
-            .collect()
-    };
-    assert_eq!(report.output::<Vec<u64>>("placement1"), Some(placed(3, 1)));
-    assert_eq!(report.output::<Vec<u64>>("placement2"), Some(placed(5, 2)));
-    // Three broadcasts, each received once by every element.
-    assert_eq!(report.output::<Vec<u64>>("counts"), Some(vec![3; ELEMENTS]));
-    assert!(report.errors().is_empty(), "{:?}", report.errors());
+    check_collectives(&report, ELEMENTS, p, 3);
 }
 
 /// Elements hop along routes that leave home, come back and go on (so old PEs
@@ -470,30 +485,10 @@ pub fn inserted_elements_move_and_a_recount_while_moving_counts_each_once(layer:
                 arr.insert(ctx, i, 5);
             }
             arr.done_inserting(ctx);
-            let script = Script::Collectives { recount: true };
-            let driver = ctx.create_chare::<Driver>(DriverInit { arr, script, e }, 0);
-            let done = Callback::chare(&driver, e.sum);
-            arr.broadcast(
-                ctx,
-                RoamerMsg::SumThenMove {
-                    done,
-                    mul: 2,
-                    add: 1,
-                },
-            );
+            start_collectives(ctx, arr, e, true, 2);
         })
         .expect("run");
-    let n = ELEMENTS as u64;
-    assert_eq!(report.output::<u64>("sum"), Some(n * (n - 1) / 2));
-    let placed = |mul: usize, add: usize| -> Vec<u64> {
-        (0..ELEMENTS)
-            .map(|i| ((i * mul + add) % p) as u64)
-            .collect()
-    };
-    assert_eq!(report.output::<Vec<u64>>("placement1"), Some(placed(2, 1)));
-    assert_eq!(report.output::<Vec<u64>>("placement2"), Some(placed(5, 2)));
-    assert_eq!(report.output::<Vec<u64>>("counts"), Some(vec![3; ELEMENTS]));
-    assert!(report.errors().is_empty(), "{:?}", report.errors());
+    check_collectives(&report, ELEMENTS, p, 2);
 }
 
 /// An array element whose type is not registered as migratable.
