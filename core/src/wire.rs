@@ -4,7 +4,7 @@
 //! ```text
 //! offset size field
 //!      0    4 magic "CHRS"
-//!      4    2 version (2)
+//!      4    2 version (3)
 //!      6    1 flags: 1 expedited, 2 counted, 4 payload is a run, 8 has a payload,
 //!             16 segmented (long byte strings follow as their own messages)
 //!      7    1 kind: which runtime message this is (see KIND_NAMES)
@@ -18,6 +18,10 @@
 //!             other kind, bincode (fixed-width integers) with payload fields empty
 //!             payload: the message's own bincode encoding, raw
 //! ```
+//!
+//! An envelope longer than a receiver's posted buffers (the mpi layer's) is preceded
+//! by a 16-byte notice, magic "CHRL", the version, two zero bytes and its length
+//! (u64), and follows as a message of its own (see [`long_notice`]).
 //!
 //! Decoding checks every length against the bytes received before it allocates, so
 //! truncated, oversized or garbled input yields a `WireError` naming what was wrong.
@@ -34,7 +38,7 @@ use thiserror::Error;
 /// The first four bytes of every envelope.
 pub const MAGIC: [u8; 4] = *b"CHRS";
 /// The wire version this build writes and reads.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 32;
 
@@ -46,6 +50,10 @@ const HAS_PAYLOAD: u8 = 8;
 const SEGMENTED: u8 = 16;
 /// Byte strings at least this long are sent as segments, without copying them.
 pub const SEGMENT_MIN: usize = 64 << 10;
+/// The first four bytes of a notice that a long envelope follows on its own.
+const LONG_MAGIC: [u8; 4] = *b"CHRL";
+/// Bytes of a long-envelope notice.
+const NOTICE_BYTES: usize = 16;
 
 /// Names of the kinds, by their number on the wire.
 pub const KIND_NAMES: [&str; 18] = [
@@ -434,6 +442,25 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+/// The notice that an envelope of `len` bytes follows as a message of its own, for a
+/// receiver whose posted buffers are shorter.
+pub fn long_notice(len: usize) -> Vec<u8> {
+    let mut notice = Vec::with_capacity(NOTICE_BYTES);
+    notice.extend_from_slice(&LONG_MAGIC);
+    notice.extend_from_slice(&VERSION.to_le_bytes());
+    notice.extend_from_slice(&[0, 0]);
+    notice.extend_from_slice(&(len as u64).to_le_bytes());
+    notice
+}
+
+/// The length a long-envelope notice announces; None if `bytes` is not one of this
+/// version.
+pub fn noticed_len(bytes: &[u8]) -> Option<u64> {
+    let notice =
+        bytes.len() == NOTICE_BYTES && bytes[0..4] == LONG_MAGIC && u16_at(bytes, 4) == VERSION;
+    notice.then(|| u64::from(u32_at(bytes, 8)) | u64::from(u32_at(bytes, 12)) << 32)
+}
+
 /// The destination PE an envelope's header names, if it is long enough to have one
 /// (a process running several PEs routes by it; `decode` checks the rest).
 #[cfg(feature = "mpi")]
@@ -444,6 +471,13 @@ pub(crate) fn destination(bytes: &[u8]) -> Option<Pe> {
 /// Decode one envelope received by PE `me`; the payload stays in `buf`.
 pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     let bytes = &buf[..];
+    if bytes.starts_with(&LONG_MAGIC) {
+        // Left in the receiver's hands only when the envelope it announced was not
+        // received whole.
+        return Err(WireError::Segments {
+            reason: "the long envelope this notice announces did not arrive whole".into(),
+        });
+    }
     if bytes.len() < HEADER_BYTES {
         return Err(WireError::Truncated { len: bytes.len() });
     }
@@ -810,5 +844,22 @@ mod tests {
             err.to_string().contains("segments were not received"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_long_notice_names_its_length_and_never_decodes_as_an_envelope() {
+        for len in [0, 16 << 10, u64::from(u32::MAX) + 7] {
+            let notice = long_notice(len as usize);
+            assert_eq!(noticed_len(&notice), Some(len));
+            let err = decode(Arc::new(notice), 1).expect_err("a notice is no envelope");
+            assert!(err.to_string().contains("did not arrive whole"), "{err}");
+        }
+        let mut envelope = Vec::new();
+        encode(&user(vec![1, 2]), 1, &mut envelope).expect("encodes");
+        assert_eq!(noticed_len(&envelope), None);
+        let mut old = long_notice(5);
+        old[4] ^= 1;
+        assert_eq!(noticed_len(&old), None, "another version's notice");
+        assert_eq!(noticed_len(&long_notice(5)[..15]), None, "a short one");
     }
 }

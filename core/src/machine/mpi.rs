@@ -18,7 +18,10 @@
 //! With `--pes-per-rank` above 1 (Charm++'s SMP mode, `smp.rs`), worker threads run
 //! the rank's PEs and this rank's thread only moves envelopes to and from MPI.
 
+mod posted_receive;
 mod smp;
+
+use posted_receive::PostedReceive;
 
 use super::{real_work, Job, MachineLayer, Transport};
 use crate::bytes::Bytes;
@@ -32,8 +35,9 @@ use crate::trace::JobTrace;
 use crate::wire;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
+use mpi::point_to_point::{Message, Status};
 use mpi::request::{Request, StaticScope};
-use mpi::topology::SimpleCommunicator;
+use mpi::topology::{Process, SimpleCommunicator};
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -44,8 +48,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Messages a PE runs between two looks at the network.
+/// Messages a PE runs, and takes off the network, between two looks at it.
 const BATCH: usize = 64;
+/// Bytes of envelopes a PE takes off the network before it runs their handlers:
+/// fewer than its recycled receive buffers hold, so a stream of long messages keeps
+/// reusing them instead of faulting in fresh pages.
+const PASS_BYTES: usize = 4 << 20;
 /// Tag of the trace records ranks send to rank 0 after the job.
 const TRACE_TAG: i32 = 7;
 /// Idle polls spent spinning, then yielding, before the rank starts to sleep.
@@ -188,6 +196,9 @@ struct PendingSend {
 
 /// A rank's side of the network: its communicator and its sends in flight.
 struct Link {
+    /// Receives of envelopes, posted in this order, so MPI fills them in this order.
+    /// Declared before `comm`, so they are cancelled before it is freed.
+    posted: VecDeque<PostedReceive>,
     comm: SimpleCommunicator,
     pending: Vec<PendingSend>,
     /// Bytes of the sends in `pending`.
@@ -225,6 +236,14 @@ const SMALL_MIN: usize = 256;
 const ENVELOPE_TAG: i32 = 0;
 /// Tag of the segments that follow a segmented envelope (see `wire::encode_segmented`).
 const SEGMENT_TAG: i32 = 1;
+/// Tag of envelopes longer than `POSTED_BYTES`, each announced by a notice on
+/// `ENVELOPE_TAG` (see `wire::long_notice`).
+const LONG_TAG: i32 = 2;
+/// Receives of envelopes a rank keeps posted: a few, so a burst of arrivals lands
+/// in them rather than in MPI's queue of unexpected messages.
+const POSTED: usize = 4;
+/// Bytes of each posted receive: envelopes up to this long travel as one message.
+const POSTED_BYTES: usize = 16 << 10;
 /// How long a receiver waits for a segment its envelope announced before refusing
 /// the envelope: the sender posts segments together with it, so only a corrupt
 /// envelope waits this long.
@@ -270,6 +289,9 @@ impl Encoded {
 impl Link {
     fn new(comm: SimpleCommunicator, keep_spares: bool) -> Self {
         Link {
+            posted: (0..POSTED)
+                .map(|_| PostedReceive::new(&comm, POSTED_BYTES, ENVELOPE_TAG))
+                .collect(),
             comm,
             pending: Vec::new(),
             in_flight: 0,
@@ -304,7 +326,16 @@ impl Link {
         // rank instead, dropping the still-pending rsmpi request panics during the
         // unwind, which aborts the process before the buffer could be freed.
         let slice: &'static [u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
-        self.post(rank, slice, ENVELOPE_TAG, buf, None);
+        if buf.len() > POSTED_BYTES {
+            let notice = wire::long_notice(buf.len());
+            // SAFETY: as for `buf` above.
+            let notice_slice: &'static [u8] =
+                unsafe { std::slice::from_raw_parts(notice.as_ptr(), notice.len()) };
+            self.post(rank, notice_slice, ENVELOPE_TAG, notice, None);
+            self.post(rank, slice, LONG_TAG, buf, None);
+        } else {
+            self.post(rank, slice, ENVELOPE_TAG, buf, None);
+        }
         for segment in segments {
             // SAFETY: `segment` shares the allocation of an immutable `Bytes` (its
             // `Arc` is shared, so nothing can write it), and the handle moves into the
@@ -395,34 +426,90 @@ impl Link {
         self.inbox.pop_front().or_else(|| self.probe())
     }
 
+    /// Take the next envelope that has arrived, with its source rank.
     fn probe(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
-        let (msg, status) = self
-            .comm
-            .any_process()
-            .immediate_matched_probe_with_tag(ENVELOPE_TAG)?;
+        let status = self.posted.front_mut()?.test()?;
+        let mut posted = self.posted.pop_front().expect("tested just above");
         let source = status.source_rank();
         let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
-        let mut buf = if len < RECYCLE_MIN {
-            self.small_buffer(len)
-        } else {
-            self.receive_buffer(len)
-        };
-        let vec = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
-        msg.matched_receive_into(&mut vec[..]);
-        if len < RECYCLE_MIN {
-            if self.small.len() >= SMALL_KEEP {
-                self.small.pop_front();
+        let got = posted.bytes(len);
+        let arrived = match wire::noticed_len(got) {
+            Some(long) => Err((long, got.to_vec())),
+            None => {
+                let mut buf = self.buffer(len);
+                Arc::get_mut(&mut buf)
+                    .expect("a fresh receive buffer is not shared")
+                    .copy_from_slice(got);
+                self.reuse_later(&buf);
+                Ok(buf)
             }
-            self.small.push_back(Arc::clone(&buf));
-        } else {
-            self.recycle_later(&buf);
-        }
+        };
+        // Posted again before anything else is received, so arrivals keep landing in
+        // the posted buffers in order.
+        posted.post(&self.comm);
+        self.posted.push_back(posted);
+        let buf = match arrived {
+            Ok(buf) => buf,
+            Err((long, notice)) => self.receive_long(source, long, notice),
+        };
         // A malformed table is left for `decode` to report (it refuses a segmented
         // envelope that was not reassembled).
         if let Ok(Some(plan)) = wire::segment_plan(&buf) {
             return Some((self.receive_segments(&buf, &plan, source), source));
         }
         Some((buf, source))
+    }
+
+    /// The `len`-byte envelope `source` announced with `notice`, received whole from
+    /// `LONG_TAG`. If it does not come as announced, `notice` itself, which `decode`
+    /// refuses; the reason is logged. It is probed before its buffer is allocated, so
+    /// a corrupt notice costs only the bytes really sent.
+    fn receive_long(&mut self, source: i32, len: u64, notice: Vec<u8>) -> Arc<Vec<u8>> {
+        let from = self.comm.process_at_rank(source);
+        let Some((msg, status)) = probe_within(&from, LONG_TAG) else {
+            tracing::warn!(
+                rank = source,
+                "refusing a long envelope: it did not arrive within {SEGMENT_WAIT:?} of its notice"
+            );
+            return Arc::new(notice);
+        };
+        let arrived = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
+        if arrived as u64 != len {
+            let _ = (msg, status).matched_receive_vec::<u8>();
+            tracing::warn!(
+                rank = source,
+                "refusing a long envelope of {arrived} bytes: its notice says {len}"
+            );
+            return Arc::new(notice);
+        }
+        let mut buf = self.buffer(arrived);
+        let vec = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
+        msg.matched_receive_into(&mut vec[..]);
+        self.reuse_later(&buf);
+        buf
+    }
+
+    /// A buffer of exactly `len` bytes to receive into, not shared: a reused one if
+    /// one is free.
+    fn buffer(&mut self, len: usize) -> Arc<Vec<u8>> {
+        if len < RECYCLE_MIN {
+            self.small_buffer(len)
+        } else {
+            self.receive_buffer(len)
+        }
+    }
+
+    /// Keep `buf`, once written, for `buffer` to hand out again when nobody else
+    /// holds it.
+    fn reuse_later(&mut self, buf: &Arc<Vec<u8>>) {
+        if buf.len() < RECYCLE_MIN {
+            if self.small.len() >= SMALL_KEEP {
+                self.small.pop_front();
+            }
+            self.small.push_back(Arc::clone(buf));
+        } else {
+            self.recycle_later(buf);
+        }
     }
 
     /// A buffer of exactly `len` (small) bytes to receive into, not shared: the oldest
@@ -491,17 +578,7 @@ impl Link {
         let mut probed = Vec::with_capacity(count);
         let mut fault = None;
         for (i, &(_, len)) in plan.gaps.iter().enumerate() {
-            let deadline = Instant::now() + SEGMENT_WAIT;
-            let got = loop {
-                if let Some(got) = from.immediate_matched_probe_with_tag(SEGMENT_TAG) {
-                    break Some(got);
-                }
-                if Instant::now() > deadline {
-                    break None;
-                }
-                std::hint::spin_loop();
-            };
-            let Some((msg, status)) = got else {
+            let Some((msg, status)) = probe_within(&from, SEGMENT_TAG) else {
                 fault.get_or_insert(format!(
                     "segment {i} of {count} did not arrive within {SEGMENT_WAIT:?}"
                 ));
@@ -538,6 +615,22 @@ impl Link {
         }
         self.recycle_later(&buf);
         buf
+    }
+}
+
+/// The next message from `from` on `tag`, waited for up to `SEGMENT_WAIT`: its sender
+/// posted it together with the envelope that announced it, so only a corrupt
+/// envelope waits that long.
+fn probe_within(from: &Process<'_>, tag: i32) -> Option<(Message, Status)> {
+    let deadline = Instant::now() + SEGMENT_WAIT;
+    loop {
+        if let Some(got) = from.immediate_matched_probe_with_tag(tag) {
+            return Some(got);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::hint::spin_loop();
     }
 }
 
@@ -726,10 +819,16 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
                 l.pull();
             }
         }
-        loop {
+        // Bounded, so a peer streaming faster than the handlers run cannot make the
+        // PE hold ever more received envelopes (their buffers are reused only once
+        // their messages have run).
+        let (mut taken, mut taken_bytes) = (0, 0);
+        while taken < BATCH && taken_bytes < PASS_BYTES {
             let got = link.borrow_mut().receive();
             let Some((bytes, source)) = got else { break };
             busy = true;
+            taken += 1;
+            taken_bytes += bytes.len();
             match wire::decode(bytes, me) {
                 Ok(env) => rt.accept(env),
                 Err(e) => rt.core.fail(e.at(me, &format!("rank {source}"))),

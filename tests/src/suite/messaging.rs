@@ -393,7 +393,13 @@ fn blob(seq: u32, pe: u32) -> Vec<u8> {
         .collect()
 }
 
-/// One member per PE: PE 0 sends long blobs and short notes to the others, which
+/// A note sent with blob `seq`: from 3 values up to ones that make the envelope
+/// longer than the mpi layer's posted receives, so it travels announced, on its own.
+fn note(seq: u32) -> Vec<u16> {
+    (0..3 + 7_000 * seq).map(|i| (i ^ seq) as u16).collect()
+}
+
+/// One member per PE: PE 0 sends long blobs and notes of many lengths to the others, which
 /// check them and echo the blobs back.
 struct Blobs {
     /// Blobs and notes seen (on the receivers).
@@ -411,7 +417,7 @@ enum BlobMsg {
         note: Vec<u16>,
         tail: Bytes,
     },
-    Note(u32),
+    Note(u32, Vec<u16>),
     Echo {
         seq: u32,
         from: u32,
@@ -439,11 +445,11 @@ impl Chare for Blobs {
                         let blob = BlobMsg::Blob {
                             seq,
                             data: Bytes::from(blob(seq, q)),
-                            note: vec![seq as u16; 3],
+                            note: note(seq),
                             tail,
                         };
                         me.send(ctx, q, blob);
-                        me.send(ctx, q, BlobMsg::Note(seq));
+                        me.send(ctx, q, BlobMsg::Note(seq, note(seq + 1)));
                     }
                 }
             }
@@ -454,7 +460,7 @@ impl Chare for Blobs {
                 tail,
             } => {
                 let whole = data[..] == blob(seq, pe)[..]
-                    && note == vec![seq as u16; 3]
+                    && note == self::note(seq)
                     && tail.len() == 70_000
                     && tail.iter().all(|&b| b == seq as u8);
                 self.seen.push(format!("blob {seq} {whole}"));
@@ -469,8 +475,9 @@ impl Chare for Blobs {
                 );
                 self.publish_when_all_came(ctx);
             }
-            BlobMsg::Note(seq) => {
-                self.seen.push(format!("note {seq}"));
+            BlobMsg::Note(seq, note) => {
+                self.seen
+                    .push(format!("note {seq} {}", note == self::note(seq + 1)));
                 self.publish_when_all_came(ctx);
             }
             BlobMsg::Echo { seq, from, data } => {
@@ -494,8 +501,8 @@ impl Blobs {
     }
 }
 
-/// Messages with long byte fields arrive whole, as do the short ones sent between
-/// them (not necessarily in order: a long message may take longer, as on sim), and
+/// Messages with long byte fields arrive whole, as do the long and short ones sent
+/// between them (not necessarily in order: a long message may take longer, as on sim), and
 /// a received `Bytes` can be sent on.
 pub fn long_byte_payloads_arrive_whole(layer: Layer) {
     let p = pes(layer, 3);
@@ -509,7 +516,7 @@ pub fn long_byte_payloads_arrive_whole(layer: Layer) {
         .expect("run");
     assert_eq!(report.output::<u32>("echoes"), Some(BLOBS * (p - 1)));
     let mut want: Vec<String> = (0..BLOBS)
-        .flat_map(|s| [format!("blob {s} true"), format!("note {s}")])
+        .flat_map(|s| [format!("blob {s} true"), format!("note {s} true")])
         .collect();
     want.sort();
     let seen = report.outputs::<Vec<String>>("seen");
