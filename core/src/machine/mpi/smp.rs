@@ -170,7 +170,7 @@ fn communicate(
             busy = true;
             route.arrived(bytes, source);
         }
-        if !link.pending.is_empty() {
+        if link.sending() {
             busy |= link.progress();
         }
         if died.load(Ordering::Relaxed) {
