@@ -18,13 +18,20 @@ use crate::machine::Job;
 use crate::report::{PeReport, RunReport};
 use crate::runtime::PeRuntime;
 use crate::wire;
-use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
+
+/// Envelopes the workers may have encoded for other ranks that the communication
+/// thread has not yet handed to MPI. A worker that finds the queue full waits: when
+/// MPI falls behind, the workers slow down instead of encoding without bound. The
+/// communication thread never waits on a worker (it keeps receiving while its own
+/// sends wait for room), so the wait always ends.
+const OUT_QUEUE: usize = 1024;
 
 /// Run this rank's `ppr` PEs on worker threads until the job exits.
 pub(super) fn run_rank(
@@ -43,7 +50,7 @@ pub(super) fn run_rank(
     let first = start.rank * ppr as Pe;
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..ppr).map(|_| unbounded()).unzip();
     let peers: Arc<[Sender<Packet>]> = txs.into();
-    let (out_tx, out_rx) = unbounded::<(Pe, Encoded)>();
+    let (out_tx, out_rx) = bounded::<(Pe, Encoded)>(OUT_QUEUE);
     // Workers keep time on their own clocks, started now and set to rank 0's.
     let clock_start = Instant::now();
     let offset = mpi::time() - start.epoch;
