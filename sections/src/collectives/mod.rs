@@ -60,7 +60,7 @@ pub mod value;
 
 pub use choice::Allgather;
 pub use error::CollectiveError;
-pub use host::CollectivesHost;
+pub use host::{CollectivesHost, REPORTER};
 pub use multicast::PerMember;
 pub use topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 
