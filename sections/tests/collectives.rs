@@ -965,6 +965,11 @@ fn run_bad(
     })
 }
 
+/// A case of values that do not combine: the section, the collective, the odd member's
+/// rank and value, the collective's name, the ranks that find the problem and what
+/// they say.
+type BadCase = (Shape, BadOp, u32, RedData, &'static str, Vec<u32>, String);
+
 /// Members whose values differ in kind or length end a reduce, an allreduce, a scan
 /// (by recursive doubling and by the tree), a gather and allgathers by rounds with
 /// `CollectiveError::Failed` naming the collective, the section and what disagreed,
@@ -991,7 +996,7 @@ fn values_that_do_not_combine_fail_the_collective_with_a_typed_error_under_both_
     // (shape, op, odd rank, its value, the collective's name, ranks that find the
     // problem, what they say). On the range section rank r is PE r; in the k = 2 tree
     // rank 1 merges rank 3's partial, and rank 0 folds a scan's or gather's values.
-    let cases: Vec<(Shape, BadOp, u32, RedData, &str, Vec<u32>, String)> = vec![
+    let cases: Vec<BadCase> = vec![
         (
             Shape::Range(range),
             BadOp::Reduce,
