@@ -7,10 +7,11 @@
 
 use chorus_core::{
     ArrayMap, ArrayProxy, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, GroupProxy, Layer, Pe,
-    RedData, Reducer, Registry, Runtime,
+    RedData, Reducer, Registry, Runtime, RuntimeError,
 };
 use chorus_sections::collectives::{
     Allgather, CollectiveError, Collectives, Member, PerMember, RangeMember, Topology, TreeMember,
+    REPORTER,
 };
 use chorus_sections::kary;
 use chorus_sections::range::RangeSection;
@@ -878,4 +879,299 @@ fn logarithmic_allgathers_beat_the_ring_on_short_blocks_in_virtual_time() {
         );
     }
     assert_eq!(t[0], t[4], "Auto is recursive doubling at 64 members");
+}
+
+/// A collective whose members' values do not combine, as every member starts it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+enum BadOp {
+    Reduce,
+    Allreduce,
+    Scan,
+    Gather,
+    Allgather(Allgather),
+}
+
+/// One member (`odd`) gives `odd_value`; the others give three `u64`s.
+#[derive(Clone, Serialize, Deserialize)]
+struct BadPlan {
+    coll: Collectives,
+    sinks: Sinks,
+    shape: Shape,
+    op: BadOp,
+    odd: u32,
+    odd_value: RedData,
+}
+
+/// One per PE: starts its member's part of the plan's collective.
+struct BadDriver;
+
+impl Chare for BadDriver {
+    type Init = BadPlan;
+    type Msg = ();
+    fn create(plan: BadPlan, ctx: &mut Ctx) -> Self {
+        if let Some(member) = plan.shape.member(ctx.my_pe()) {
+            let rank = member.rank();
+            let v = if rank == plan.odd {
+                plan.odd_value.clone()
+            } else {
+                RedData::U64(vec![u64::from(rank), 1, 2])
+            };
+            let cb = Callback::array_element(&plan.sinks.array, &(rank as usize), plan.sinks.got);
+            let c = &plan.coll;
+            let started = match plan.op {
+                BadOp::Reduce => c.reduce(ctx, member, 0, v, Reducer::Sum, cb),
+                BadOp::Allreduce => c.allreduce(ctx, member, v, Reducer::Sum, cb),
+                BadOp::Scan => c.scan(ctx, member, v, Reducer::Sum, cb),
+                BadOp::Gather => c.gather(ctx, member, 0, v, cb),
+                BadOp::Allgather(a) => c.allgather(ctx, member, v, a, cb),
+            };
+            // Every member's own value is fine: starting succeeds everywhere.
+            started.unwrap_or_else(|e| panic!("starting {:?}: {e}", plan.op));
+        }
+        BadDriver
+    }
+    fn handle(&mut self, _: (), _: &mut Ctx) {}
+}
+
+/// Run the plan on 4 PEs of `layer` under `policy`.
+fn run_bad(
+    layer: Layer,
+    policy: ErrorPolicy,
+    shape: &Shape,
+    op: BadOp,
+    odd: u32,
+    odd_value: &RedData,
+) -> Result<chorus_core::RunReport, RuntimeError> {
+    let (mut reg, got) = registry();
+    reg.chare::<BadDriver>("bad-driver");
+    let (shape, odd_value) = (shape.clone(), odd_value.clone());
+    let config = Config {
+        on_error: policy,
+        ..config(layer, 4)
+    };
+    Runtime::new(reg, config).run(move |ctx| {
+        let coll = Collectives::create(ctx);
+        let array = ctx.create_array_1d::<Sink>(4, (), ArrayMap::RoundRobin);
+        let plan = BadPlan {
+            coll,
+            sinks: Sinks { array, got },
+            shape,
+            op,
+            odd,
+            odd_value,
+        };
+        ctx.create_group::<BadDriver>(plan);
+        ctx.exit_on_quiescence();
+    })
+}
+
+/// A case of values that do not combine: the section, the collective, the odd member's
+/// rank and value, the collective's name, the ranks that find the problem and what
+/// they say.
+type BadCase = (Shape, BadOp, u32, RedData, &'static str, Vec<u32>, String);
+
+/// Members whose values differ in kind or length end a reduce, an allreduce, a scan
+/// (by recursive doubling and by the tree), a gather and allgathers by rounds with
+/// `CollectiveError::Failed` naming the collective, the section and what disagreed,
+/// reported by "section collectives" under both policies: `abort` returns it, `drop`
+/// lists it (and nothing else: no handler panics) and the job still ends.
+#[test]
+fn values_that_do_not_combine_fail_the_collective_with_a_typed_error_under_both_policies() {
+    let range = RangeSection::world(4, 2).unwrap();
+    let tree = Shape::Tree {
+        id: SectionId::created(0, 77, 4),
+        k: 2,
+        roster: vec![2, 0, 3, 1],
+        shared: false,
+    };
+    let u64s = RedData::U64(vec![0; 3]);
+    let combine = |b: RedData| {
+        chorus_core::reduction::combine_values(Reducer::Sum, u64s.clone(), b, &|_| None)
+            .unwrap_err()
+    };
+    let other_kind = RedData::I64(vec![1, 2, 3]);
+    let shorter = RedData::U64(vec![1, 2]);
+    let floats = RedData::F64(vec![0.5; 3]);
+    let concat = "cannot concatenate u64 with i64".to_string();
+    // (shape, op, odd rank, its value, the collective's name, ranks that find the
+    // problem, what they say). On the range section rank r is PE r; in the k = 2 tree
+    // rank 1 merges rank 3's partial, and rank 0 folds a scan's or gather's values.
+    let cases: Vec<BadCase> = vec![
+        (
+            Shape::Range(range),
+            BadOp::Reduce,
+            3,
+            other_kind.clone(),
+            "reduce",
+            vec![1],
+            combine(other_kind.clone()),
+        ),
+        (
+            Shape::Range(range),
+            BadOp::Allreduce,
+            3,
+            shorter.clone(),
+            "allreduce",
+            vec![1],
+            combine(shorter.clone()),
+        ),
+        (
+            Shape::Range(range),
+            BadOp::Allreduce,
+            3,
+            floats,
+            "allreduce",
+            vec![1],
+            "reducer Sum cannot combine f64 values with integer ones".into(),
+        ),
+        // Recursive doubling: only rank 3 folds in rank 3's value.
+        (
+            Shape::Range(range),
+            BadOp::Scan,
+            3,
+            other_kind.clone(),
+            "scan",
+            vec![3],
+            combine(other_kind.clone()),
+        ),
+        (
+            tree.clone(),
+            BadOp::Scan,
+            3,
+            shorter.clone(),
+            "scan",
+            vec![0],
+            combine(shorter),
+        ),
+        (
+            Shape::Range(range),
+            BadOp::Gather,
+            2,
+            other_kind.clone(),
+            "gather",
+            vec![0],
+            concat.clone(),
+        ),
+        (
+            Shape::Range(range),
+            BadOp::Allgather(Allgather::Ring),
+            2,
+            other_kind.clone(),
+            "allgather (ring)",
+            vec![0, 1, 2, 3],
+            concat.clone(),
+        ),
+        (
+            Shape::Range(range),
+            BadOp::Allgather(Allgather::Bruck(1)),
+            2,
+            other_kind,
+            "allgather (bruck/1)",
+            vec![0, 1, 2, 3],
+            concat,
+        ),
+    ];
+    for layer in layers() {
+        for (shape, op, odd, odd_value, name, ranks, what) in &cases {
+            let (section, pe_of) = match shape {
+                Shape::Range(s) => (
+                    s.id(),
+                    ranks.iter().map(|&r| s.pe(r).unwrap()).collect::<Vec<_>>(),
+                ),
+                Shape::Tree { id, roster, .. } => {
+                    (*id, ranks.iter().map(|&r| roster[r as usize]).collect())
+                }
+            };
+            let wants: Vec<String> = ranks
+                .iter()
+                .zip(pe_of)
+                .map(|(&rank, pe)| {
+                    CollectiveError::Failed {
+                        collective: name.to_string(),
+                        section,
+                        seq: 0,
+                        rank,
+                        pe,
+                        cause: Box::new(CollectiveError::Mismatch(what.clone())),
+                    }
+                    .to_string()
+                })
+                .collect();
+            let expected = |e: &RuntimeError| {
+                matches!(e, RuntimeError::Reported { by, message, .. }
+                    if by == REPORTER && wants.contains(message))
+            };
+            let case = format!("{layer:?}: {op:?} on {shape:?}, rank {odd} gives {odd_value:?}");
+            let err = run_bad(layer, ErrorPolicy::Abort, shape, *op, *odd, odd_value)
+                .expect_err("abort ends the job with the error");
+            assert!(expected(&err), "{case}: {err:?}, wanted one of {wants:?}");
+            assert!(err.to_string().contains(what.as_str()), "{case}: {err}");
+            let report = run_bad(layer, ErrorPolicy::Drop, shape, *op, *odd, odd_value)
+                .unwrap_or_else(|e| panic!("{case}: drop completes the job, got {e}"));
+            let errors = report.errors();
+            assert!(!errors.is_empty(), "{case}: drop lists the error");
+            assert!(
+                errors.iter().all(|e| expected(e)),
+                "{case}: {errors:?}, wanted only {wants:?}"
+            );
+        }
+    }
+}
+
+/// A forged section view (no parent at rank 1, missing children, k = 0) is refused at
+/// the start with `BadSection`, before any routing could panic on it.
+#[test]
+fn forged_section_views_are_refused_at_the_start() {
+    let (reg, _) = registry();
+    let report = Runtime::new(reg, config(Layer::Sim, 4))
+        .run(|ctx| {
+            let coll = Collectives::create(ctx);
+            let forge = |rank, k, parent, children| {
+                TreeMember::new(
+                    Section {
+                        id: SectionId::created(0, 5, 4),
+                        rank,
+                        size: 4,
+                        k,
+                        parent,
+                        children,
+                    },
+                    0,
+                )
+            };
+            let members = [
+                forge(1, 2, None, vec![3]),
+                forge(0, 2, None, vec![1]),
+                forge(0, 0, None, vec![1, 2]),
+                forge(7, 2, Some(3), vec![]),
+            ];
+            let errors: Vec<CollectiveError> = members
+                .into_iter()
+                .map(|m| {
+                    coll.allreduce(ctx, m, 1u64, Reducer::Sum, Callback::Ignore)
+                        .unwrap_err()
+                })
+                .collect();
+            assert!(
+                errors
+                    .iter()
+                    .all(|e| matches!(e, CollectiveError::BadSection { .. })),
+                "{errors:?}"
+            );
+            assert_eq!(
+                errors[1],
+                CollectiveError::BadSection {
+                    rank: 0,
+                    size: 4,
+                    k: 2,
+                    has_parent: false,
+                    children: 1,
+                    want_children: 2,
+                }
+            );
+            ctx.publish("refused", &errors.len());
+            ctx.exit_on_quiescence();
+        })
+        .unwrap();
+    assert_eq!(report.output::<usize>("refused"), Some(4));
 }

@@ -3,7 +3,8 @@
 //! (i = 1..k, modulo the size), appending; ceil(log_{k+1} n) rounds for any n. Blocks
 //! are keyed by rank, which is the local rotation of the paper's second phase.
 
-use super::machine::{Machine, Out, Step};
+use super::error::CollectiveError;
+use super::machine::{Machine, Out, Step, Stepped};
 use super::rounds::{pe, Rounds};
 use super::topology::Topology;
 use super::value::Piece;
@@ -36,39 +37,42 @@ impl Bruck {
             .filter(move |&d| d < n)
     }
 
-    fn send_round(&self, me: &dyn Topology, out: &mut Out) {
+    fn send_round(&self, me: &dyn Topology, out: &mut Out) -> Result<(), CollectiveError> {
         let (n, r) = (u64::from(me.size()), u64::from(me.rank()));
         for d in self.partners(n) {
             let to = ((r + n - d) % n) as u32;
             let count = self.dist.min(n - d);
-            let piece = self.rounds.blocks((0..count).map(|t| ((r + t) % n) as u32));
+            let piece = self
+                .rounds
+                .blocks((0..count).map(|t| ((r + t) % n) as u32))?;
             out.send(pe(me, to), self.round, piece);
         }
+        Ok(())
     }
 
-    fn advance(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn advance(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         let n = u64::from(me.size());
         loop {
             if self.dist >= n {
                 return self.rounds.done();
             }
             let expected = self.partners(n).count();
-            if !self.rounds.take_if_complete(self.round, expected) {
-                return Step::Pending;
+            if !self.rounds.take_if_complete(self.round, expected)? {
+                return Ok(Step::Pending);
             }
             self.round += 1;
             self.dist *= u64::from(self.ports) + 1;
             if self.dist < n {
-                self.send_round(me, out);
+                self.send_round(me, out)?;
             }
         }
     }
 }
 
 impl Machine for Bruck {
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         if self.dist < u64::from(me.size()) {
-            self.send_round(me, out);
+            self.send_round(me, out)?;
         }
         self.advance(me, out)
     }
@@ -80,7 +84,7 @@ impl Machine for Bruck {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step {
+    ) -> Stepped {
         self.rounds.keep(tag, piece);
         self.advance(me, out)
     }

@@ -5,7 +5,7 @@
 //! its block to p mod P, ranks 0..P-1 run the exchange, and hand the result back (the
 //! usual fold for non-powers; a rank below P stands in for up to k others).
 
-use super::machine::{Machine, Out, Step};
+use super::machine::{Machine, Out, Step, Stepped};
 use super::rounds::{pe, Rounds};
 use super::topology::Topology;
 use super::value::Piece;
@@ -50,7 +50,7 @@ impl StandardExchange {
     }
 
     /// Run the exchange rounds as far as the arrived messages allow.
-    fn advance(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn advance(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         let r = u64::from(me.rank());
         let n = u64::from(me.size());
         // The extra members r + core, r + 2 core, .. this one stands in for.
@@ -58,9 +58,9 @@ impl StandardExchange {
         if self.round.is_none() {
             if !self
                 .rounds
-                .take_if_complete(FOLD_IN, extras.clone().count())
+                .take_if_complete(FOLD_IN, extras.clone().count())?
             {
-                return Step::Pending;
+                return Ok(Step::Pending);
             }
             self.round = Some(0);
             if self.dist < self.core {
@@ -71,9 +71,9 @@ impl StandardExchange {
             let round = self.round.expect("a round is under way");
             if !self
                 .rounds
-                .take_if_complete(round + 1, (self.base - 1) as usize)
+                .take_if_complete(round + 1, (self.base - 1) as usize)?
             {
-                return Step::Pending;
+                return Ok(Step::Pending);
             }
             self.round = Some(round + 1);
             self.dist *= self.base;
@@ -89,7 +89,7 @@ impl StandardExchange {
 }
 
 impl Machine for StandardExchange {
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         let n = u64::from(me.size());
         while self.core * self.base <= n {
             self.core *= self.base;
@@ -98,7 +98,7 @@ impl Machine for StandardExchange {
         if r >= self.core {
             let to = (r % self.core) as u32;
             out.send(pe(me, to), FOLD_IN, self.rounds.all());
-            return Step::Pending;
+            return Ok(Step::Pending);
         }
         self.advance(me, out)
     }
@@ -110,10 +110,10 @@ impl Machine for StandardExchange {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step {
+    ) -> Stepped {
         if u64::from(me.rank()) >= self.core {
             // An extra member: the only message it gets is the whole result.
-            self.rounds.have.extend(piece.ranked());
+            self.rounds.have.extend(piece.ranked()?);
             return self.rounds.done();
         }
         self.rounds.keep(tag, piece);

@@ -2,7 +2,8 @@
 //! (its own first) to p+1 and receives one from p-1. Nearest-neighbour traffic, the
 //! usual choice for long messages.
 
-use super::machine::{Machine, Out, Step};
+use super::error::CollectiveError;
+use super::machine::{Machine, Out, Step, Stepped};
 use super::rounds::{pe, Rounds};
 use super::topology::Topology;
 use super::value::Piece;
@@ -24,25 +25,23 @@ impl Ring {
     }
 
     /// Send round `round`'s block: the one from `round` ranks to the left.
-    fn send(&self, me: &dyn Topology, out: &mut Out) {
+    fn send(&self, me: &dyn Topology, out: &mut Out) -> Result<(), CollectiveError> {
         let n = me.size();
         let block = (me.rank() + n - self.round % n) % n;
         let right = (me.rank() + 1) % n;
-        out.send(
-            pe(me, right),
-            self.round,
-            self.rounds.blocks(std::iter::once(block)),
-        );
+        let piece = self.rounds.blocks(std::iter::once(block))?;
+        out.send(pe(me, right), self.round, piece);
+        Ok(())
     }
 }
 
 impl Machine for Ring {
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         if me.size() == 1 {
             return self.rounds.done();
         }
-        self.send(me, out);
-        Step::Pending
+        self.send(me, out)?;
+        Ok(Step::Pending)
     }
 
     fn receive(
@@ -52,15 +51,15 @@ impl Machine for Ring {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step {
+    ) -> Stepped {
         self.rounds.keep(tag, piece);
-        while self.rounds.take_if_complete(self.round, 1) {
+        while self.rounds.take_if_complete(self.round, 1)? {
             self.round += 1;
             if self.round + 1 == me.size() {
                 return self.rounds.done();
             }
-            self.send(me, out);
+            self.send(me, out)?;
         }
-        Step::Pending
+        Ok(Step::Pending)
     }
 }

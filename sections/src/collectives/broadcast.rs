@@ -2,7 +2,8 @@
 //! else up the tree), then down the k-ary tree; every member, the root included,
 //! completes when the value reaches it from its parent.
 
-use super::machine::{children, relays_up, send_up_to_root, Machine, Out, Step};
+use super::error::CollectiveError;
+use super::machine::{children, relays_up, send_up_to_root, Machine, Out, Step, Stepped};
 use super::topology::Topology;
 use super::value::Piece;
 use chorus_core::RedData;
@@ -31,16 +32,17 @@ impl Broadcast {
 }
 
 impl Machine for Broadcast {
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         if me.rank() != self.root {
-            return Step::Pending;
+            return Ok(Step::Pending);
         }
+        // `Collectives::broadcast` refuses a root without a value (`MissingValue`).
         let v = self.value.take().expect("the root holds the value");
         if me.rank() == 0 {
-            return Self::down(me, v, out);
+            return Ok(Self::down(me, v, out));
         }
         send_up_to_root(me, UP, Piece::Value(v), out);
-        Step::Pending
+        Ok(Step::Pending)
     }
 
     fn receive(
@@ -50,16 +52,21 @@ impl Machine for Broadcast {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step {
-        let v = piece.value();
-        match tag {
+    ) -> Stepped {
+        let v = piece.value()?;
+        Ok(match tag {
             UP if me.rank() == 0 => Self::down(me, v, out),
-            UP => {
-                debug_assert!(relays_up(me, self.root));
+            UP if relays_up(me, self.root) => {
                 send_up_to_root(me, UP, Piece::Value(v), out);
                 Step::Pending
             }
+            UP => {
+                return Err(CollectiveError::Protocol(format!(
+                    "the root's value reached rank {}, which is not on its way to rank 0 (do the members agree on the root?)",
+                    me.rank()
+                )))
+            }
             _ => Self::down(me, v, out),
-        }
+        })
     }
 }

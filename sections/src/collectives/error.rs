@@ -1,5 +1,6 @@
 //! Why a collective cannot start, or why its members' contributions do not fit.
 
+use crate::section::SectionId;
 use chorus_core::Pe;
 use thiserror::Error;
 
@@ -58,4 +59,45 @@ pub enum CollectiveError {
     /// The k-port exchange needs at least one port.
     #[error("a k-port exchange needs k >= 1, got {0}")]
     BadPorts(u32),
+    /// A member's view of its section is not a place in a k-ary tree (a forged or
+    /// corrupted `Section`): the collective is refused before it starts.
+    #[error("the view of rank {rank} of {size} members (k {k}, parent: {has_parent}, {children} children) is not a place in a k-ary tree: a rank below the size, k in {min_k}..={max_k}, a parent unless rank 0 and {want_children} children are needed; pass the Section its creation gave", min_k = crate::kary::MIN_K, max_k = crate::kary::MAX_K)]
+    BadSection {
+        /// The member's rank.
+        rank: u32,
+        /// Number of members.
+        size: u32,
+        /// Branching factor.
+        k: u32,
+        /// True if the view names a parent.
+        has_parent: bool,
+        /// How many children the view names.
+        children: usize,
+        /// How many children that rank has in the k-ary tree (0 if the rank or k is bad).
+        want_children: u32,
+    },
+    /// Members' values cannot be combined: they differ in kind (say `u64` and `i64`,
+    /// or `f64` and an integer) or, for an element-wise reducer, in length.
+    #[error("members' values do not combine: {0}; every member must give the same kind of value, and the same length for an element-wise reducer")]
+    Mismatch(String),
+    /// A message does not fit this member's part of a running collective.
+    #[error("{0}; every member must start the section's collectives in the same order, with the same algorithm, kind of value and view of the section")]
+    Protocol(String),
+    /// A running collective ended at this member without a result (reported through
+    /// the job's `--on-error` policy; members waiting on it get no result either).
+    #[error("{collective} #{seq} on section {section:?} failed at rank {rank} (PE {pe}): {cause}")]
+    Failed {
+        /// The collective as the member started it (e.g. `allreduce`, `allgather (ring)`).
+        collective: String,
+        /// The section it ran on.
+        section: SectionId,
+        /// Its number among the section's collectives, from 0.
+        seq: u64,
+        /// The rank that found the problem.
+        rank: u32,
+        /// That member's PE.
+        pe: Pe,
+        /// What was wrong: a `Mismatch` or a `Protocol` error.
+        cause: Box<CollectiveError>,
+    },
 }

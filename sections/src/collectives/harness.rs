@@ -3,6 +3,7 @@
 //! start, as the host keeps them), against a sequential computation.
 
 use super::choice::Allgather;
+use super::error::CollectiveError;
 use super::host::Op;
 use super::machine::{Machine, Out, Step};
 use super::reduce::Delivery;
@@ -15,12 +16,13 @@ use chorus_core::{Pe, RedData, Reducer};
 use proptest::prelude::*;
 
 /// Run one collective over `members` (rank order) with `ops[rank]`, delivering in the
-/// order `choices` picks; every member's result, or None if it delivered none.
+/// order `choices` picks; every member's result, or None if it delivered none; or the
+/// first error a member's machine ended with, and that member's rank.
 fn run(
     members: Vec<Member>,
     ops: Vec<Op>,
     mut choices: impl FnMut(usize) -> usize,
-) -> Vec<Option<RedData>> {
+) -> Result<Vec<Option<RedData>>, (usize, CollectiveError)> {
     let n = members.len();
     let rank_of = |pe: Pe| {
         members
@@ -65,15 +67,16 @@ fn run(
             (to, m.receive(&view, from, tag, piece, &mut out))
         };
         post(&mut inbox, r as u32, out);
-        if let Step::Done(v) = step {
+        if let Step::Done(v) = step.map_err(|e| (r, e))? {
             machines[r] = None;
             done[r] = Some(v);
         }
     }
     assert!(inbox.is_empty(), "messages left over");
-    done.into_iter()
+    Ok(done
+        .into_iter()
         .map(|d| d.expect("every member finished"))
-        .collect()
+        .collect())
 }
 
 /// Members of a strided range (roster) or of a shuffled algorithm section (tree only).
@@ -198,7 +201,7 @@ proptest! {
         let got = run(members, ops, |m| {
             s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (s >> 33) as usize % m
-        });
+        }).expect("no member's part fails");
         let everywhere = |v: RedData| vec![Some(v); n as usize];
         let at_root = |v: RedData| (0..n).map(|r| (r == root).then(|| v.clone())).collect::<Vec<_>>();
         let want: Vec<Option<RedData>> = match which {
@@ -215,5 +218,123 @@ proptest! {
             _ => everywhere(cat(&vals)),
         };
         prop_assert_eq!(got, want);
+    }
+}
+
+/// How the odd member's value differs from the others' three `u64`s.
+#[derive(Debug, Clone, Copy)]
+enum Odd {
+    /// Three `i64`s.
+    Kind,
+    /// Two `u64`s.
+    Length,
+    /// Three `f64`s (rank lists where the others send plain values).
+    Float,
+}
+
+impl Odd {
+    fn value(self) -> RedData {
+        match self {
+            Odd::Kind => RedData::I64(vec![1, 2, 3]),
+            Odd::Length => RedData::U64(vec![1, 2]),
+            Odd::Float => RedData::F64(vec![1.0, 2.0, 3.0]),
+        }
+    }
+}
+
+/// One member's value differs in kind or length: the collective ends with a
+/// `Mismatch` at some member, under any schedule, on trees and rosters, and the error
+/// says what disagreed.
+#[test]
+fn values_that_do_not_combine_end_with_a_typed_mismatch() {
+    let sum = |v: &RedData| Fold::new(Reducer::Sum, v).unwrap();
+    let concat = |v: &RedData| Fold::new(Reducer::Concat, v).unwrap();
+    for seed in 0..60u64 {
+        let n = 2 + (seed % 11) as u32;
+        let k = 2 + (seed % 3) as u32;
+        let odd_rank = (chorus_core::mix64(seed) % u64::from(n)) as usize;
+        let root = (chorus_core::mix64(seed ^ 1) % u64::from(n)) as u32;
+        for which in 0..8 {
+            // Allgathers by rounds need a roster; the rest run on both kinds of section.
+            let tree = which < 5 && seed % 2 == 0;
+            let odd = match which {
+                // Concatenations take any lengths.
+                2 | 5.. => Odd::Kind,
+                // With a roster, members with f64 values scan by another algorithm.
+                3 | 4 => [Odd::Kind, Odd::Length][seed as usize % 2],
+                _ => [Odd::Kind, Odd::Length, Odd::Float][seed as usize % 3],
+            };
+            let said = match (which, odd) {
+                (2 | 5.., _) => "cannot concatenate",
+                (_, Odd::Kind) => "cannot combine",
+                (_, Odd::Length) => "different lengths",
+                (_, Odd::Float) => "f64 values with integer ones",
+            };
+            let op = |r: usize| -> Op {
+                let v = if r == odd_rank {
+                    odd.value()
+                } else {
+                    RedData::U64(vec![4, 5, 6])
+                };
+                let (fold, ag) = (sum(&v), 1 + (seed % 3) as u32);
+                match which {
+                    0 => Op::Reduce {
+                        fold,
+                        value: v,
+                        delivery: Delivery::Root(root),
+                    },
+                    1 => Op::Reduce {
+                        fold,
+                        value: v,
+                        delivery: Delivery::All,
+                    },
+                    2 => Op::Reduce {
+                        fold: concat(&v),
+                        value: v,
+                        delivery: Delivery::Root(root),
+                    },
+                    3 => Op::Scan {
+                        fold,
+                        value: v,
+                        exclusive: false,
+                    },
+                    4 => Op::Scan {
+                        fold,
+                        value: v,
+                        exclusive: true,
+                    },
+                    5 => Op::Allgather {
+                        algorithm: Allgather::Bruck(ag),
+                        value: v,
+                    },
+                    6 => Op::Allgather {
+                        algorithm: Allgather::StandardExchange(ag),
+                        value: v,
+                    },
+                    _ => Op::Allgather {
+                        algorithm: Allgather::Ring,
+                        value: v,
+                    },
+                }
+            };
+            let mut s = seed;
+            let got = run(
+                members(n, k, tree, seed),
+                (0..n as usize).map(op).collect(),
+                |m| {
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (s >> 33) as usize % m
+                },
+            );
+            let case = format!("seed {seed} op {which} n {n} tree {tree} {odd:?} at {odd_rank}");
+            match got {
+                Err((_, CollectiveError::Mismatch(what))) => {
+                    assert!(what.contains(said), "{case}: {what}")
+                }
+                other => panic!("{case}: {other:?}"),
+            }
+        }
     }
 }

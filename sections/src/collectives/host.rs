@@ -7,7 +7,8 @@ use super::allgather_kport::StandardExchange;
 use super::allgather_ring::Ring;
 use super::broadcast::Broadcast;
 use super::choice::Allgather;
-use super::machine::{Machine, Out, Step};
+use super::error::CollectiveError;
+use super::machine::{Machine, Out, Step, Stepped};
 use super::multicast::{self, PerMember};
 use super::reduce::{Delivery, Reduce};
 use super::scan::Scan;
@@ -17,9 +18,9 @@ use super::value::{Fold, Piece};
 use crate::range::RangeSection;
 use crate::section::SectionId;
 use crate::tune::{self, Impl, MockUp, Profile};
-use chorus_core::{Callback, Chare, Ctx, GroupProxy, RedData};
+use chorus_core::{Callback, Chare, Ctx, GroupProxy, RedData, Reducer};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Names one collective: its section and its number among the member's collectives on
@@ -77,6 +78,26 @@ pub enum Op {
 }
 
 impl Op {
+    /// The collective's name, with the implementation when it is not the default
+    /// (e.g. `allreduce`, `allgather (ring)`, `allreduce (as reduce+broadcast)`).
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Op::Broadcast { .. } => "broadcast".into(),
+            Op::Reduce { fold, delivery, .. } => match (fold.reducer(), delivery) {
+                (_, Delivery::Barrier) => "barrier",
+                (Reducer::Gather, _) => "gatherv",
+                (Reducer::Concat, Delivery::Root(_)) => "gather",
+                (Reducer::Concat, Delivery::All) => "allgather",
+                (_, Delivery::Root(_)) => "reduce",
+                (_, Delivery::All) => "allreduce",
+            }
+            .into(),
+            Op::Scan { exclusive, .. } => if *exclusive { "exscan" } else { "scan" }.into(),
+            Op::Allgather { algorithm, .. } => format!("allgather ({})", algorithm.name()),
+            Op::MockUp { mock_up, op } => format!("{} (as {})", op.name(), mock_up.name()),
+        }
+    }
+
     /// With a roster, a rooted collective runs on the tree re-rooted at its root: the
     /// root to use for the view, and the op with root 0 in that view.
     pub(crate) fn reroot(self, has_roster: bool) -> (u32, Op) {
@@ -100,7 +121,8 @@ impl Op {
         }
     }
 
-    /// The state machine of member `rank` (absolute) for this op.
+    /// The state machine of member `rank` (absolute) for this op. `Collectives`
+    /// resolves an allgather's algorithm before it builds the op.
     pub(crate) fn machine(self, rank: u32, has_roster: bool) -> Box<dyn Machine> {
         match self {
             Op::Broadcast { root, value } => Box::new(Broadcast::new(root, value)),
@@ -177,7 +199,12 @@ pub enum HostMsg {
     },
 }
 
+/// Who errors of collectives are reported by (`RuntimeError::Reported::by`).
+pub const REPORTER: &str = "section collectives";
+
 struct Running {
+    /// The collective's name, for errors.
+    collective: String,
     member: Member,
     /// Rank the tree is re-rooted at for this collective.
     root: u32,
@@ -192,6 +219,8 @@ pub struct CollectivesHost {
     next_seq: HashMap<SectionId, u64>,
     running: HashMap<OpKey, Running>,
     early: HashMap<OpKey, Vec<(u32, u32, Piece)>>,
+    /// Collectives that failed here: their late messages are dropped.
+    failed: HashSet<OpKey>,
 }
 
 impl CollectivesHost {
@@ -222,6 +251,7 @@ impl CollectivesHost {
         let choice =
             pin.unwrap_or_else(|| tune::choose(self.profile.as_deref(), &op, member.size()));
         let op = tune::apply(choice, op, member.has_roster());
+        let collective = op.name();
         let counter = self.next_seq.entry(member.id()).or_insert(0);
         let key = OpKey {
             section: member.id(),
@@ -230,6 +260,7 @@ impl CollectivesHost {
         *counter += 1;
         let (root, op) = op.reroot(member.has_roster());
         let mut run = Running {
+            collective,
             machine: op.machine(member.rank(), member.has_roster()),
             member,
             root,
@@ -240,11 +271,16 @@ impl CollectivesHost {
         let mut step = run.machine.start(&view, &mut out);
         Self::flush(ctx, key, run.member.rank(), out);
         for (from, tag, piece) in self.early.remove(&key).unwrap_or_default() {
-            assert_eq!(
-                step,
-                Step::Pending,
-                "collective {key:?}: a message after the end"
-            );
+            match step {
+                Ok(Step::Pending) => {}
+                Ok(Step::Done(_)) => {
+                    step = Err(CollectiveError::Protocol(format!(
+                        "a message from rank {from} after this member's part ended"
+                    )));
+                    break;
+                }
+                Err(_) => break,
+            }
             let mut out = Out::default();
             let view = Rerooted::new(&run.member, root);
             step = run.machine.receive(&view, from, tag, piece, &mut out);
@@ -253,13 +289,25 @@ impl CollectivesHost {
         self.settle(ctx, key, run, step);
     }
 
-    fn settle(&mut self, ctx: &mut Ctx, key: OpKey, run: Running, step: Step) {
+    fn settle(&mut self, ctx: &mut Ctx, key: OpKey, run: Running, step: Stepped) {
         match step {
-            Step::Pending => {
+            Ok(Step::Pending) => {
                 self.running.insert(key, run);
             }
-            Step::Done(Some(v)) => ctx.send_to_callback(&run.callback, v),
-            Step::Done(None) => {}
+            Ok(Step::Done(Some(v))) => ctx.send_to_callback(&run.callback, v),
+            Ok(Step::Done(None)) => {}
+            Err(cause) => {
+                let err = CollectiveError::Failed {
+                    collective: run.collective,
+                    section: key.section,
+                    seq: key.seq,
+                    rank: run.member.rank(),
+                    pe: run.member.my_pe(),
+                    cause: Box::new(cause),
+                };
+                self.failed.insert(key);
+                ctx.fail(REPORTER, err);
+            }
         }
     }
 }
@@ -306,6 +354,7 @@ impl Chare for CollectivesHost {
                 tag,
                 piece,
             } => match self.running.remove(&key) {
+                None if self.failed.contains(&key) => {}
                 Some(mut run) => {
                     let mut out = Out::default();
                     let view = Rerooted::new(&run.member, run.root);

@@ -2,6 +2,7 @@
 //! driven by messages from other members (the RBC paper's nonblocking collectives),
 //! plus routing on the section tree for members that only know their neighbours.
 
+use super::error::CollectiveError;
 use super::topology::Topology;
 use super::value::Piece;
 use crate::kary;
@@ -30,11 +31,17 @@ pub enum Step {
     Done(Option<RedData>),
 }
 
+/// What a step of a machine gives: where the member stands, or why its part of the
+/// collective cannot go on (members' values that do not combine, a message that does
+/// not fit); the host reports the error, with the collective's name, under the job's
+/// error policy.
+pub type Stepped = Result<Step, CollectiveError>;
+
 /// One member's state machine of one collective. It is done only once every message
 /// addressed to it has arrived, so nothing is left over for a finished key.
 pub trait Machine: Send {
     /// Run the member's local start.
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step;
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped;
     /// Take a message from the member of rank `from`.
     fn receive(
         &mut self,
@@ -43,14 +50,13 @@ pub trait Machine: Send {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step;
+    ) -> Stepped;
 }
 
-/// Unwrap the combination of members' values: members that disagree on kinds or
-/// lengths are a program error reported through the handler's panic (a job error).
-pub(crate) fn ok<T>(r: Result<T, String>) -> T {
-    r.unwrap_or_else(|e| panic!("section collective: {e}"))
-}
+// The routing helpers below `expect` PEs the member's view always has: collectives
+// start only on views `Collectives` checked (a rank below the size, k in range, a
+// parent unless rank 0, every tree child; a roster of every rank's PE is checked when
+// the member is made), and the targets are ranks of the section.
 
 /// PEs of all of this member's tree children, in rank order.
 pub(crate) fn children(me: &dyn Topology) -> Vec<Pe> {

@@ -12,8 +12,12 @@
 //! (the MPI rule): a collective is named by (section id, the member's running count
 //! of collectives on that section), so any number may be in flight on one section and
 //! on overlapping sections at once; messages that arrive before the local start wait
-//! for it. Members that disagree on value kinds or lengths fail the job (the combining
-//! handler panics, which the runtime reports as a handler error).
+//! for it. Starting checks what it can locally and returns a [`CollectiveError`].
+//! Members whose values do not combine (different kinds, or different lengths for an
+//! element-wise reducer) or whose collectives do not match end the collective with
+//! [`CollectiveError::Failed`], reported with `ctx.fail` by "section collectives"
+//! under the job's `--on-error` policy (the run returns it, or logs it and lists it in
+//! the report); the members waiting on that collective get no result.
 //!
 //! | collective | result | needs |
 //! | --- | --- | --- |
@@ -56,7 +60,7 @@ pub mod value;
 
 pub use choice::Allgather;
 pub use error::CollectiveError;
-pub use host::CollectivesHost;
+pub use host::{CollectivesHost, REPORTER};
 pub use multicast::PerMember;
 pub use topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 
@@ -151,6 +155,7 @@ impl Collectives {
                 caller,
             });
         }
+        topology::check_view(&member)?;
         let start = Start {
             member,
             op,

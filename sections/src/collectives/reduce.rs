@@ -5,7 +5,8 @@
 //! sends the result down to it (directly with a roster, else along the tree path),
 //! an allreduce sends it down the whole tree.
 
-use super::machine::{children, ok, relays_down, send_down_to, Machine, Out, Step};
+use super::error::CollectiveError;
+use super::machine::{children, relays_down, send_down_to, Machine, Out, Step, Stepped};
 use super::topology::Topology;
 use super::value::{Fold, Piece};
 use crate::kary;
@@ -57,7 +58,7 @@ impl Reduce {
     }
 
     /// Every partial of this member's subtree is in.
-    fn climb(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn climb(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         let acc = self
             .acc
             .take()
@@ -68,32 +69,32 @@ impl Reduce {
                 PARTIAL,
                 acc,
             );
-            return match self.delivery {
+            return Ok(match self.delivery {
                 Delivery::Root(root) if root != me.rank() && !relays_down(me, root) => {
                     Step::Done(None)
                 }
                 _ => Step::Pending,
-            };
+            });
         }
-        let v = ok(self.fold.finish(acc));
-        match self.delivery {
+        let v = self.fold.finish(acc)?;
+        Ok(match self.delivery {
             Delivery::Root(0) => Step::Done(Some(v)),
             Delivery::Root(root) => {
                 send_down_to(me, root, RESULT, Piece::Value(v), out);
                 Step::Done(None)
             }
             Delivery::All | Delivery::Barrier => self.down(me, v, out),
-        }
+        })
     }
 }
 
 impl Machine for Reduce {
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         self.waiting = kary::num_children(me.rank(), me.size(), me.k());
         if self.waiting == 0 {
             self.climb(me, out)
         } else {
-            Step::Pending
+            Ok(Step::Pending)
         }
     }
 
@@ -104,27 +105,33 @@ impl Machine for Reduce {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step {
+    ) -> Stepped {
         match tag {
             PARTIAL => {
-                let acc = self.acc.take().expect("partials arrive before the climb");
-                self.acc = Some(ok(self.fold.merge(acc, piece)));
+                let Some(acc) = self.acc.take() else {
+                    return Err(CollectiveError::Protocol(
+                        "a partial result after this member's subtree was complete".into(),
+                    ));
+                };
+                self.acc = Some(self.fold.merge(acc, piece)?);
                 self.waiting -= 1;
                 if self.waiting == 0 {
                     self.climb(me, out)
                 } else {
-                    Step::Pending
+                    Ok(Step::Pending)
                 }
             }
             RESULT => match self.delivery {
-                Delivery::Root(root) if root == me.rank() => Step::Done(Some(piece.value())),
+                Delivery::Root(root) if root == me.rank() => Ok(Step::Done(Some(piece.value()?))),
                 Delivery::Root(root) => {
                     send_down_to(me, root, RESULT, piece, out);
-                    Step::Done(None)
+                    Ok(Step::Done(None))
                 }
-                _ => panic!("collective protocol: a result for an all-reduce"),
+                _ => Err(CollectiveError::Protocol(
+                    "a rooted reduction's result reached a member of one for every member".into(),
+                )),
             },
-            _ => self.down(me, piece.value(), out),
+            _ => Ok(self.down(me, piece.value()?, out)),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! What the allgather algorithms share: the blocks a member holds, keyed by rank, and
 //! messages of later rounds kept until their round comes.
 
-use super::machine::{ok, Step};
+use super::error::CollectiveError;
+use super::machine::{Step, Stepped};
 use super::topology::Topology;
 use super::value::{concat, Piece};
 use chorus_core::{Pe, RedData};
@@ -32,23 +33,36 @@ impl Rounds {
     }
 
     /// Take round `tag`'s messages if `expected` of them are in, adding their blocks.
-    pub(crate) fn take_if_complete(&mut self, tag: u32, expected: usize) -> bool {
+    pub(crate) fn take_if_complete(
+        &mut self,
+        tag: u32,
+        expected: usize,
+    ) -> Result<bool, CollectiveError> {
         if self.early.get(&tag).map_or(0, Vec::len) < expected {
-            return false;
+            return Ok(false);
         }
         for piece in self.early.remove(&tag).unwrap_or_default() {
-            self.have.extend(piece.ranked());
+            self.have.extend(piece.ranked()?);
         }
-        true
+        Ok(true)
     }
 
-    /// The blocks of `ranks` (all held), sorted by rank.
-    pub(crate) fn blocks(&self, ranks: impl Iterator<Item = u32>) -> Piece {
-        let mut v: Vec<(u32, RedData)> = ranks
-            .map(|r| (r, self.have.get(&r).expect("the block is held").clone()))
-            .collect();
+    /// The blocks of `ranks`, sorted by rank; a block not held is a `Protocol` error
+    /// (a peer ran another algorithm).
+    pub(crate) fn blocks(
+        &self,
+        ranks: impl Iterator<Item = u32>,
+    ) -> Result<Piece, CollectiveError> {
+        let mut v = ranks
+            .map(|r| match self.have.get(&r) {
+                Some(b) => Ok((r, b.clone())),
+                None => Err(CollectiveError::Protocol(format!(
+                    "the block of rank {r} is due to be passed on but never arrived"
+                ))),
+            })
+            .collect::<Result<Vec<(u32, RedData)>, _>>()?;
         v.sort_by_key(|x| x.0);
-        Piece::Ranked(v)
+        Ok(Piece::Ranked(v))
     }
 
     /// Every held block.
@@ -56,11 +70,17 @@ impl Rounds {
         Piece::Ranked(self.have.iter().map(|(&r, v)| (r, v.clone())).collect())
     }
 
-    /// Finish: the concatenation of every rank's block, in rank order.
-    pub(crate) fn done(&mut self) -> Step {
-        debug_assert!(self.early.is_empty(), "no message is left over");
+    /// Finish: the concatenation of every rank's block, in rank order. Messages of
+    /// rounds this member never ran are a `Protocol` error (a peer ran another
+    /// algorithm).
+    pub(crate) fn done(&mut self) -> Stepped {
+        if let Some(tag) = self.early.keys().next() {
+            return Err(CollectiveError::Protocol(format!(
+                "a message of round {tag} is left over after the last round"
+            )));
+        }
         let have = std::mem::take(&mut self.have);
-        Step::Done(Some(ok(concat(have.into_iter().collect()))))
+        Ok(Step::Done(Some(concat(have.into_iter().collect())?)))
     }
 }
 

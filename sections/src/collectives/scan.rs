@@ -6,7 +6,8 @@
 //! Rank 0's exclusive prefix is the reducer's identity shaped like its own value
 //! (zeros for `Sum`, the largest value for `Min`, an empty vector for `Concat`, ...).
 
-use super::machine::{child_toward, children, ok, Machine, Out, Step};
+use super::error::CollectiveError;
+use super::machine::{child_toward, children, Machine, Out, Step, Stepped};
 use super::topology::Topology;
 use super::value::{merge_ranked, Fold, Piece};
 use crate::kary;
@@ -34,19 +35,19 @@ impl Scan {
         }
     }
 
-    fn climb(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn climb(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         let values = std::mem::take(&mut self.values);
         if me.rank() != 0 {
             let parent = me.parent_pe().expect("a non-root has a parent");
             out.send(parent, UP, Piece::Ranked(values));
-            return Step::Pending;
+            return Ok(Step::Pending);
         }
-        let prefixes = ok(self.fold.prefixes(values, self.exclusive));
+        let prefixes = self.fold.prefixes(values, self.exclusive)?;
         Self::scatter(me, prefixes, out)
     }
 
     /// Keep this member's prefix and hand each child its subtree's.
-    fn scatter(me: &dyn Topology, prefixes: Vec<(u32, RedData)>, out: &mut Out) -> Step {
+    fn scatter(me: &dyn Topology, prefixes: Vec<(u32, RedData)>, out: &mut Out) -> Stepped {
         let kids = children(me);
         let mut parts: Vec<Vec<(u32, RedData)>> = vec![Vec::new(); kids.len()];
         let mut mine = None;
@@ -54,25 +55,34 @@ impl Scan {
             match child_toward(me.rank(), rank, me.k()) {
                 Some(i) => parts[i as usize].push((rank, p)),
                 None if rank == me.rank() => mine = Some(p),
-                None => panic!("collective protocol: prefix of rank {rank} outside the subtree"),
+                None => {
+                    return Err(CollectiveError::Protocol(format!(
+                        "the prefix of rank {rank} reached rank {}, outside its subtree",
+                        me.rank()
+                    )))
+                }
             }
         }
+        let Some(mine) = mine else {
+            return Err(CollectiveError::Protocol(format!(
+                "the prefixes for rank {}'s subtree lack its own",
+                me.rank()
+            )));
+        };
         for (pe, part) in kids.into_iter().zip(parts) {
             out.send(pe, DOWN, Piece::Ranked(part));
         }
-        Step::Done(Some(
-            mine.expect("this member's prefix is in its subtree's"),
-        ))
+        Ok(Step::Done(Some(mine)))
     }
 }
 
 impl Machine for Scan {
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         self.waiting = kary::num_children(me.rank(), me.size(), me.k());
         if self.waiting == 0 {
             self.climb(me, out)
         } else {
-            Step::Pending
+            Ok(Step::Pending)
         }
     }
 
@@ -83,17 +93,23 @@ impl Machine for Scan {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step {
+    ) -> Stepped {
         if tag == DOWN {
-            return Self::scatter(me, piece.ranked(), out);
+            return Self::scatter(me, piece.ranked()?, out);
         }
+        let Some(waiting) = self.waiting.checked_sub(1) else {
+            return Err(CollectiveError::Protocol(format!(
+                "rank {} got more values from below than it has subtrees",
+                me.rank()
+            )));
+        };
         let values = std::mem::take(&mut self.values);
-        self.values = merge_ranked(values, piece.ranked());
-        self.waiting -= 1;
+        self.values = merge_ranked(values, piece.ranked()?);
+        self.waiting = waiting;
         if self.waiting == 0 {
             self.climb(me, out)
         } else {
-            Step::Pending
+            Ok(Step::Pending)
         }
     }
 }

@@ -3,7 +3,8 @@
 //! rank r sends its running prefix to r + 2^j and folds in the one from r - 2^j;
 //! ceil(log2 n) rounds, one value per message, no member holds more than its own.
 
-use super::machine::{ok, Machine, Out, Step};
+use super::error::CollectiveError;
+use super::machine::{Machine, Out, Step, Stepped};
 use super::topology::Topology;
 use super::value::{Fold, Piece};
 use chorus_core::RedData;
@@ -38,8 +39,8 @@ impl DoublingScan {
         }
     }
 
-    fn combine(&self, left: RedData, right: RedData) -> RedData {
-        ok(self.fold.merge(Piece::Value(left), Piece::Value(right))).value()
+    fn combine(&self, left: RedData, right: RedData) -> Result<RedData, CollectiveError> {
+        self.fold.step(left, right)
     }
 
     fn send_round(&self, me: &dyn Topology, out: &mut Out) {
@@ -52,18 +53,18 @@ impl DoublingScan {
         }
     }
 
-    fn advance(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn advance(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         let (r, n) = (u64::from(me.rank()), u64::from(me.size()));
         while self.dist < n {
             if r >= self.dist {
                 let Some(t) = self.early.remove(&self.round) else {
-                    return Step::Pending;
+                    return Ok(Step::Pending);
                 };
                 self.excl = Some(match self.excl.take() {
                     None => t.clone(),
-                    Some(e) => self.combine(t.clone(), e),
+                    Some(e) => self.combine(t.clone(), e)?,
                 });
-                self.incl = self.combine(t, self.incl.clone());
+                self.incl = self.combine(t, self.incl.clone())?;
             }
             self.round += 1;
             self.dist *= 2;
@@ -76,12 +77,12 @@ impl DoublingScan {
         } else {
             self.incl.clone()
         };
-        Step::Done(Some(v))
+        Ok(Step::Done(Some(v)))
     }
 }
 
 impl Machine for DoublingScan {
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         self.send_round(me, out);
         self.advance(me, out)
     }
@@ -93,8 +94,8 @@ impl Machine for DoublingScan {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step {
-        self.early.insert(tag, piece.value());
+    ) -> Stepped {
+        self.early.insert(tag, piece.value()?);
         self.advance(me, out)
     }
 }

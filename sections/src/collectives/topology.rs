@@ -235,6 +235,34 @@ impl Topology for Member {
     }
 }
 
+/// Check that `member`'s view is a place in a k-ary tree, as the collectives route
+/// on it: a rank below the size, k in `MIN_K..=MAX_K`, a parent unless at rank 0 and
+/// exactly the rank's tree children (a forged or corrupted `Section` fails here).
+pub(crate) fn check_view(member: &Member) -> Result<(), CollectiveError> {
+    let (rank, size, k) = (member.rank(), member.size(), member.k());
+    let fits = rank < size && (kary::MIN_K..=kary::MAX_K).contains(&k);
+    let want_children = if fits {
+        kary::num_children(rank, size, k)
+    } else {
+        0
+    };
+    let children = (0..=kary::MAX_K)
+        .take_while(|&i| member.child_pe(i).is_some())
+        .count();
+    let has_parent = member.parent_pe().is_some();
+    if fits && has_parent == (rank != 0) && children == want_children as usize {
+        return Ok(());
+    }
+    Err(CollectiveError::BadSection {
+        rank,
+        size,
+        k,
+        has_parent,
+        children,
+        want_children,
+    })
+}
+
 /// A member's view with the tree re-rooted at `root`: rank r appears as
 /// (r - root) mod n, so a rooted collective needs no hop through rank 0. Needs a
 /// roster unless `root` is 0, where it is the member's own view.

@@ -21,19 +21,24 @@ pub enum Piece {
 }
 
 impl Piece {
-    /// The value of a `Value` piece; a `Ranked` piece here is a protocol bug.
-    pub(crate) fn value(self) -> RedData {
+    /// The value of a `Value` piece; a `Ranked` piece is a `Protocol` error (the
+    /// sender ran another collective, or took `f64` values where this member did not).
+    pub(crate) fn value(self) -> Result<RedData, CollectiveError> {
         match self {
-            Piece::Value(v) => v,
-            Piece::Ranked(_) => panic!("collective protocol: expected a value, got ranked data"),
+            Piece::Value(v) => Ok(v),
+            Piece::Ranked(_) => Err(CollectiveError::Protocol(
+                "expected one combined value, got a list of ranks' values".into(),
+            )),
         }
     }
 
-    /// The list of a `Ranked` piece; a `Value` piece here is a protocol bug.
-    pub(crate) fn ranked(self) -> Vec<(u32, RedData)> {
+    /// The list of a `Ranked` piece; a `Value` piece is a `Protocol` error.
+    pub(crate) fn ranked(self) -> Result<Vec<(u32, RedData)>, CollectiveError> {
         match self {
-            Piece::Ranked(r) => r,
-            Piece::Value(_) => panic!("collective protocol: expected ranked data, got a value"),
+            Piece::Ranked(r) => Ok(r),
+            Piece::Value(_) => Err(CollectiveError::Protocol(
+                "expected a list of ranks' values, got one combined value".into(),
+            )),
         }
     }
 }
@@ -54,7 +59,7 @@ pub(crate) fn merge_ranked(a: Vec<(u32, RedData)>, b: Vec<(u32, RedData)>) -> Ve
     out
 }
 
-fn append(a: RedData, b: RedData) -> Result<RedData, String> {
+fn append(a: RedData, b: RedData) -> Result<RedData, CollectiveError> {
     use RedData::*;
     Ok(match (a, b) {
         (I64(mut a), I64(b)) => {
@@ -77,7 +82,13 @@ fn append(a: RedData, b: RedData) -> Result<RedData, String> {
             a.extend(b);
             List(a)
         }
-        (a, b) => return Err(format!("cannot concatenate {} with {}", a.kind(), b.kind())),
+        (a, b) => {
+            return Err(CollectiveError::Mismatch(format!(
+                "cannot concatenate {} with {}",
+                a.kind(),
+                b.kind()
+            )))
+        }
     })
 }
 
@@ -126,17 +137,21 @@ impl Fold {
     }
 
     /// Combine two partial results (of disjoint rank sets).
-    pub(crate) fn merge(&self, a: Piece, b: Piece) -> Result<Piece, String> {
+    pub(crate) fn merge(&self, a: Piece, b: Piece) -> Result<Piece, CollectiveError> {
         match (a, b) {
-            (Piece::Value(a), Piece::Value(b)) => {
-                combine_values(self.reducer, a, b, &|_| None).map(Piece::Value)
-            }
+            (Piece::Value(a), Piece::Value(b)) => self.combine(a, b).map(Piece::Value),
             (Piece::Ranked(a), Piece::Ranked(b)) => Ok(Piece::Ranked(merge_ranked(a, b))),
-            _ => Err(format!(
-                "reducer {:?}: members mixed ranked and plain partials",
+            // Only f64 values travel as rank lists under an element-wise reducer.
+            _ => Err(CollectiveError::Mismatch(format!(
+                "reducer {:?} cannot combine f64 values with integer ones",
                 self.reducer
-            )),
+            ))),
         }
+    }
+
+    /// `a ⊕ b` by the element-wise reducer.
+    fn combine(&self, a: RedData, b: RedData) -> Result<RedData, CollectiveError> {
+        combine_values(self.reducer, a, b, &|_| None).map_err(CollectiveError::Mismatch)
     }
 
     /// The reducer this fold applies.
@@ -153,11 +168,11 @@ impl Fold {
     }
 
     /// `acc ⊕ v`, v a single member's value.
-    pub(crate) fn step(&self, acc: RedData, v: RedData) -> Result<RedData, String> {
+    pub(crate) fn step(&self, acc: RedData, v: RedData) -> Result<RedData, CollectiveError> {
         match self.reducer {
             Reducer::Concat => append(acc, v),
             Reducer::Gather => append(acc, RedData::List(vec![v])),
-            r => combine_values(r, acc, v, &|_| None),
+            _ => self.combine(acc, v),
         }
     }
 
@@ -198,7 +213,7 @@ impl Fold {
     }
 
     /// The final value of a complete partial: a left fold in rank order.
-    pub(crate) fn finish(&self, p: Piece) -> Result<RedData, String> {
+    pub(crate) fn finish(&self, p: Piece) -> Result<RedData, CollectiveError> {
         match p {
             Piece::Value(v) => Ok(v),
             Piece::Ranked(items) => {
@@ -218,7 +233,7 @@ impl Fold {
         &self,
         items: Vec<(u32, RedData)>,
         exclusive: bool,
-    ) -> Result<Vec<(u32, RedData)>, String> {
+    ) -> Result<Vec<(u32, RedData)>, CollectiveError> {
         let mut out = Vec::with_capacity(items.len());
         let mut acc: Option<RedData> = None;
         for (rank, v) in items {
@@ -240,7 +255,7 @@ impl Fold {
 }
 
 /// The concatenation of rank-sorted values (an allgather's result).
-pub(crate) fn concat(items: Vec<(u32, RedData)>) -> Result<RedData, String> {
+pub(crate) fn concat(items: Vec<(u32, RedData)>) -> Result<RedData, CollectiveError> {
     let mut it = items.into_iter().map(|(_, v)| v);
     let Some(first) = it.next() else {
         return Ok(RedData::List(Vec::new()));

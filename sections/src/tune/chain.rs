@@ -6,7 +6,8 @@
 //! below 2^24); a message of the next phase that arrives before this member finished
 //! the current one waits for it.
 
-use crate::collectives::machine::{Machine, Out, Step};
+use crate::collectives::error::CollectiveError;
+use crate::collectives::machine::{Machine, Out, Step, Stepped};
 use crate::collectives::topology::Topology;
 use crate::collectives::value::Piece;
 use chorus_core::RedData;
@@ -15,7 +16,7 @@ const PHASE_SHIFT: u32 = 24;
 const INNER_MASK: u32 = (1 << PHASE_SHIFT) - 1;
 
 type Then = Box<dyn FnOnce(Option<RedData>) -> Box<dyn Machine> + Send>;
-type Finish = Box<dyn FnOnce(Option<RedData>) -> Option<RedData> + Send>;
+type Finish = Box<dyn FnOnce(Option<RedData>) -> Result<Option<RedData>, CollectiveError> + Send>;
 
 /// One member's run of a chained mock-up.
 pub(crate) struct Chain {
@@ -47,10 +48,11 @@ impl Chain {
         self
     }
 
-    /// The member's result from the last phase's (default: unchanged).
+    /// The member's result from the last phase's (default: unchanged); an error ends
+    /// the collective at this member, as a phase's would.
     pub(crate) fn finish(
         mut self,
-        f: impl FnOnce(Option<RedData>) -> Option<RedData> + Send + 'static,
+        f: impl FnOnce(Option<RedData>) -> Result<Option<RedData>, CollectiveError> + Send + 'static,
     ) -> Self {
         self.finish = Some(Box::new(f));
         self
@@ -68,47 +70,50 @@ impl Chain {
     }
 
     /// After a step of the current phase: start the next phases as far as they go.
-    fn advance(&mut self, me: &dyn Topology, mut step: Step, out: &mut Out) -> Step {
+    fn advance(&mut self, me: &dyn Topology, mut step: Step, out: &mut Out) -> Stepped {
         loop {
             let Step::Done(v) = step else {
-                return Step::Pending;
+                return Ok(Step::Pending);
             };
             if self.then.is_empty() {
-                return Step::Done(match self.finish.take() {
-                    Some(f) => f(v),
+                return Ok(Step::Done(match self.finish.take() {
+                    Some(f) => f(v)?,
                     None => v,
-                });
+                }));
             }
             let next = self.then.remove(0);
             self.phase += 1;
             self.current = next(v);
             let mut inner = Out::default();
-            step = self.current.start(me, &mut inner);
+            let started = self.current.start(me, &mut inner);
             self.relay(inner, out);
+            step = started?;
             let (mine, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.early)
                 .into_iter()
                 .partition(|m| m.0 == self.phase);
             self.early = later;
             for (_, from, tag, piece) in mine {
-                assert_eq!(
-                    step,
-                    Step::Pending,
-                    "a mock-up phase got a message after its end"
-                );
+                if step != Step::Pending {
+                    return Err(CollectiveError::Protocol(format!(
+                        "a message for phase {} of a mock-up after that phase ended",
+                        self.phase
+                    )));
+                }
                 let mut inner = Out::default();
-                step = self.current.receive(me, from, tag, piece, &mut inner);
+                let got = self.current.receive(me, from, tag, piece, &mut inner);
                 self.relay(inner, out);
+                step = got?;
             }
         }
     }
 }
 
 impl Machine for Chain {
-    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Step {
+    fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
         let mut inner = Out::default();
         let step = self.current.start(me, &mut inner);
         self.relay(inner, out);
-        self.advance(me, step, out)
+        self.advance(me, step?, out)
     }
 
     fn receive(
@@ -118,15 +123,15 @@ impl Machine for Chain {
         tag: u32,
         piece: Piece,
         out: &mut Out,
-    ) -> Step {
+    ) -> Stepped {
         let (phase, inner_tag) = (tag >> PHASE_SHIFT, tag & INNER_MASK);
         if phase > self.phase {
             self.early.push((phase, from, inner_tag, piece));
-            return Step::Pending;
+            return Ok(Step::Pending);
         }
         let mut inner = Out::default();
         let step = self.current.receive(me, from, inner_tag, piece, &mut inner);
         self.relay(inner, out);
-        self.advance(me, step, out)
+        self.advance(me, step?, out)
     }
 }

@@ -25,8 +25,9 @@
 
 use super::chain::Chain;
 use crate::collectives::choice::Allgather;
+use crate::collectives::error::CollectiveError;
 use crate::collectives::host::Op;
-use crate::collectives::machine::{ok, Machine};
+use crate::collectives::machine::Machine;
 use crate::collectives::reduce::Delivery;
 use crate::collectives::value::{concat, Fold, Piece};
 use chorus_core::{RedData, Reducer};
@@ -302,10 +303,10 @@ pub(crate) fn machine(mock_up: MockUp, op: Op, rank: u32, has_roster: bool) -> B
             Box::new(Chain::new(gather).finish(move |v| {
                 let items = match v {
                     Some(RedData::List(items)) => items,
-                    other => panic!("allgather of wrapped values gave {other:?}"),
+                    other => return Err(unwrapped("an allgather of wrapped values", other)),
                 };
                 let ranked = (0..).zip(items).collect();
-                Some(ok(fold.finish(Piece::Ranked(ranked))))
+                fold.finish(Piece::Ranked(ranked)).map(Some)
             }))
         }
         MockUp::GatherAsAllgather | MockUp::ReduceAsAllreduce => {
@@ -314,7 +315,7 @@ pub(crate) fn machine(mock_up: MockUp, op: Op, rank: u32, has_roster: bool) -> B
                 value,
                 delivery: Delivery::All,
             });
-            Box::new(Chain::new(all).finish(keep_at_root))
+            Box::new(Chain::new(all).finish(move |v| Ok(keep_at_root(v))))
         }
         MockUp::GatherAsGatherv => {
             let gatherv = build(Op::Reduce {
@@ -324,9 +325,10 @@ pub(crate) fn machine(mock_up: MockUp, op: Op, rank: u32, has_roster: bool) -> B
             });
             Box::new(Chain::new(gatherv).finish(|v| {
                 v.map(|v| match v {
-                    RedData::List(items) => ok(concat((0..).zip(items).collect())),
-                    other => panic!("gatherv gave {other:?}"),
+                    RedData::List(items) => concat((0..).zip(items).collect()),
+                    other => Err(unwrapped("a gatherv", Some(other))),
                 })
+                .transpose()
             }))
         }
         MockUp::ExscanReduceLocal => {
@@ -337,14 +339,22 @@ pub(crate) fn machine(mock_up: MockUp, op: Op, rank: u32, has_roster: bool) -> B
                 exclusive: true,
             });
             Box::new(Chain::new(exscan).finish(move |v| {
-                let prefix = v.expect("an exscan gives every member a value");
-                Some(if rank == 0 {
-                    ok(fold.finish(fold.piece(0, own)))
+                let Some(prefix) = v else {
+                    return Err(unwrapped("an exscan", None));
+                };
+                if rank == 0 {
+                    fold.finish(fold.piece(0, own)).map(Some)
                 } else {
-                    ok(fold.step(prefix, own))
-                })
+                    fold.step(prefix, own).map(Some)
+                }
             }))
         }
         MockUp::AllgatherBy(_) => panic!("an allgather algorithm is not a composition"),
     }
+}
+
+/// A phase's result that is not what the phase gives when every member runs it.
+fn unwrapped(phase: &str, got: Option<RedData>) -> CollectiveError {
+    let got = got.map_or("nothing".to_string(), |v| format!("{} data", v.kind()));
+    CollectiveError::Protocol(format!("{phase} gave {got}"))
 }
