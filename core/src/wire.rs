@@ -472,10 +472,9 @@ pub(crate) fn destination(bytes: &[u8]) -> Option<Pe> {
 pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     let bytes = &buf[..];
     if bytes.starts_with(&LONG_MAGIC) {
-        // Left in the receiver's hands only when the envelope it announced was not
-        // received whole.
+        // A notice the receiver did not take as one: another version's, or garbled.
         return Err(WireError::Segments {
-            reason: "the long envelope this notice announces did not arrive whole".into(),
+            reason: "a long-envelope notice where an envelope was expected: run the same chorus build on every rank".into(),
         });
     }
     if bytes.len() < HEADER_BYTES {
@@ -852,7 +851,7 @@ mod tests {
             let notice = long_notice(len as usize);
             assert_eq!(noticed_len(&notice), Some(len));
             let err = decode(Arc::new(notice), 1).expect_err("a notice is no envelope");
-            assert!(err.to_string().contains("did not arrive whole"), "{err}");
+            assert!(err.to_string().contains("long-envelope notice"), "{err}");
         }
         let mut envelope = Vec::new();
         encode(&user(vec![1, 2]), 1, &mut envelope).expect("encodes");

@@ -47,3 +47,10 @@ fn long_byte_payloads_arrive_whole() {
         messaging::long_byte_payloads_arrive_whole(layer);
     }
 }
+
+#[test]
+fn envelopes_around_the_posted_receive_size_arrive_whole_and_in_order() {
+    for layer in layers() {
+        messaging::envelopes_around_the_posted_receive_size_arrive_whole_and_in_order(layer);
+    }
+}

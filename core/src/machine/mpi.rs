@@ -48,9 +48,10 @@ use std::time::Duration;
 
 /// Messages a PE runs, and takes off the network, between two looks at it.
 const BATCH: usize = 64;
-/// Bytes of envelopes a PE takes off the network before it runs their handlers:
-/// fewer than its recycled receive buffers hold, so a stream of long messages keeps
-/// reusing them instead of faulting in fresh pages.
+/// Bytes of envelopes a PE takes off the network before it runs their handlers: a
+/// pass holds at most eight envelopes of 512 KiB or more, as many receive buffers as
+/// the link recycles, so a stream of long messages keeps reusing them instead of
+/// faulting in fresh pages.
 const PASS_BYTES: usize = 4 << 20;
 
 thread_local! {
@@ -223,8 +224,8 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
     // Quiescence detection hears of idleness once per idle spell, not on every poll.
     let mut idle_told = false;
     // Set after a handler computed: MPI made no progress meanwhile, and OpenMPI's
-    // first probe after that may only progress without matching what arrived, so
-    // a second one looks again before the next handler runs.
+    // first test of a posted receive after that may only progress without completing
+    // it, so a second one looks again before the next handler runs.
     let mut computed = false;
     // Set while the last pass found nothing to do.
     let mut idle = false;

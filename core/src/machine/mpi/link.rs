@@ -82,10 +82,13 @@ const LONG_TAG: i32 = 2;
 /// in them rather than in MPI's queue of unexpected messages.
 const POSTED: usize = 4;
 /// Bytes of each posted receive: envelopes up to this long travel as one message.
-const POSTED_BYTES: usize = 16 << 10;
-/// How long a receiver waits for a segment its envelope announced before refusing
-/// the envelope: the sender posts segments together with it, so only a corrupt
-/// envelope waits this long.
+/// Ranks compare it (with the wire version) at startup: a longer message on the
+/// envelope tag would overflow a posted receive.
+pub(super) const POSTED_BYTES: usize = 16 << 10;
+/// How long a receiver waits for a message an envelope announced (a long envelope's
+/// body, a segment) before it ends the job. The sender posts them together with the
+/// envelope, so only a broken peer makes it wait this long, and going on without the
+/// message would pair later announcements with the wrong messages.
 const SEGMENT_WAIT: Duration = Duration::from_secs(30);
 
 /// An envelope in its wire form: its bytes, and the long byte strings that follow
@@ -209,6 +212,16 @@ impl Link {
         });
     }
 
+    /// End the whole MPI job with `why`: a rank that cannot go on must not leave the
+    /// others waiting for it.
+    pub(super) fn abort(&self, why: &str) -> ! {
+        eprintln!(
+            "chorus: rank {}: {why}; aborting the MPI job",
+            self.comm.rank()
+        );
+        self.comm.abort(70)
+    }
+
     /// True while some send is not yet complete.
     pub(super) fn sending(&self) -> bool {
         !self.pending.is_empty()
@@ -239,8 +252,9 @@ impl Link {
                     let done = self.pending.swap_remove(i);
                     self.in_flight -= done.len;
                     drop(done.segment);
-                    if self.keep_spares && done.buf.capacity() > 0 && self.spare.len() < SPARE_KEEP
-                    {
+                    // Notices are shorter than any envelope's header, and never reused.
+                    let reusable = done.buf.capacity() > wire::HEADER_BYTES;
+                    if self.keep_spares && reusable && self.spare.len() < SPARE_KEEP {
                         self.spare.push(done.buf);
                     }
                     any = true;
@@ -278,9 +292,9 @@ impl Link {
         let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
         let got = posted.bytes(len);
         let arrived = match wire::noticed_len(got) {
-            Some(long) => Err((long, got.to_vec())),
+            Some(long) => Err(long),
             None => {
-                let mut buf = self.buffer(len);
+                let mut buf = self.buffer(got.len());
                 Arc::get_mut(&mut buf)
                     .expect("a fresh receive buffer is not shared")
                     .copy_from_slice(got);
@@ -294,7 +308,7 @@ impl Link {
         self.posted.push_back(posted);
         let buf = match arrived {
             Ok(buf) => buf,
-            Err((long, notice)) => self.receive_long(source, long, notice),
+            Err(long) => self.receive_long(source, long),
         };
         // A malformed table is left for `decode` to report (it refuses a segmented
         // envelope that was not reassembled).
@@ -304,27 +318,23 @@ impl Link {
         Some((buf, source))
     }
 
-    /// The `len`-byte envelope `source` announced with `notice`, received whole from
-    /// `LONG_TAG`. If it does not come as announced, `notice` itself, which `decode`
-    /// refuses; the reason is logged. It is probed before its buffer is allocated, so
-    /// a corrupt notice costs only the bytes really sent.
-    fn receive_long(&mut self, source: i32, len: u64, notice: Vec<u8>) -> Arc<Vec<u8>> {
+    /// The envelope `source` announced with a notice of `len` bytes, received whole
+    /// from `LONG_TAG`. It is probed before its buffer is allocated, so the buffer
+    /// holds only the bytes really sent; the body says its own length, so a notice of
+    /// another length is only logged (`decode` checks the envelope itself).
+    fn receive_long(&mut self, source: i32, len: u64) -> Arc<Vec<u8>> {
         let from = self.comm.process_at_rank(source);
         let Some((msg, status)) = probe_within(&from, LONG_TAG) else {
-            tracing::warn!(
-                rank = source,
-                "refusing a long envelope: it did not arrive within {SEGMENT_WAIT:?} of its notice"
-            );
-            return Arc::new(notice);
+            self.abort(&format!(
+                "the {len}-byte envelope rank {source} announced did not arrive within {SEGMENT_WAIT:?}"
+            ));
         };
         let arrived = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
         if arrived as u64 != len {
-            let _ = (msg, status).matched_receive_vec::<u8>();
             tracing::warn!(
                 rank = source,
-                "refusing a long envelope of {arrived} bytes: its notice says {len}"
+                "a long envelope of {arrived} bytes came where its notice said {len}"
             );
-            return Arc::new(notice);
         }
         let mut buf = self.buffer(arrived);
         let vec = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
@@ -409,8 +419,10 @@ impl Link {
     /// place and each segment received straight into its gap. The sender posted the
     /// segments with the envelope, so they are on their way. Every segment is probed
     /// before the envelope's buffer is allocated, so a corrupt table (a peer's bug)
-    /// costs only the bytes really sent: segments of the wrong length, or that do
-    /// not come within `SEGMENT_WAIT`, make the envelope one `decode` refuses.
+    /// costs only the bytes really sent: segments of the wrong length make the
+    /// envelope one `decode` refuses (each is still received, so later envelopes stay
+    /// paired with their own); one that does not come within `SEGMENT_WAIT` ends the
+    /// job.
     fn receive_segments(
         &mut self,
         main: &[u8],
@@ -423,10 +435,9 @@ impl Link {
         let mut fault = None;
         for (i, &(_, len)) in plan.gaps.iter().enumerate() {
             let Some((msg, status)) = probe_within(&from, SEGMENT_TAG) else {
-                fault.get_or_insert(format!(
-                    "segment {i} of {count} did not arrive within {SEGMENT_WAIT:?}"
+                self.abort(&format!(
+                    "segment {i} of {count} that rank {source} announced did not arrive within {SEGMENT_WAIT:?}"
                 ));
-                break;
             };
             let arrived = status.count(u8::equivalent_datatype()) as usize;
             if fault.is_none() && arrived == len {
@@ -462,9 +473,8 @@ impl Link {
     }
 }
 
-/// The next message from `from` on `tag`, waited for up to `SEGMENT_WAIT`: its sender
-/// posted it together with the envelope that announced it, so only a corrupt
-/// envelope waits that long.
+/// The next message from `from` on `tag`, waited for up to `SEGMENT_WAIT` (see there);
+/// None if it did not come.
 fn probe_within(from: &Process<'_>, tag: i32) -> Option<(Message, Status)> {
     let deadline = Instant::now() + SEGMENT_WAIT;
     loop {

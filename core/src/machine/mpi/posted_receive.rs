@@ -38,9 +38,10 @@ impl PostedReceive {
         debug_assert!(self.req.is_none(), "a receive is posted once at a time");
         // SAFETY: `buf` came from `Box::leak` and is freed only in `drop`, which first
         // completes any pending request, so it is valid for as long as MPI may write
-        // it. No other reference to it lives while the request does: `bytes` needs
-        // `req` to be `None`, and `req` is `None` only after MPI completed the receive
-        // and rsmpi dropped the borrow with the request.
+        // it. While the request is pending, only the request holds the borrow (rsmpi
+        // keeps it and never reads through it); this struct reads the buffer only in
+        // `bytes`, which needs `req` to be `None`, and `req` is `None` only after MPI
+        // completed the receive and the request, with its borrow, was consumed.
         let slice: &'static mut [u8] = unsafe { &mut *self.buf.as_ptr() };
         self.req = Some(comm.any_process().immediate_receive_into_with_tag(
             StaticScope,

@@ -5,6 +5,7 @@
 /// Tag of the trace records ranks send to rank 0 after the job.
 const TRACE_TAG: i32 = 7;
 
+use super::link::POSTED_BYTES;
 use crate::error::RuntimeError;
 use crate::ids::Pe;
 use crate::machine::Job;
@@ -12,6 +13,7 @@ use crate::registry::Registry;
 use crate::report::{PeReport, RunReport};
 use crate::runtime::PeSetup;
 use crate::trace::JobTrace;
+use crate::wire;
 use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -43,6 +45,7 @@ impl RankStart {
         let comm = world.duplicate();
         check_registry(&comm, &job.registry)?;
         check_pes_per_rank(&comm, ppr)?;
+        check_wire(&comm)?;
         let epoch = clock_epoch(&comm);
         let npes = comm.size() as usize * ppr;
         let trace = start_trace(&comm, &job.config, npes)?;
@@ -97,14 +100,39 @@ impl RankStart {
 /// Every rank's PEs per rank, compared: PE numbers map to ranks by it, so ranks that
 /// disagree would send each other's messages astray.
 fn check_pes_per_rank(comm: &SimpleCommunicator, ppr: usize) -> Result<(), RuntimeError> {
+    check_same(comm, ppr as u64, |odd, theirs, first| {
+        format!(
+            "rank {odd} runs {theirs} PEs per rank but rank 0 runs {first}: give every rank the same --pes-per-rank (CHORUS_PES_PER_RANK)"
+        )
+    })
+}
+
+/// Every rank's wire version and posted-receive size, compared: a rank of another
+/// build could send envelopes the others cannot read, or longer than their posted
+/// receives (which MPI would end the job for, with its own message).
+fn check_wire(comm: &SimpleCommunicator) -> Result<(), RuntimeError> {
+    let mine = u64::from(wire::VERSION) << 32 | POSTED_BYTES as u64;
+    check_same(comm, mine, |odd, theirs, first| {
+        let (v, b) = (theirs >> 32, theirs & u64::from(u32::MAX));
+        let (v0, b0) = (first >> 32, first & u64::from(u32::MAX));
+        format!(
+            "rank {odd} speaks wire version {v} with {b}-byte posted receives, but rank 0 speaks version {v0} with {b0}: run the same chorus build on every rank"
+        )
+    })
+}
+
+/// Every rank's `value` compared with rank 0's; the error `differ(rank, its value,
+/// rank 0's)` names the first rank that differs.
+fn check_same(
+    comm: &SimpleCommunicator,
+    value: u64,
+    differ: impl Fn(usize, u64, u64) -> String,
+) -> Result<(), RuntimeError> {
     let mut all = vec![0u64; comm.size() as usize];
-    comm.all_gather_into(&(ppr as u64), &mut all[..]);
+    comm.all_gather_into(&value, &mut all[..]);
     match all.iter().position(|&n| n != all[0]) {
         None => Ok(()),
-        Some(odd) => Err(RuntimeError::Invalid(format!(
-            "rank {odd} runs {} PEs per rank but rank 0 runs {}: give every rank the same --pes-per-rank (CHORUS_PES_PER_RANK)",
-            all[odd], all[0]
-        ))),
+        Some(odd) => Err(RuntimeError::Invalid(differ(odd, all[odd], all[0]))),
     }
 }
 

@@ -20,7 +20,6 @@ use crate::runtime::PeRuntime;
 use crate::wire;
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -88,10 +87,7 @@ pub(super) fn run_rank(
         match spawned {
             Ok(handle) => handles.push(handle),
             // The PEs already started, and every other rank, would wait for this one.
-            Err(e) => abort(
-                &link,
-                &format!("could not start the thread of PE {pe}: {e}"),
-            ),
+            Err(e) => link.abort(&format!("could not start the thread of PE {pe}: {e}")),
         }
     }
     drop(out_tx);
@@ -103,16 +99,6 @@ pub(super) fn run_rank(
     communicate(&mut link, &route, &out_rx, &died);
     shut_down(&mut link);
     start.finish(&link.comm, join(handles, first))
-}
-
-/// End the whole MPI job with `why`: a rank that cannot go on must not leave the
-/// others waiting for it.
-fn abort(link: &Link, why: &str) -> ! {
-    eprintln!(
-        "chorus: rank {}: {why}; aborting the MPI job",
-        link.comm.rank()
-    );
-    link.comm.abort(70)
 }
 
 /// Where envelopes go: this rank's PEs' inboxes, and the rank of any other PE.
@@ -162,7 +148,9 @@ fn communicate(
     let mut backoff = Backoff(0);
     loop {
         let mut busy = false;
-        loop {
+        // At most a queue's worth per pass, so arrivals are handed on even while the
+        // workers keep the queue full.
+        for _ in 0..OUT_QUEUE {
             match out_rx.try_recv() {
                 Ok((to, encoded)) => {
                     busy = true;
@@ -181,7 +169,7 @@ fn communicate(
             busy |= link.progress();
         }
         if died.load(Ordering::Relaxed) {
-            abort(link, "a PE thread died outside its handlers");
+            link.abort("a PE thread died outside its handlers");
         }
         if busy {
             backoff.reset();
