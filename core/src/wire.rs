@@ -405,15 +405,11 @@ pub struct SegmentPlan {
 }
 
 impl SegmentPlan {
-    /// Copy what `main` holds into `whole` (resized to the whole envelope), leaving
-    /// the gaps for the segments to be received into; the result decodes as an
-    /// envelope once they are.
-    pub fn assemble(&self, main: &[u8], whole: &mut Vec<u8>) {
-        if whole.len() < self.total {
-            whole.resize(self.total, 0);
-        } else {
-            whole.truncate(self.total);
-        }
+    /// Copy what `main` holds into `whole` (of exactly `total` bytes), leaving the
+    /// gaps for the segments to be received into; the result decodes as an envelope
+    /// once they are.
+    pub fn assemble(&self, main: &[u8], whole: &mut [u8]) {
+        assert_eq!(whole.len(), self.total, "a buffer of the whole envelope");
         let (mut from, mut to) = (0, 0);
         for &(at, len) in &self.gaps {
             let n = at - to;
@@ -423,14 +419,6 @@ impl SegmentPlan {
         }
         whole[to..].copy_from_slice(&main[from..self.kept_end]);
         whole[6] &= !SEGMENTED;
-    }
-
-    /// Mark an assembled envelope whose segments did not all arrive whole, so that
-    /// `decode` refuses it.
-    pub fn mark_unreceived(whole: &mut [u8]) {
-        if let Some(flags) = whole.get_mut(6) {
-            *flags |= SEGMENTED;
-        }
     }
 }
 
@@ -768,7 +756,7 @@ mod tests {
     fn reassemble(main: &[u8], segments: &[Bytes]) -> Vec<u8> {
         let plan = segment_plan(main).expect("valid").expect("segmented");
         assert_eq!(plan.gaps.len(), segments.len());
-        let mut whole = vec![0xAA; 3];
+        let mut whole = vec![0xAA; plan.total];
         plan.assemble(main, &mut whole);
         for (&(at, len), seg) in plan.gaps.iter().zip(segments) {
             whole[at..at + len].copy_from_slice(seg);

@@ -293,14 +293,7 @@ impl Link {
         let got = posted.bytes(len);
         let arrived = match wire::noticed_len(got) {
             Some(long) => Err(long),
-            None => {
-                let mut buf = self.buffer(got.len());
-                Arc::get_mut(&mut buf)
-                    .expect("a fresh receive buffer is not shared")
-                    .copy_from_slice(got);
-                self.reuse_later(&buf);
-                Ok(buf)
-            }
+            None => Ok(self.filled(got.len(), |buf| buf.copy_from_slice(got))),
         };
         // Posted again before anything else is received, so arrivals keep landing in
         // the posted buffers in order.
@@ -336,9 +329,16 @@ impl Link {
                 "a long envelope of {arrived} bytes came where its notice said {len}"
             );
         }
-        let mut buf = self.buffer(arrived);
-        let vec = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
-        msg.matched_receive_into(&mut vec[..]);
+        self.filled(arrived, |buf| {
+            msg.matched_receive_into(buf);
+        })
+    }
+
+    /// A buffer of exactly `len` bytes, written by `fill`, and kept to be reused once
+    /// nobody holds it any more.
+    fn filled(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> Arc<Vec<u8>> {
+        let mut buf = self.buffer(len);
+        fill(Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared"));
         self.reuse_later(&buf);
         buf
     }
@@ -462,14 +462,12 @@ impl Link {
             // `main` still says it is segmented, so `decode` refuses it.
             return Arc::new(main.to_vec());
         }
-        let mut buf = self.receive_buffer(plan.total);
-        let whole = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
-        plan.assemble(main, whole);
-        for ((msg, len), &(at, _)) in probed.into_iter().zip(&plan.gaps) {
-            msg.matched_receive_into(&mut whole[at..at + len]);
-        }
-        self.recycle_later(&buf);
-        buf
+        self.filled(plan.total, |whole| {
+            plan.assemble(main, whole);
+            for ((msg, len), &(at, _)) in probed.into_iter().zip(&plan.gaps) {
+                msg.matched_receive_into(&mut whole[at..at + len]);
+            }
+        })
     }
 }
 
