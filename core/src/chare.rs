@@ -83,22 +83,36 @@ impl<C: Chare> AnyChare for Cell<C> {
             t.entry_begin::<C, _>(ts, first);
         }
         let mut msgs = msgs.into_iter();
-        while let Some(msg) = msgs.next() {
-            // Each message of a run fails alone, as it would have on its own.
-            if let Err(p) = catch_unwind(AssertUnwindSafe(|| self.0.handle(msg, ctx))) {
+        loop {
+            // One unwind guard for the whole run: entering one per message cost more
+            // than a small handler. Each message still fails alone, as it would have
+            // on its own: after a panic the run goes on with the next message.
+            let stopped = catch_unwind(AssertUnwindSafe(|| {
+                for msg in msgs.by_ref() {
+                    self.0.handle(msg, ctx);
+                    if ctx.core.should_yield() {
+                        return true;
+                    }
+                }
+                false
+            }));
+            let stopped = stopped.unwrap_or_else(|p| {
                 let err = RuntimeError::HandlerPanic {
                     pe: ctx.my_pe(),
                     chare: std::any::type_name::<C>().to_string(),
                     message: panic_message(p),
                 };
                 ctx.core.fail(err);
-            }
-            if ctx.core.should_yield() {
+                ctx.core.should_yield()
+            });
+            if stopped {
                 let rest: Vec<C::Msg> = msgs.collect();
                 return Ok((!rest.is_empty()).then(|| Payload::Run(Box::new(rest))));
             }
+            if msgs.len() == 0 {
+                return Ok(None);
+            }
         }
-        Ok(None)
     }
 
     fn type_name(&self) -> &'static str {

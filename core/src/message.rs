@@ -138,6 +138,17 @@ impl WireBytes {
     }
 }
 
+/// Bytes of messages one run may hold. A longer stream of sends becomes several runs,
+/// so its buffers stay small enough to stay in cache and be reused: one run of
+/// thousands of messages spent most of its time faulting in fresh pages.
+const RUN_BYTES: usize = 16 << 10;
+
+/// Messages of type `T` one run may hold: `RUN_BYTES` worth, and at least 16.
+#[inline(always)]
+fn run_limit<T>() -> usize {
+    (RUN_BYTES / std::mem::size_of::<T>().max(1)).max(16)
+}
+
 /// Bytes of the bincode length prefix of an encoded run.
 const RUN_LEN_BYTES: usize = 8;
 
@@ -237,30 +248,35 @@ impl Payload {
     }
 
     /// Append `value` if this payload holds messages of its type; give it back if not.
+    #[inline]
     pub(crate) fn absorb<T: Message>(&mut self, value: T) -> Result<(), T> {
         match self {
             Payload::Run(r) => match (&mut **r as &mut dyn Any).downcast_mut::<Vec<T>>() {
-                Some(v) => {
+                Some(v) if v.len() < run_limit::<T>() => {
                     v.push(value);
                     Ok(())
                 }
-                None => Err(value),
+                _ => Err(value),
             },
             Payload::Local(b) if b.as_any().is::<T>() => {
-                let Payload::Local(first) =
-                    std::mem::replace(self, Payload::Bytes(WireBytes::default()))
-                else {
-                    unreachable!("matched Local above")
-                };
-                match first.into_any().downcast::<T>() {
-                    Ok(first) => {
-                        *self = Payload::Run(Box::new(vec![*first, value]));
-                        Ok(())
-                    }
-                    Err(_) => unreachable!("type checked above"),
-                }
+                self.start_run(value);
+                Ok(())
             }
             _ => Err(value),
+        }
+    }
+
+    /// Turn a single local message of type `T` into a run of it and `value`; the
+    /// caller has checked the type. Out of line: it happens once per run.
+    #[inline(never)]
+    fn start_run<T: Message>(&mut self, value: T) {
+        let Payload::Local(first) = std::mem::replace(self, Payload::Bytes(WireBytes::default()))
+        else {
+            unreachable!("absorb matched Local")
+        };
+        match first.into_any().downcast::<T>() {
+            Ok(first) => *self = Payload::Run(Box::new(vec![*first, value])),
+            Err(_) => unreachable!("absorb checked the type"),
         }
     }
 
@@ -307,5 +323,31 @@ impl std::fmt::Debug for Payload {
             Payload::Run(r) => write!(f, "Run({})", r.len()),
             Payload::RunBytes(v) => write!(f, "RunBytes({} B)", v.len()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_holds_messages_of_one_type_up_to_its_limit() {
+        let mut p = Payload::new(0u64);
+        assert_eq!(p.absorb(1u32), Err(1u32), "another type starts its own run");
+        let limit = run_limit::<u64>();
+        assert_eq!(limit, RUN_BYTES / 8);
+        for i in 1..limit as u64 {
+            assert_eq!(p.absorb(i), Ok(()), "message {i} joins the run");
+        }
+        assert_eq!(p.count(), limit);
+        assert_eq!(p.absorb(7u64), Err(7u64), "a full run takes no more");
+        let run = p.take_run::<u64>().expect("a run of u64");
+        assert_eq!(run, (0..limit as u64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_run_of_large_messages_still_holds_sixteen() {
+        assert_eq!(run_limit::<[u8; 4096]>(), 16);
+        assert_eq!(run_limit::<()>(), RUN_BYTES);
     }
 }

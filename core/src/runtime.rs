@@ -43,6 +43,18 @@ pub(crate) enum Dest {
     ElementAt(CollectionId, ElemAddr, u32),
 }
 
+/// True if two destinations are the same: the test `send_typed` makes on every send.
+/// Chares and groups, the common streams, are compared in line; the derived
+/// comparison stayed a call.
+#[inline(always)]
+fn same_dest(a: &Dest, b: &Dest) -> bool {
+    match (a, b) {
+        (Dest::Chare(x), Dest::Chare(y)) => x == y,
+        (Dest::Group(x), Dest::Group(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 impl Dest {
     fn coll(&self) -> Option<CollectionId> {
         match self {
@@ -261,6 +273,7 @@ impl Envelope {
 
     /// Append `msg` to this envelope's run if it goes from `src` to `dest` with the
     /// same priority; give it back otherwise.
+    #[inline]
     fn append<M: Message>(&mut self, src: Pe, dest: &Dest, prio: i32, msg: M) -> Result<(), M> {
         if self.src != src || self.prio != prio || self.expedited || !self.counted {
             return Err(msg);
@@ -270,7 +283,7 @@ impl Envelope {
                 dest: d,
                 payload,
                 hops: 0,
-            } if d == dest => payload.absorb(msg),
+            } if same_dest(d, dest) => payload.absorb(msg),
             _ => Err(msg),
         }
     }
@@ -449,27 +462,34 @@ impl PeCore {
 
     /// Send a typed message; when the previous envelope bound for the same PE goes to
     /// the same destination with the same priority, the message joins its run.
+    #[inline]
     pub(crate) fn send_typed<M: Message>(&mut self, to: Pe, dest: Dest, msg: M, opts: SendOpts) {
         let me = self.me;
-        let msg = if opts.expedited || to as usize >= self.npes {
-            msg
+        if opts.expedited || to as usize >= self.npes {
+            return self.send_new_run(to, dest, msg, opts);
+        }
+        let tail = if to == me {
+            self.queue.tail_mut(opts.prio)
         } else {
-            let tail = if to == me {
-                self.queue.tail_mut(opts.prio)
-            } else {
-                self.net.held_tail(to)
-            };
-            match tail {
-                Some(env) => match env.append(me, &dest, opts.prio, msg) {
-                    Ok(()) => {
-                        self.sent += 1;
-                        return;
-                    }
-                    Err(msg) => msg,
-                },
-                None => msg,
-            }
+            self.net.held_tail(to)
         };
+        let msg = match tail {
+            Some(env) => match env.append(me, &dest, opts.prio, msg) {
+                Ok(()) => {
+                    self.sent += 1;
+                    return;
+                }
+                Err(msg) => msg,
+            },
+            None => msg,
+        };
+        self.send_new_run(to, dest, msg, opts);
+    }
+
+    /// Send a typed message in an envelope of its own. Out of line so that joining a
+    /// run, the common case of a stream of sends, stays small enough to inline.
+    #[inline(never)]
+    fn send_new_run<M: Message>(&mut self, to: Pe, dest: Dest, msg: M, opts: SendOpts) {
         self.send_user(to, dest, Payload::new(msg), opts);
     }
 

@@ -37,6 +37,7 @@ impl<T> ReadyQueue<T> {
     }
 
     /// The newest message of priority `prio` (not expedited), to append a run to.
+    #[inline]
     pub(crate) fn tail_mut(&mut self, prio: i32) -> Option<&mut T> {
         if prio == 0 {
             self.normal.back_mut()
