@@ -4,6 +4,7 @@
 use crate::array::{ArrayIndex, ArrayMap, ElemAddr, Shape};
 use crate::callback::Callback;
 use crate::chare::Chare;
+use crate::config::ErrorPolicy;
 use crate::error::RuntimeError;
 use crate::ids::{ChareId, CollectionId, Pe};
 use crate::message::Payload;
@@ -233,6 +234,11 @@ impl Ctx<'_> {
             message: message.to_string(),
         };
         self.core.fail(err);
+    }
+
+    /// The job's `--on-error` policy: what `fail` does with a report.
+    pub fn on_error(&self) -> ErrorPolicy {
+        self.core.policy
     }
 
     /// Move the running array element to PE `to` once this handler returns (Charm++'s

@@ -83,8 +83,20 @@ pub enum CollectiveError {
     /// A message does not fit this member's part of a running collective.
     #[error("{0}; every member must start the section's collectives in the same order, with the same algorithm, kind of value and view of the section")]
     Protocol(String),
+    /// Another member's part of the collective failed, and told this member, which
+    /// would otherwise wait for it forever.
+    #[error("rank {rank} (PE {pe}) failed it first: {cause}")]
+    Aborted {
+        /// The member whose part failed.
+        rank: u32,
+        /// That member's PE.
+        pe: Pe,
+        /// What it found wrong.
+        cause: String,
+    },
     /// A running collective ended at this member without a result (reported through
-    /// the job's `--on-error` policy; members waiting on it get no result either).
+    /// the job's `--on-error` policy). The members that would wait on it fail too,
+    /// with `Aborted` as the cause.
     #[error("{collective} #{seq} on section {section:?} failed at rank {rank} (PE {pe}): {cause}")]
     Failed {
         /// The collective as the member started it (e.g. `allreduce`, `allgather (ring)`).
@@ -97,7 +109,8 @@ pub enum CollectiveError {
         rank: u32,
         /// That member's PE.
         pe: Pe,
-        /// What was wrong: a `Mismatch` or a `Protocol` error.
+        /// What was wrong: a `Mismatch`, a `Protocol` error, or `Aborted` by another
+        /// member.
         cause: Box<CollectiveError>,
     },
 }

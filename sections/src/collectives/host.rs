@@ -8,7 +8,7 @@ use super::allgather_ring::Ring;
 use super::broadcast::Broadcast;
 use super::choice::Allgather;
 use super::error::CollectiveError;
-use super::machine::{Machine, Out, Step, Stepped};
+use super::machine::{children, Machine, Out, Step, Stepped};
 use super::multicast::{self, PerMember};
 use super::reduce::{Delivery, Reduce};
 use super::scan::Scan;
@@ -18,7 +18,7 @@ use super::value::{Fold, Piece};
 use crate::range::RangeSection;
 use crate::section::SectionId;
 use crate::tune::{self, Impl, MockUp, Profile};
-use chorus_core::{Callback, Chare, Ctx, GroupProxy, RedData, Reducer};
+use chorus_core::{Callback, Chare, Ctx, ErrorPolicy, GroupProxy, Pe, RedData, Reducer};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -197,6 +197,43 @@ pub enum HostMsg {
         /// The data.
         piece: Piece,
     },
+    /// A member's part of a collective failed; the members that would wait on it
+    /// stop. With a roster the failing member tells every member; without one the
+    /// news passes along the section's tree, from running member to running member
+    /// (in a tree collective, the members still waiting are joined to the failed one
+    /// by members that wait too).
+    Abort {
+        /// What failed, and where first.
+        abort: Abort,
+        /// The PE this message came from (the news does not go back there).
+        from: Pe,
+    },
+}
+
+/// A collective that failed at one member, as the others hear of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Abort {
+    /// The collective.
+    pub key: OpKey,
+    /// Rank of the member whose part failed.
+    pub rank: u32,
+    /// That member's PE.
+    pub pe: Pe,
+    /// What it found wrong.
+    pub cause: String,
+    /// True if that member told every member itself (it had a roster), so the news
+    /// needs no passing on.
+    pub told_all: bool,
+}
+
+impl Abort {
+    fn error(&self) -> CollectiveError {
+        CollectiveError::Aborted {
+            rank: self.rank,
+            pe: self.pe,
+            cause: self.cause.clone(),
+        }
+    }
 }
 
 /// Who errors of collectives are reported by (`RuntimeError::Reported::by`).
@@ -221,6 +258,9 @@ pub struct CollectivesHost {
     early: HashMap<OpKey, Vec<(u32, u32, Piece)>>,
     /// Collectives that failed here: their late messages are dropped.
     failed: HashSet<OpKey>,
+    /// Collectives another member failed before this member started them, with the
+    /// PE the news came from.
+    aborted: HashMap<OpKey, (Abort, Pe)>,
 }
 
 impl CollectivesHost {
@@ -266,6 +306,10 @@ impl CollectivesHost {
             root,
             callback,
         };
+        if let Some((abort, from)) = self.aborted.remove(&key) {
+            self.early.remove(&key);
+            return self.end_failed(ctx, key, run, abort.error(), Some((abort, from)));
+        }
         let mut out = Out::default();
         let view = Rerooted::new(&run.member, root);
         let mut step = run.machine.start(&view, &mut out);
@@ -296,18 +340,86 @@ impl CollectivesHost {
             }
             Ok(Step::Done(Some(v))) => ctx.send_to_callback(&run.callback, v),
             Ok(Step::Done(None)) => {}
-            Err(cause) => {
-                let err = CollectiveError::Failed {
-                    collective: run.collective,
-                    section: key.section,
-                    seq: key.seq,
-                    rank: run.member.rank(),
-                    pe: run.member.my_pe(),
-                    cause: Box::new(cause),
+            Err(cause) => self.end_failed(ctx, key, run, cause, None),
+        }
+    }
+
+    /// End a collective that cannot complete at this member: report it, and pass the
+    /// news on to the members that would wait on this one. `heard` is the abort this
+    /// member heard of and the PE it came from; None if the failure is this member's.
+    fn end_failed(
+        &mut self,
+        ctx: &mut Ctx,
+        key: OpKey,
+        run: Running,
+        cause: CollectiveError,
+        heard: Option<(Abort, Pe)>,
+    ) {
+        let me = &run.member;
+        let (abort, from) = match heard {
+            Some((abort, from)) => (abort, Some(from)),
+            None => {
+                let abort = Abort {
+                    key,
+                    rank: me.rank(),
+                    pe: me.my_pe(),
+                    cause: cause.to_string(),
+                    told_all: me.has_roster(),
                 };
-                self.failed.insert(key);
-                ctx.fail(REPORTER, err);
+                (abort, None)
             }
+        };
+        let tell: Vec<Pe> = match (abort.told_all, from) {
+            (true, Some(_)) => Vec::new(),
+            (true, None) => (0..me.size())
+                .filter(|&r| r != me.rank())
+                .filter_map(|r| me.pe_of(r))
+                .collect(),
+            (false, _) => {
+                let view = Rerooted::new(me, run.root);
+                view.parent_pe()
+                    .into_iter()
+                    .chain(children(&view))
+                    .filter(|&pe| Some(pe) != from)
+                    .collect()
+            }
+        };
+        let err = CollectiveError::Failed {
+            collective: run.collective,
+            section: key.section,
+            seq: key.seq,
+            rank: me.rank(),
+            pe: me.my_pe(),
+            cause: Box::new(cause),
+        };
+        self.failed.insert(key);
+        if ctx.on_error() == ErrorPolicy::Abort {
+            // The job ends with this error; news of it would only race the exit and
+            // put a consequence in the cause's place.
+            return ctx.fail(REPORTER, err);
+        }
+        let group: GroupProxy<CollectivesHost> =
+            ctx.this_group().expect("the host runs as a group member");
+        let here = ctx.my_pe();
+        for pe in tell {
+            let abort = abort.clone();
+            group.send(ctx, pe, HostMsg::Abort { abort, from: here });
+        }
+        ctx.fail(REPORTER, err);
+    }
+
+    /// Another member failed collective `abort.key`: stop this member's part, or
+    /// remember it for when this member starts it. A member that has finished its
+    /// part already has nothing to stop.
+    fn abort(&mut self, ctx: &mut Ctx, abort: Abort, from: Pe) {
+        let key = abort.key;
+        if let Some(run) = self.running.remove(&key) {
+            let cause = abort.error();
+            return self.end_failed(ctx, key, run, cause, Some((abort, from)));
+        }
+        let started = self.next_seq.get(&key.section).copied().unwrap_or(0) > key.seq;
+        if !started && !self.failed.contains(&key) {
+            self.aborted.insert(key, (abort, from));
         }
     }
 }
@@ -364,6 +476,7 @@ impl Chare for CollectivesHost {
                 }
                 None => self.early.entry(key).or_default().push((from, tag, piece)),
             },
+            HostMsg::Abort { abort, from } => self.abort(ctx, abort, from),
         }
     }
 }
