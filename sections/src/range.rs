@@ -166,6 +166,12 @@ mod tests {
         assert_eq!(inner.rank(12), None);
         assert_eq!(inner.rank(3), None);
         assert_eq!(inner.id().depth, 2);
+        assert_eq!(
+            inner.id().to_string(),
+            "world / range of 13 PEs from 5 by 6 (depth 2)"
+        );
+        assert_eq!(world.id().to_string(), "world");
+        assert_eq!(SectionId::created(3, 7, 10).to_string(), "#7 of PE 3");
         assert_ne!(inner.id(), odd.id());
         assert_eq!(world.split(0, 99, 1).unwrap().size(), 100);
         assert_ne!(world.split(0, 99, 1).unwrap().id(), world.id());

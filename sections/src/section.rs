@@ -65,6 +65,26 @@ impl SectionId {
     }
 }
 
+impl std::fmt::Display for SectionId {
+    /// `world`, or `#c of PE p` for a built section; a range split from it adds its
+    /// PEs (`first`, `stride`, `count`) and nesting depth.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.creator == WORLD_CREATOR {
+            write!(f, "world")?;
+        } else {
+            write!(f, "#{} of PE {}", self.counter, self.creator)?;
+        }
+        if self.depth > 0 {
+            write!(
+                f,
+                " / range of {} PEs from {} by {} (depth {})",
+                self.count, self.first, self.stride, self.depth
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// A member's place in a new section, in the ids the creation protocol ran on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Placement {

@@ -97,7 +97,7 @@ pub enum CollectiveError {
     /// A running collective ended at this member without a result (reported through
     /// the job's `--on-error` policy). The members that would wait on it fail too,
     /// with `Aborted` as the cause.
-    #[error("{collective} #{seq} on section {section:?} failed at rank {rank} (PE {pe}): {cause}")]
+    #[error("{collective} #{seq} on section {section} failed at rank {rank} (PE {pe}): {cause}")]
     Failed {
         /// The collective as the member started it (e.g. `allreduce`, `allgather (ring)`).
         collective: String,

@@ -166,7 +166,7 @@ pub struct CreationReport {
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum HostError {
     /// The parent section is not known on this PE (it did not create it as a member).
-    #[error("PE {pe}: parent section {id:?} is not known here")]
+    #[error("PE {pe}: parent section {id} is not known here")]
     UnknownParent {
         /// The PE.
         pe: Pe,
@@ -194,7 +194,7 @@ pub enum HostError {
         source: ProtocolError,
     },
     /// A routed merge message found no way on (the trees are not what they claim).
-    #[error("section {id:?} rank {rank}: no route to merged rank {dest}")]
+    #[error("section {id} rank {rank}: no route to merged rank {dest}")]
     Route {
         /// The member's old section.
         id: SectionId,
