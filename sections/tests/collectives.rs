@@ -898,7 +898,8 @@ enum BadOp {
     Allgather(Allgather),
 }
 
-/// One member (`odd`) gives `odd_value`; the others give three `u64`s.
+/// One member (`odd`) gives `odd_value`; the others give three `u64`s. The member of
+/// rank `late`, if any, starts two handlers after computing for a millisecond.
 #[derive(Clone, Serialize, Deserialize)]
 struct BadPlan {
     coll: Collectives,
@@ -907,37 +908,67 @@ struct BadPlan {
     op: BadOp,
     odd: u32,
     odd_value: RedData,
+    late: Option<u32>,
+}
+
+impl BadPlan {
+    /// Start the member on this PE's part of the collective.
+    fn start(&self, ctx: &mut Ctx) {
+        let Some(member) = self.shape.member(ctx.my_pe()) else {
+            return;
+        };
+        let rank = member.rank();
+        let v = if rank == self.odd {
+            self.odd_value.clone()
+        } else {
+            RedData::U64(vec![u64::from(rank), 1, 2])
+        };
+        let cb = Callback::array_element(&self.sinks.array, &(rank as usize), self.sinks.got);
+        let c = &self.coll;
+        let started = match self.op {
+            BadOp::Reduce => c.reduce(ctx, member, 0, v, Reducer::Sum, cb),
+            BadOp::Allreduce => c.allreduce(ctx, member, v, Reducer::Sum, cb),
+            BadOp::Scan => c.scan(ctx, member, v, Reducer::Sum, cb),
+            BadOp::Gather => c.gather(ctx, member, 0, v, cb),
+            BadOp::Allgather(a) => c.allgather(ctx, member, v, a, cb),
+        };
+        // Every member's own value is fine: starting succeeds everywhere.
+        started.unwrap_or_else(|e| panic!("starting {:?}: {e}", self.op));
+    }
 }
 
 /// One per PE: starts its member's part of the plan's collective.
-struct BadDriver;
+struct BadDriver(BadPlan);
 
 impl Chare for BadDriver {
     type Init = BadPlan;
-    type Msg = ();
+    /// Handlers left before a late member starts.
+    type Msg = u8;
     fn create(plan: BadPlan, ctx: &mut Ctx) -> Self {
-        if let Some(member) = plan.shape.member(ctx.my_pe()) {
-            let rank = member.rank();
-            let v = if rank == plan.odd {
-                plan.odd_value.clone()
-            } else {
-                RedData::U64(vec![u64::from(rank), 1, 2])
-            };
-            let cb = Callback::array_element(&plan.sinks.array, &(rank as usize), plan.sinks.got);
-            let c = &plan.coll;
-            let started = match plan.op {
-                BadOp::Reduce => c.reduce(ctx, member, 0, v, Reducer::Sum, cb),
-                BadOp::Allreduce => c.allreduce(ctx, member, v, Reducer::Sum, cb),
-                BadOp::Scan => c.scan(ctx, member, v, Reducer::Sum, cb),
-                BadOp::Gather => c.gather(ctx, member, 0, v, cb),
-                BadOp::Allgather(a) => c.allgather(ctx, member, v, a, cb),
-            };
-            // Every member's own value is fine: starting succeeds everywhere.
-            started.unwrap_or_else(|e| panic!("starting {:?}: {e}", plan.op));
+        let late = plan.late.is_some_and(|r| {
+            plan.shape
+                .member(ctx.my_pe())
+                .is_some_and(|m| m.rank() == r)
+        });
+        if late {
+            // What arrives during the compute is queued behind the first message to
+            // self and ahead of the second, which starts the collective.
+            ctx.work(Duration::from_millis(1));
+            let me = ctx.this_group::<BadDriver>().expect("a group member");
+            me.send(ctx, ctx.my_pe(), 2);
+        } else {
+            plan.start(ctx);
         }
-        BadDriver
+        BadDriver(plan)
     }
-    fn handle(&mut self, _: (), _: &mut Ctx) {}
+    fn handle(&mut self, left: u8, ctx: &mut Ctx) {
+        if left > 1 {
+            let me = ctx.this_group::<BadDriver>().expect("a group member");
+            me.send(ctx, ctx.my_pe(), left - 1);
+        } else {
+            self.0.start(ctx);
+        }
+    }
 }
 
 /// Run the plan on 4 PEs of `layer` under `policy`.
@@ -946,8 +977,8 @@ fn run_bad(
     policy: ErrorPolicy,
     shape: &Shape,
     op: BadOp,
-    odd: u32,
-    odd_value: &RedData,
+    (odd, odd_value): (u32, &RedData),
+    late: Option<u32>,
 ) -> Result<chorus_core::RunReport, RuntimeError> {
     let (mut reg, got) = registry();
     reg.chare::<BadDriver>("bad-driver");
@@ -966,6 +997,7 @@ fn run_bad(
             op,
             odd,
             odd_value,
+            late,
         };
         ctx.create_group::<BadDriver>(plan);
         ctx.exit_on_quiescence();
@@ -1109,12 +1141,26 @@ fn values_that_do_not_combine_fail_the_collective_with_a_typed_error_under_both_
                     if by == REPORTER && wants.contains(message))
             };
             let case = format!("{layer:?}: {op:?} on {shape:?}, rank {odd} gives {odd_value:?}");
-            let err = run_bad(layer, ErrorPolicy::Abort, shape, *op, *odd, odd_value)
-                .expect_err("abort ends the job with the error");
+            let err = run_bad(
+                layer,
+                ErrorPolicy::Abort,
+                shape,
+                *op,
+                (*odd, odd_value),
+                None,
+            )
+            .expect_err("abort ends the job with the error");
             assert!(expected(&err), "{case}: {err:?}, wanted one of {wants:?}");
             assert!(err.to_string().contains(what.as_str()), "{case}: {err}");
-            let report = run_bad(layer, ErrorPolicy::Drop, shape, *op, *odd, odd_value)
-                .unwrap_or_else(|e| panic!("{case}: drop completes the job, got {e}"));
+            let report = run_bad(
+                layer,
+                ErrorPolicy::Drop,
+                shape,
+                *op,
+                (*odd, odd_value),
+                None,
+            )
+            .unwrap_or_else(|e| panic!("{case}: drop completes the job, got {e}"));
             let errors = report.errors();
             assert!(
                 errors.iter().any(|e| expected(e)),
@@ -1148,6 +1194,33 @@ fn values_that_do_not_combine_fail_the_collective_with_a_typed_error_under_both_
             }
         }
     }
+}
+
+/// A member that starts a collective after another member failed it hears of the
+/// failure first and fails at its start, on the sim layer where the order is fixed:
+/// rank 1 finds rank 3's short vector while rank 2 is still computing.
+#[test]
+fn a_member_that_starts_after_the_failure_fails_at_its_start() {
+    let range = RangeSection::world(4, 2).unwrap();
+    let shorter = RedData::U64(vec![1, 2]);
+    let report = run_bad(
+        Layer::Sim,
+        ErrorPolicy::Drop,
+        &Shape::Range(range),
+        BadOp::Allreduce,
+        (3, &shorter),
+        Some(2),
+    )
+    .expect("drop completes the job");
+    let errors: Vec<String> = report.errors().iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 4, "every member fails: {errors:?}");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("failed at rank 2 (PE 2): rank 1 (PE 1) failed it first")),
+        "{errors:?}"
+    );
+    assert!(report.outputs::<(usize, RedData)>("got").is_empty());
 }
 
 /// A forged section view (no parent at rank 1, missing children, k = 0) is refused at
