@@ -1346,12 +1346,25 @@ impl PeRuntime {
         }
     }
 
+    /// Put messages that waited for a creation or a migration back in line, ahead of
+    /// what arrived after them and in their own order: a sender's messages to one
+    /// destination run in the order it sent them. (Queued behind later arrivals, they
+    /// ran after them, or never when one of those ended the job.)
     fn requeue(&mut self, waiting: Option<Vec<Envelope>>) {
-        for env in waiting.into_iter().flatten() {
+        let waiting = waiting.unwrap_or_default();
+        for env in &waiting {
             if env.counted {
                 self.core.sent += env.weight();
             }
-            self.accept(env);
+        }
+        let (expedited, normal): (Vec<_>, Vec<_>) =
+            waiting.into_iter().partition(|env| env.expedited);
+        for env in expedited {
+            self.core.queue.push(env, 0, true);
+        }
+        for env in normal.into_iter().rev() {
+            let prio = env.prio;
+            self.core.queue.push_front(env, prio);
         }
     }
 
@@ -1420,7 +1433,7 @@ impl PeRuntime {
             ..addr
         };
         // Only a run can stop early; its address is kept for the rest.
-        let keep = matches!(payload, Payload::Run(_)).then(|| addr.clone());
+        let keep = payload.is_run().then(|| addr.clone());
         let cur = Current::Element(coll, addr);
         let rest = invoke(&mut self.core, cur, e.chare.as_mut(), payload);
         if let (Some(rest), Some(addr)) = (rest, keep) {

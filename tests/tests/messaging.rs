@@ -28,6 +28,13 @@ fn a_run_of_messages_yields_to_expedited_ones_and_survives_a_failing_member() {
 }
 
 #[test]
+fn a_run_to_an_element_on_another_pe_resumes_after_an_expedited_message() {
+    for layer in layers() {
+        messaging::a_run_to_an_element_on_another_pe_resumes_after_an_expedited_message(layer);
+    }
+}
+
+#[test]
 fn chares_created_from_any_pe_receive_messages_sent_right_after_creation() {
     for layer in layers() {
         messaging::chares_created_from_any_pe_receive_messages_sent_right_after_creation(layer);

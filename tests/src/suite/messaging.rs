@@ -260,6 +260,62 @@ pub fn a_run_of_messages_yields_to_expedited_ones_and_survives_a_failing_member(
     assert!(errors[0].to_string().contains("message 5 fails"));
 }
 
+/// An array element that gets a run of messages from another PE; one of them sends it
+/// an expedited message, which interrupts the run.
+struct RunElement {
+    seen: Vec<i64>,
+}
+
+impl Chare for RunElement {
+    type Init = ();
+    type Msg = RunnerMsg;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        RunElement { seen: Vec::new() }
+    }
+    fn handle(&mut self, msg: RunnerMsg, ctx: &mut Ctx) {
+        match msg {
+            RunnerMsg::Burst => {}
+            RunnerMsg::Tag(t) => {
+                if t == 3 {
+                    let me: ArrayProxy<RunElement, usize> = ctx.this_array().expect("an element");
+                    let i: usize = ctx.this_index().expect("an element");
+                    me.send_with(ctx, &i, RunnerMsg::Tag(100), SendOpts::expedited());
+                }
+                self.seen.push(t);
+            }
+            RunnerMsg::Done => {
+                ctx.publish("order", &self.seen);
+                ctx.exit();
+            }
+        }
+    }
+}
+
+/// Messages sent to an array element on another PE right after the array's creation
+/// (they may arrive before it and wait) run in the order sent, and a run of them (bytes,
+/// across processes) that an expedited message interrupts goes on after it: none is
+/// lost.
+pub fn a_run_to_an_element_on_another_pe_resumes_after_an_expedited_message(layer: Layer) {
+    let p = pes(layer, 2);
+    let mut reg = Registry::new();
+    reg.chare::<RunElement>("RunElement");
+    let report = Runtime::new(reg, config(layer, p, ErrorPolicy::Abort))
+        .run(move |ctx| {
+            let a = ctx.create_array_1d::<RunElement>(p as usize, (), ArrayMap::RoundRobin);
+            // Round-robin puts element `p - 1` on the last PE, away from main on PE 0.
+            let last = (p - 1) as usize;
+            for tag in 1..=6 {
+                a.send(ctx, &last, RunnerMsg::Tag(tag));
+            }
+            a.send(ctx, &last, RunnerMsg::Done);
+        })
+        .expect("run");
+    assert_eq!(
+        report.output::<Vec<i64>>("order"),
+        Some(vec![1, 2, 3, 100, 4, 5, 6])
+    );
+}
+
 /// A chare that creates another chare on a different PE and talks to it at once.
 struct Spawner;
 
@@ -620,6 +676,10 @@ pub const TESTS: &[super::Test] = &[
     (
         "a_run_of_messages_yields_to_expedited_ones_and_survives_a_failing_member",
         a_run_of_messages_yields_to_expedited_ones_and_survives_a_failing_member,
+    ),
+    (
+        "a_run_to_an_element_on_another_pe_resumes_after_an_expedited_message",
+        a_run_to_an_element_on_another_pe_resumes_after_an_expedited_message,
     ),
     (
         "chares_created_from_any_pe_receive_messages_sent_right_after_creation",
