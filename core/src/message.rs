@@ -138,7 +138,8 @@ impl WireBytes {
     }
 }
 
-/// Bytes of messages one run may hold. A longer stream of sends becomes several runs,
+/// Bytes of messages one run may hold, counted as they lie in the run (`size_of`: the
+/// heap data a message owns is not counted). A longer stream of sends becomes several runs,
 /// so its buffers stay small enough to stay in cache and be reused: one run of
 /// thousands of messages spent most of its time faulting in fresh pages.
 const RUN_BYTES: usize = 16 << 10;

@@ -1012,8 +1012,9 @@ type BadCase = (Shape, BadOp, u32, RedData, &'static str, Vec<u32>, String);
 /// Members whose values differ in kind or length end a reduce, an allreduce, a scan
 /// (by recursive doubling and by the tree), a gather and allgathers by rounds with
 /// `CollectiveError::Failed` naming the collective, the section and what disagreed,
-/// reported by "section collectives" under both policies: `abort` returns it, `drop`
-/// lists it (and nothing else: no handler panics) and the job still ends.
+/// reported by "section collectives" under both policies: `abort` returns it; `drop`
+/// lists it, and the members waiting on the failed one hear of it and fail with
+/// `Aborted` instead of waiting (no handler panics, and the job still ends).
 #[test]
 fn values_that_do_not_combine_fail_the_collective_with_a_typed_error_under_both_policies() {
     let range = RangeSection::world(4, 2).unwrap();
@@ -1170,7 +1171,7 @@ fn values_that_do_not_combine_fail_the_collective_with_a_typed_error_under_both_
             // heard of the failure instead of waiting forever.
             let heard = |e: &RuntimeError| {
                 matches!(e, RuntimeError::Reported { by, message, .. }
-                    if by == REPORTER && message.contains("failed it first") && message.contains(what.as_str()))
+                    if by == REPORTER && message.contains(") failed it ") && message.contains(what.as_str()))
             };
             assert!(
                 errors.iter().all(|e| expected(e) || heard(e)),
@@ -1196,31 +1197,69 @@ fn values_that_do_not_combine_fail_the_collective_with_a_typed_error_under_both_
     }
 }
 
-/// A member that starts a collective after another member failed it hears of the
-/// failure first and fails at its start, on the sim layer where the order is fixed:
-/// rank 1 finds rank 3's short vector while rank 2 is still computing.
+/// News of a failure reaches every waiting member: up and down a tree without a
+/// roster, to a member that had not started (which fails at its start and passes the
+/// news on to its subtree), and from a member with a roster to all. On the sim layer,
+/// where the order is fixed. Each case: the section, the odd rank and its value, the
+/// late rank, the rank that finds the problem, and the rank that fails at its start.
 #[test]
-fn a_member_that_starts_after_the_failure_fails_at_its_start() {
-    let range = RangeSection::world(4, 2).unwrap();
+fn news_of_a_failure_reaches_every_waiting_member() {
+    let range = Shape::Range(RangeSection::world(4, 2).unwrap());
+    // Ranks 0..4 on PEs 2, 0, 3, 1; rank 0's children are 1 and 2, rank 1's is 3.
+    let tree = Shape::Tree {
+        id: SectionId::created(0, 77, 4),
+        k: 2,
+        roster: vec![2, 0, 3, 1],
+        shared: false,
+    };
     let shorter = RedData::U64(vec![1, 2]);
-    let report = run_bad(
-        Layer::Sim,
-        ErrorPolicy::Drop,
-        &Shape::Range(range),
-        BadOp::Allreduce,
-        (3, &shorter),
-        Some(2),
-    )
-    .expect("drop completes the job");
-    let errors: Vec<String> = report.errors().iter().map(|e| e.to_string()).collect();
-    assert_eq!(errors.len(), 4, "every member fails: {errors:?}");
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.contains("failed at rank 2 (PE 2): rank 1 (PE 1) failed it first")),
-        "{errors:?}"
-    );
-    assert!(report.outputs::<(usize, RedData)>("got").is_empty());
+    // Rank 1 finds rank 3's short vector while rank 2 computes: the roster tells all.
+    // In the tree, rank 1 finds it and the news climbs to 0 and goes down to 2 and 3.
+    // In the tree with rank 1 late, rank 0 finds rank 2's, and rank 1 passes the news
+    // on to rank 3 when it starts.
+    let cases = [
+        (&range, 3, Some(2), 1, Some(2)),
+        (&tree, 3, None, 1, None),
+        (&tree, 2, Some(1), 0, Some(1)),
+    ];
+    for (shape, odd, late, finder, starter) in cases {
+        let case = format!("{shape:?}, odd rank {odd}, late rank {late:?}");
+        let report = run_bad(
+            Layer::Sim,
+            ErrorPolicy::Drop,
+            shape,
+            BadOp::Allreduce,
+            (odd, &shorter),
+            late,
+        )
+        .unwrap_or_else(|e| panic!("{case}: drop completes the job, got {e}"));
+        let errors: Vec<String> = report.errors().iter().map(|e| e.to_string()).collect();
+        assert_eq!(errors.len(), 4, "{case}: every member fails: {errors:?}");
+        let at = |rank: u32| format!("failed at rank {rank} (PE {}): ", shape.member_pe(rank));
+        let origin = format!("rank {finder} (PE {}) failed it", shape.member_pe(finder));
+        for rank in 0..4 {
+            let mine: Vec<&String> = errors.iter().filter(|e| e.contains(&at(rank))).collect();
+            assert_eq!(mine.len(), 1, "{case}: rank {rank}: {errors:?}");
+            let e = mine[0];
+            if rank == finder {
+                assert!(
+                    e.contains("do not combine") && !e.contains("failed it"),
+                    "{case}: {e}"
+                );
+            } else if Some(rank) == starter {
+                assert!(
+                    e.contains(&format!("{origin} before this member started")),
+                    "{case}: {e}"
+                );
+            } else {
+                assert!(e.contains(&format!("{origin} first")), "{case}: {e}");
+            }
+        }
+        assert!(
+            report.outputs::<(usize, RedData)>("got").is_empty(),
+            "{case}"
+        );
+    }
 }
 
 /// A forged section view (no parent at rank 1, missing children, k = 0) is refused at

@@ -85,7 +85,7 @@ pub enum CollectiveError {
     Protocol(String),
     /// Another member's part of the collective failed, and told this member, which
     /// would otherwise wait for it forever.
-    #[error("rank {rank} (PE {pe}) failed it first: {cause}")]
+    #[error("rank {rank} (PE {pe}) failed it {}: {cause}", when(*.before_start))]
     Aborted {
         /// The member whose part failed.
         rank: u32,
@@ -93,10 +93,12 @@ pub enum CollectiveError {
         pe: Pe,
         /// What it found wrong.
         cause: String,
+        /// True if the news came before this member started the collective.
+        before_start: bool,
     },
     /// A running collective ended at this member without a result (reported through
-    /// the job's `--on-error` policy). The members that would wait on it fail too,
-    /// with `Aborted` as the cause.
+    /// the job's `--on-error` policy). Under `drop` the other members hear of it and
+    /// fail too, with `Aborted` as the cause.
     #[error("{collective} #{seq} on section {section} failed at rank {rank} (PE {pe}): {cause}")]
     Failed {
         /// The collective as the member started it (e.g. `allreduce`, `allgather (ring)`).
@@ -113,4 +115,13 @@ pub enum CollectiveError {
         /// member.
         cause: Box<CollectiveError>,
     },
+}
+
+/// How an `Aborted` member heard of the failure, in words.
+fn when(before_start: bool) -> &'static str {
+    if before_start {
+        "before this member started"
+    } else {
+        "first"
+    }
 }

@@ -197,11 +197,11 @@ pub enum HostMsg {
         /// The data.
         piece: Piece,
     },
-    /// A member's part of a collective failed; the members that would wait on it
-    /// stop. With a roster the failing member tells every member; without one the
-    /// news passes along the section's tree, from running member to running member
-    /// (in a tree collective, the members still waiting are joined to the failed one
-    /// by members that wait too).
+    /// A member's part of a collective failed, under the `drop` policy. With a roster
+    /// the failing member tells every member; without one the news passes along the
+    /// section's tree through the members still running it or not yet started (in a
+    /// tree collective the members still waiting are joined to the failed one by such
+    /// members). Each stops its part, or fails it at its start.
     Abort {
         /// What failed, and where first.
         abort: Abort,
@@ -227,11 +227,13 @@ pub struct Abort {
 }
 
 impl Abort {
-    fn error(&self) -> CollectiveError {
+    /// The error of a member that heard of this failure (before it started or not).
+    fn error(&self, before_start: bool) -> CollectiveError {
         CollectiveError::Aborted {
             rank: self.rank,
             pe: self.pe,
             cause: self.cause.clone(),
+            before_start,
         }
     }
 }
@@ -308,7 +310,7 @@ impl CollectivesHost {
         };
         if let Some((abort, from)) = self.aborted.remove(&key) {
             self.early.remove(&key);
-            return self.end_failed(ctx, key, run, abort.error(), Some((abort, from)));
+            return self.end_failed(ctx, key, run, abort.error(true), Some((abort, from)));
         }
         let mut out = Out::default();
         let view = Rerooted::new(&run.member, root);
@@ -414,11 +416,11 @@ impl CollectivesHost {
     fn abort(&mut self, ctx: &mut Ctx, abort: Abort, from: Pe) {
         let key = abort.key;
         if let Some(run) = self.running.remove(&key) {
-            let cause = abort.error();
+            let cause = abort.error(false);
             return self.end_failed(ctx, key, run, cause, Some((abort, from)));
         }
         let started = self.next_seq.get(&key.section).copied().unwrap_or(0) > key.seq;
-        if !started && !self.failed.contains(&key) {
+        if !started {
             self.aborted.insert(key, (abort, from));
         }
     }

@@ -17,9 +17,10 @@
 //! element-wise reducer) or whose collectives do not match end the collective with
 //! [`CollectiveError::Failed`], reported with `ctx.fail` by "section collectives"
 //! under the job's `--on-error` policy (the run returns it, or logs it and lists it in
-//! the report). Under `drop` the failing member also tells the members that would wait
-//! on it, which end their part with `Failed` caused by [`CollectiveError::Aborted`]
-//! instead of waiting forever. Members must give values of one kind: a scan whose
+//! the report). Under `drop` the failing member also tells the others (every member
+//! when it has a roster, else those still running or not yet started, along the
+//! tree), which end their part with `Failed` caused by [`CollectiveError::Aborted`]
+//! instead of waiting forever (members that already finished keep their result). Members must give values of one kind: a scan whose
 //! members mix `f64` and integer values is not detected and never ends, because
 //! members with a roster choose the scan's algorithm by the kind of their own value
 //! (as an MPI program with mismatched datatypes is erroneous).
