@@ -119,6 +119,10 @@ pub struct Walker<S> {
     steps_since_exchange: u32,
     /// Merge requests this PE received and its group has not yet taken in.
     held: Vec<(u32, u32)>,
+    /// A group that took this PE's group in before this PE saw its chain end: the
+    /// group's first member forwards the request when it sees the last step's result,
+    /// and the taker's `Joined` can overtake that result on its way to a slower member.
+    joined_early: Option<GroupState>,
     regroups: u64,
     /// Items' worth of work this PE has done (a share of 1/g per step in a group of g).
     work_share: f64,
@@ -146,6 +150,7 @@ impl<S: Strategy> Chare for Walker<S> {
             index_sum: 0,
             steps_since_exchange: 0,
             held: Vec::new(),
+            joined_early: None,
             regroups: 0,
             work_share: 0.0,
             init,
@@ -164,19 +169,15 @@ impl<S: Strategy> Chare for Walker<S> {
             WalkerMsg::Stepped(v) => self.stepped(&v, ctx),
             WalkerMsg::Exchanged(v) => self.exchanged(&v, ctx),
             WalkerMsg::MergeRequest { first, last } => self.merge_request(first, last, ctx),
-            WalkerMsg::Joined(g) => {
-                if let Some(c) = self.chain {
-                    panic!(
-                        "PE {} was asked to join group {}..={} while walking chain {c}: \
-                         a PE would be in two groups",
-                        self.me, g.first, g.last
-                    );
-                }
-                self.adopt(g);
-                self.regroups += 1;
-                self.steps_since_exchange = 0;
-                self.step(ctx);
-            }
+            WalkerMsg::Joined(g) => match (self.chain, &self.joined_early) {
+                (None, _) => self.join(g, ctx),
+                (Some(_), None) => self.joined_early = Some(g),
+                (Some(c), Some(first)) => panic!(
+                    "PE {} was asked to join group {}..={} while walking chain {c} and \
+                     already taken in by group {}..={}: a PE would be in two groups",
+                    self.me, g.first, g.last, first.first, first.last
+                ),
+            },
             WalkerMsg::Report(cb) => {
                 let share = (self.work_share * WORK_UNIT).round() as u64;
                 ctx.contribute(vec![self.regroups, share], Reducer::Concat, cb)
@@ -290,6 +291,14 @@ impl<S: Strategy> Walker<S> {
         }
     }
 
+    /// Walk on with the group that took this PE's group in.
+    fn join(&mut self, g: GroupState, ctx: &mut Ctx) {
+        self.adopt(g);
+        self.regroups += 1;
+        self.steps_since_exchange = 0;
+        self.step(ctx);
+    }
+
     fn adopt(&mut self, g: GroupState) {
         self.first = g.first;
         self.last = g.last;
@@ -326,6 +335,9 @@ impl<S: Strategy> Walker<S> {
         }
         if self.init.strategy.exchange_every().is_some() {
             self.exchange(ctx);
+        }
+        if let Some(g) = self.joined_early.take() {
+            self.join(g, ctx);
         }
     }
 

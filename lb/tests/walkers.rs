@@ -109,6 +109,22 @@ fn async_merges_stay_correct_when_jitter_reorders_requests() {
     }
 }
 
+/// Members of a group see its last step's result at different times; the group that
+/// takes the finished group in may tell a slow member before that member has seen
+/// its chain end. Larger groups and jitter make that happen.
+#[test]
+fn a_member_taken_in_before_it_sees_its_chain_end_joins_after_it() {
+    for seed in 1..=12u64 {
+        for group_size in [3, 4] {
+            let c = sim(16, seed, Some(2_000.0));
+            let p = params(group_size, 2, Workload::Random { seed });
+            let r = run_spec(&c, p, StrategySpec::Async)
+                .unwrap_or_else(|e| panic!("seed {seed}, groups of {group_size}: {e}"));
+            assert!(r.makespan_s >= r.ideal_s, "seed {seed}: {r:?}");
+        }
+    }
+}
+
 #[test]
 fn runs_replay_exactly_for_a_seed() {
     let c = sim(16, 3, Some(500.0));
