@@ -150,6 +150,22 @@ fn run_limit<T>() -> usize {
     (RUN_BYTES / std::mem::size_of::<T>().max(1)).max(16)
 }
 
+/// Messages a run makes room for when it starts.
+const RUN_START: usize = 16;
+
+/// Make room in a full run: for `RUN_START` messages, then at once for the limit. A
+/// run that outgrows its start is a stream; growing it by doubling copied about one
+/// message per message sent.
+#[cold]
+fn grow_run<T>(v: &mut Vec<T>) {
+    let want = if v.len() < RUN_START {
+        RUN_START
+    } else {
+        run_limit::<T>()
+    };
+    v.reserve_exact(want.saturating_sub(v.len()).max(1));
+}
+
 /// Bytes of the bincode length prefix of an encoded run.
 const RUN_LEN_BYTES: usize = 8;
 
@@ -254,6 +270,9 @@ impl Payload {
         match self {
             Payload::Run(r) => match (&mut **r as &mut dyn Any).downcast_mut::<Vec<T>>() {
                 Some(v) if v.len() < run_limit::<T>() => {
+                    if v.len() == v.capacity() {
+                        grow_run(v);
+                    }
                     v.push(value);
                     Ok(())
                 }
@@ -276,7 +295,12 @@ impl Payload {
             unreachable!("absorb matched Local")
         };
         match first.into_any().downcast::<T>() {
-            Ok(first) => *self = Payload::Run(Box::new(vec![*first, value])),
+            Ok(first) => {
+                let mut run = Vec::with_capacity(RUN_START);
+                run.push(*first);
+                run.push(value);
+                *self = Payload::Run(Box::new(run));
+            }
             Err(_) => unreachable!("absorb checked the type"),
         }
     }

@@ -5,7 +5,7 @@ use crate::chare::Chare;
 use crate::ctx::Ctx;
 use crate::ids::{ChareId, CollectionId, Pe};
 use crate::message::Payload;
-use crate::runtime::Dest;
+use crate::runtime::{Dest, GroupMember};
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
 
@@ -92,8 +92,7 @@ impl<C: Chare> ChareProxy<C> {
 
     /// Send with a priority or expedited.
     pub fn send_with(&self, ctx: &mut Ctx, msg: C::Msg, opts: SendOpts) {
-        ctx.core
-            .send_typed(self.id.pe, Dest::Chare(self.id), msg, opts);
+        ctx.core.send_typed(self.id.pe, self.id, msg, opts);
     }
 }
 
@@ -131,7 +130,7 @@ impl<C: Chare> GroupProxy<C> {
 
     /// Send to the member on `pe` with options.
     pub fn send_with(&self, ctx: &mut Ctx, pe: Pe, msg: C::Msg, opts: SendOpts) {
-        ctx.core.send_typed(pe, Dest::Group(self.coll), msg, opts);
+        ctx.core.send_typed(pe, GroupMember(self.coll), msg, opts);
     }
 
     /// Send to every member, along a spanning tree of the PEs.

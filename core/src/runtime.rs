@@ -43,15 +43,47 @@ pub(crate) enum Dest {
     ElementAt(CollectionId, ElemAddr, u32),
 }
 
-/// True if two destinations are the same: the test `send_typed` makes on every send.
-/// Chares and groups, the common streams, are compared in line; the derived
-/// comparison stayed a call.
-#[inline(always)]
-fn same_dest(a: &Dest, b: &Dest) -> bool {
-    match (a, b) {
-        (Dest::Chare(x), Dest::Chare(y)) => x == y,
-        (Dest::Group(x), Dest::Group(y)) => x == y,
-        _ => a == b,
+/// A destination as a send names it: compared with a queued envelope's on every send,
+/// and made into a `Dest` only when the message needs an envelope of its own. Chares
+/// and groups, the common streams, name theirs by id, without building, comparing
+/// and dropping a whole `Dest` per message.
+pub(crate) trait DestKey {
+    /// True if `dest` is this destination.
+    fn is(&self, dest: &Dest) -> bool;
+    /// The destination, for an envelope.
+    fn into_dest(self) -> Dest;
+}
+
+impl DestKey for ChareId {
+    #[inline(always)]
+    fn is(&self, dest: &Dest) -> bool {
+        matches!(dest, Dest::Chare(id) if id == self)
+    }
+    fn into_dest(self) -> Dest {
+        Dest::Chare(self)
+    }
+}
+
+/// The member of a group on the PE a message is sent to.
+pub(crate) struct GroupMember(pub(crate) CollectionId);
+
+impl DestKey for GroupMember {
+    #[inline(always)]
+    fn is(&self, dest: &Dest) -> bool {
+        matches!(dest, Dest::Group(c) if *c == self.0)
+    }
+    fn into_dest(self) -> Dest {
+        Dest::Group(self.0)
+    }
+}
+
+impl DestKey for Dest {
+    #[inline]
+    fn is(&self, dest: &Dest) -> bool {
+        self == dest
+    }
+    fn into_dest(self) -> Dest {
+        self
     }
 }
 
@@ -274,7 +306,13 @@ impl Envelope {
     /// Append `msg` to this envelope's run if it goes from `src` to `dest` with the
     /// same priority; give it back otherwise.
     #[inline]
-    fn append<M: Message>(&mut self, src: Pe, dest: &Dest, prio: i32, msg: M) -> Result<(), M> {
+    fn append<M: Message>(
+        &mut self,
+        src: Pe,
+        dest: &impl DestKey,
+        prio: i32,
+        msg: M,
+    ) -> Result<(), M> {
         if self.src != src || self.prio != prio || self.expedited || !self.counted {
             return Err(msg);
         }
@@ -283,7 +321,7 @@ impl Envelope {
                 dest: d,
                 payload,
                 hops: 0,
-            } if same_dest(d, dest) => payload.absorb(msg),
+            } if dest.is(d) => payload.absorb(msg),
             _ => Err(msg),
         }
     }
@@ -463,7 +501,13 @@ impl PeCore {
     /// Send a typed message; when the previous envelope bound for the same PE goes to
     /// the same destination with the same priority, the message joins its run.
     #[inline]
-    pub(crate) fn send_typed<M: Message>(&mut self, to: Pe, dest: Dest, msg: M, opts: SendOpts) {
+    pub(crate) fn send_typed<M: Message>(
+        &mut self,
+        to: Pe,
+        dest: impl DestKey,
+        msg: M,
+        opts: SendOpts,
+    ) {
         let me = self.me;
         if opts.expedited || to as usize >= self.npes {
             return self.send_new_run(to, dest, msg, opts);
@@ -489,8 +533,8 @@ impl PeCore {
     /// Send a typed message in an envelope of its own. Out of line so that joining a
     /// run, the common case of a stream of sends, stays small enough to inline.
     #[inline(never)]
-    fn send_new_run<M: Message>(&mut self, to: Pe, dest: Dest, msg: M, opts: SendOpts) {
-        self.send_user(to, dest, Payload::new(msg), opts);
+    fn send_new_run<M: Message>(&mut self, to: Pe, dest: impl DestKey, msg: M, opts: SendOpts) {
+        self.send_user(to, dest.into_dest(), Payload::new(msg), opts);
     }
 
     /// True when the running handler's run of messages should stop early: the job is
