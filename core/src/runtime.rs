@@ -753,6 +753,15 @@ impl PeCore {
 
     /// End the job: broadcast an exit down the tree rooted here.
     pub(crate) fn exit(&mut self, error: Option<RuntimeError>) {
+        if self.me != 0 {
+            // PE 0 always hears, so the broadcast over PE 0's tree (see `Kind::Exit`)
+            // always starts.
+            let kind = Kind::Exit {
+                root: self.me,
+                error: error.clone(),
+            };
+            self.uncounted(0, kind);
+        }
         let mut env = self.envelope(
             Kind::Exit {
                 root: self.me,
@@ -1188,8 +1197,18 @@ impl PeRuntime {
             }
             Kind::Orphans { root } => self.report_orphans(root),
             Kind::Exit { root, error } => {
-                let n = self.core.npes;
-                for c in tree::children(self.core.me, root, n, self.core.arity) {
+                let (me, n, k) = (self.core.me, self.core.npes, self.core.arity);
+                // A PE stops at the first exit it sees, so it passes on only that one.
+                // When PEs exit at once from several roots, a PE's parent in one tree
+                // may have stopped on another's exit: every PE also passes its exit
+                // down PE 0's tree, which PE 0 always starts, so each PE hears of one.
+                let mut kids: Vec<Pe> = tree::children(me, root, n, k).collect();
+                if root != 0 {
+                    kids.extend(tree::children(me, 0, n, k).filter(|c| *c != root));
+                    kids.sort_unstable();
+                    kids.dedup();
+                }
+                for c in kids {
                     self.core.uncounted(
                         c,
                         Kind::Exit {
