@@ -751,7 +751,7 @@ impl PeCore {
         }
     }
 
-    /// End the job: broadcast an exit down the tree rooted here.
+    /// End the job: broadcast an exit down the tree rooted here and down PE 0's.
     pub(crate) fn exit(&mut self, error: Option<RuntimeError>) {
         if self.me != 0 {
             // PE 0 always hears, so the broadcast over PE 0's tree (see `Kind::Exit`)

@@ -120,7 +120,10 @@ fn a_member_taken_in_before_it_sees_its_chain_end_joins_after_it() {
             let p = params(group_size, 2, Workload::Random { seed });
             let r = run_spec(&c, p, StrategySpec::Async)
                 .unwrap_or_else(|e| panic!("seed {seed}, groups of {group_size}: {e}"));
-            assert!(r.makespan_s >= r.ideal_s, "seed {seed}: {r:?}");
+            assert!(
+                r.makespan_s >= r.ideal_s * (1.0 - 1e-9),
+                "seed {seed}: {r:?}"
+            );
         }
     }
 }
