@@ -53,6 +53,12 @@ fn range_and_mpi_split_sort_under_mpirun() {
         v["mpi_split_time_s"].as_f64().is_some_and(|t| t > 0.0),
         "{v}"
     );
+    // Taking the splits out leaves a positive time, shorter than the whole sort.
+    let (whole, rest) = (
+        v["mpi_split_time_s"].as_f64().unwrap_or(0.0),
+        v["mpi_split_without_split_s"].as_f64().unwrap_or(0.0),
+    );
+    assert!(rest > 0.0 && rest < whole, "{v}");
     assert!(
         v["mpi_split_communicators"]
             .as_u64()

@@ -36,6 +36,16 @@ pub enum SplitError {
     Check(String),
 }
 
+/// What one baseline sort measured (rank 0).
+#[derive(Debug, Clone)]
+pub struct SplitOutcome {
+    /// The sort's outcome, timed like the chorus versions' (slowest rank).
+    pub outcome: Outcome,
+    /// The slowest rank's time with its MPI_Comm_split calls taken out, seconds: what
+    /// the baseline would take if making communicators cost nothing.
+    pub without_split_s: f64,
+}
+
 /// A distributed task this rank takes part in, with its communicator.
 struct Group {
     key: TaskKey,
@@ -56,7 +66,10 @@ fn unpack(v: &[u64]) -> (TaskKey, Vec<Elem>) {
 }
 
 /// Sort once on `world` (every rank calls this); rank 0 gets the outcome.
-pub fn run(spec: &SortSpec, world: &SimpleCommunicator) -> Result<Option<Outcome>, SplitError> {
+pub fn run(
+    spec: &SortSpec,
+    world: &SimpleCommunicator,
+) -> Result<Option<SplitOutcome>, SplitError> {
     spec.validate().map_err(SplitError::Spec)?;
     let p = world.size() as u32;
     let me = world.rank() as u32;
@@ -67,6 +80,7 @@ pub fn run(spec: &SortSpec, world: &SimpleCommunicator) -> Result<Option<Outcome
         fp_in: input::fingerprint(&mine),
         ..PeRecord::default()
     };
+    let mut in_split = 0.0f64;
     world.barrier();
     let t0 = mpi::time();
     let mut bases: Vec<BaseCase> = Vec::new();
@@ -88,7 +102,16 @@ pub fn run(spec: &SortSpec, world: &SimpleCommunicator) -> Result<Option<Outcome
         );
     }
     while !groups.is_empty() {
-        groups = level(spec, &layout, world, me, groups, &mut bases, &mut rec);
+        groups = level(
+            spec,
+            &layout,
+            world,
+            me,
+            groups,
+            &mut bases,
+            &mut rec,
+            &mut in_split,
+        );
     }
     let slice = solve_bases(world, bases);
     let t1 = mpi::time();
@@ -104,14 +127,20 @@ pub fn run(spec: &SortSpec, world: &SimpleCommunicator) -> Result<Option<Outcome
     };
     let words = rec.words();
     let root = world.process_at_rank(0);
+    let rest = t1 - t0 - in_split;
+    let mut without_split_s = 0.0f64;
     if me == 0 {
         let mut all = vec![0u64; RECORD_WORDS * p as usize];
         root.gather_into_root(&words[..], &mut all[..]);
-        verify::check(&layout, &all)
-            .map(Some)
-            .map_err(SplitError::Check)
+        root.reduce_into_root(&rest, &mut without_split_s, SystemOperation::max());
+        let outcome = verify::check(&layout, &all).map_err(SplitError::Check)?;
+        Ok(Some(SplitOutcome {
+            outcome,
+            without_split_s,
+        }))
     } else {
         root.gather_into(&words[..]);
+        root.reduce_into(&rest, SystemOperation::max());
         Ok(None)
     }
 }
@@ -142,7 +171,9 @@ fn place(
 }
 
 /// One level of every group this rank is in (in position order), then the exchange;
-/// returns the next level's groups.
+/// returns the next level's groups and adds the seconds spent in MPI_Comm_split to
+/// `in_split`.
+#[allow(clippy::too_many_arguments)]
 fn level(
     spec: &SortSpec,
     layout: &Layout,
@@ -151,6 +182,7 @@ fn level(
     mut groups: Vec<Group>,
     bases: &mut Vec<BaseCase>,
     rec: &mut PeRecord,
+    in_split: &mut f64,
 ) -> Vec<Group> {
     groups.sort_by_key(|g| g.key.a);
     let depth = groups[0].key.depth;
@@ -206,7 +238,9 @@ fn level(
                 } else {
                     Color::undefined()
                 };
+                let t = mpi::time();
                 let c = g.comm.split_by_color(colour);
+                *in_split += mpi::time() - t;
                 if c.as_ref().is_some_and(|c| c.rank() == 0) {
                     rec.sections += 1;
                 }
