@@ -7,11 +7,40 @@ use std::time::Instant;
 
 /// Median round trip in nanoseconds between two raw threads over crossbeam channels.
 pub fn crossbeam_pingpong_rtt_ns(rounds: u64) -> f64 {
-    let (to_b, b_rx) = unbounded::<u64>();
-    let (to_a, a_rx) = unbounded::<u64>();
+    pingpong(rounds, |i| i, |x| x)
+}
+
+/// A message as large as a chorus envelope whose payload is boxed, as a chorus
+/// message's is.
+struct EnvelopeSized {
+    header: [u64; ENVELOPE_WORDS - 1],
+    payload: Box<u64>,
+}
+
+/// Words of a chorus envelope (it is a whole number of them).
+const ENVELOPE_WORDS: usize = std::mem::size_of::<chorus_core::Envelope>() / 8;
+
+/// The same ping-pong carrying an envelope-sized message with a boxed payload: the
+/// moves and the cross-thread allocation any runtime passing chorus's envelopes pays.
+pub fn crossbeam_envelope_pingpong_rtt_ns(rounds: u64) -> f64 {
+    pingpong(
+        rounds,
+        |i| EnvelopeSized {
+            header: [i; ENVELOPE_WORDS - 1],
+            payload: Box::new(i),
+        },
+        |m| m.header[0] ^ *m.payload,
+    )
+}
+
+/// Median round trip in nanoseconds of `make(i)` sent to an echo thread that reads it
+/// (`read`) and answers with a fresh `make`.
+fn pingpong<T: Send + 'static>(rounds: u64, make: fn(u64) -> T, read: fn(T) -> u64) -> f64 {
+    let (to_b, b_rx) = unbounded::<T>();
+    let (to_a, a_rx) = unbounded::<T>();
     let echo = std::thread::spawn(move || {
         while let Ok(x) = b_rx.recv() {
-            if to_a.send(x).is_err() {
+            if to_a.send(make(read(x))).is_err() {
                 break;
             }
         }
@@ -19,9 +48,11 @@ pub fn crossbeam_pingpong_rtt_ns(rounds: u64) -> f64 {
     let mut rtts = Vec::with_capacity(rounds as usize);
     for i in 0..rounds {
         let t = Instant::now();
-        if to_b.send(i).is_err() || a_rx.recv().is_err() {
+        if to_b.send(make(i)).is_err() {
             break;
         }
+        let Ok(back) = a_rx.recv() else { break };
+        std::hint::black_box(read(back));
         rtts.push(t.elapsed().as_secs_f64());
     }
     drop(to_b);

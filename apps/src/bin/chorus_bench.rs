@@ -382,16 +382,18 @@ fn messaging(
     let (rtt, rtt_t, _) = best_pair(reps, false, trace, |t| {
         messaging::pingpong_rtt_ns(rounds, t)
     })?;
-    let (cb_rtt, actix) = baselines(messages, rounds, reps)?;
+    let (cb_rtt, cb_env_rtt, actix) = baselines(messages, rounds, reps)?;
     let mut out = json!({
         "same_pe_msgs_per_s": same,
         "cross_pe_msgs_per_s": cross,
         "pingpong_rtt_ns": rtt,
         "crossbeam_pingpong_rtt_ns": cb_rtt,
+        "crossbeam_envelope_pingpong_rtt_ns": cb_env_rtt,
         "actix_msgs_per_s": actix,
         "same_pe_vs_actix": same / actix,
         "cross_pe_vs_actix": cross / actix,
         "pingpong_vs_crossbeam": rtt / cb_rtt,
+        "pingpong_vs_crossbeam_envelope": rtt / cb_env_rtt,
         "messages": messages,
         "rounds": rounds,
         "reps": reps,
@@ -421,11 +423,13 @@ fn messaging(
     row("actix msgs/s (100 actors)", actix, None);
     row("chorus ping-pong RTT ns", rtt, rtt_t);
     row("crossbeam ping-pong RTT ns", cb_rtt, None);
+    row("  with envelope-sized messages", cb_env_rtt, None);
     println!("same-PE / actix = {:.2}x (target >= 5x)", same / actix);
     println!("cross-PE / actix = {:.2}x (target >= 1x)", cross / actix);
     println!(
-        "ping-pong / crossbeam = {:.2}x (target <= 1.5x)",
-        rtt / cb_rtt
+        "ping-pong / crossbeam = {:.2}x (target <= 1.5x); / envelope-sized crossbeam = {:.2}x",
+        rtt / cb_rtt,
+        rtt / cb_env_rtt
     );
     if let (Some(st), Some(ct)) = (same_t, cross_t) {
         println!(
@@ -441,15 +445,18 @@ fn messaging(
 }
 
 #[cfg(feature = "baselines")]
-fn baselines(messages: u64, rounds: u64, reps: u32) -> Result<(f64, f64), String> {
+fn baselines(messages: u64, rounds: u64, reps: u32) -> Result<(f64, f64, f64), String> {
     use chorus_apps::bench::baselines as b;
     let cb = best(reps, false, || Ok(b::crossbeam_pingpong_rtt_ns(rounds)))?;
+    let cb_env = best(reps, false, || {
+        Ok(b::crossbeam_envelope_pingpong_rtt_ns(rounds))
+    })?;
     let actix = best(reps, true, || Ok(b::actix_msgs_per_s(messages)))?;
-    Ok((cb, actix))
+    Ok((cb, cb_env, actix))
 }
 
 #[cfg(not(feature = "baselines"))]
-fn baselines(_: u64, _: u64, _: u32) -> Result<(f64, f64), String> {
+fn baselines(_: u64, _: u64, _: u32) -> Result<(f64, f64, f64), String> {
     Err(
         "this chorus-bench was built without the baselines feature; rebuild with default features"
             .into(),
