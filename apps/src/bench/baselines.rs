@@ -17,8 +17,8 @@ struct EnvelopeSized {
     payload: Box<u64>,
 }
 
-/// Words of a chorus envelope (it is a whole number of them).
-const ENVELOPE_WORDS: usize = std::mem::size_of::<chorus_core::Envelope>() / 8;
+/// Words that cover a chorus envelope.
+const ENVELOPE_WORDS: usize = std::mem::size_of::<chorus_core::Envelope>().div_ceil(8);
 
 /// The same ping-pong carrying an envelope-sized message with a boxed payload: the
 /// moves and the cross-thread allocation any runtime passing chorus's envelopes pays.

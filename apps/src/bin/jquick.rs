@@ -121,15 +121,26 @@ fn compare(
     };
     let world = session.world();
     let (mut range, mut split) = (Vec::new(), Vec::new());
+    let mut split_failed: Option<String> = None;
     for _ in 0..args.reps {
         match jquick::run(&args.chorus, spec) {
             Ok(r) => range.push(r.outcome),
             Err(jquick::JquickError::Missing) if !speaks => {}
             Err(e) => return Err(e.to_string()),
         }
-        if let Some(o) = jquick::mpi_split::run(spec, &world).map_err(|e| e.to_string())? {
-            split.push(o);
+        // Only rank 0 checks the baseline's records: it keeps going on a failed check
+        // so that every rank runs the same repetitions (leaving early would leave the
+        // others waiting in the next one), and reports the failure at the end.
+        match jquick::mpi_split::run(spec, &world) {
+            Ok(Some(o)) => split.push(o),
+            Ok(None) => {}
+            Err(e) => {
+                split_failed.get_or_insert(e.to_string());
+            }
         }
+    }
+    if let Some(e) = split_failed {
+        return Err(e);
     }
     if !speaks {
         return Ok(true);

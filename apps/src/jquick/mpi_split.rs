@@ -41,8 +41,9 @@ pub enum SplitError {
 pub struct SplitOutcome {
     /// The sort's outcome, timed like the chorus versions' (slowest rank).
     pub outcome: Outcome,
-    /// The slowest rank's time with its MPI_Comm_split calls taken out, seconds: what
-    /// the baseline would take if making communicators cost nothing.
+    /// The slowest rank's time with its MPI_Comm_split calls taken out, seconds. It is
+    /// low rather than high (a split also waits for slower members, and that wait is
+    /// taken out too), so whole / this bounds from above what free sections can gain.
     pub without_split_s: f64,
 }
 

@@ -253,11 +253,12 @@ fn pe_loop(rt: &mut PeRuntime, link: &Rc<RefCell<Link>>) {
             }
             // A PE that was idle runs its first arrival at once: the probe that would
             // end the drain costs every message's latency. What that arrival starts
-            // locally runs in the same pass, before the network is looked at again:
-            // on an oversubscribed node OpenMPI yields the CPU on every empty test
-            // (mpi_yield_when_idle), so a look between a handler and the local message
-            // it sent cost each wake-up about 5 us. Later arrivals wait at most one
-            // batch, as in any pass.
+            // locally runs in the same pass (up to a batch), before the network is
+            // looked at again: on an oversubscribed node OpenMPI yields the CPU on
+            // every empty test (mpi_yield_when_idle), so a look between a handler and
+            // the local message it sent cost each wake-up about 5 us. The price:
+            // whatever else arrived with the first message, expedited or not, is
+            // drained only after that batch, instead of competing with it by priority.
             if std::mem::take(&mut idle) {
                 break;
             }
