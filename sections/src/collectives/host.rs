@@ -142,7 +142,11 @@ impl Op {
                 fold,
                 value,
                 exclusive,
-            } => Box::new(Scan::new(fold, value, rank, exclusive)),
+            } => {
+                // Members with integer values double where this one climbs the tree.
+                let probe = has_roster && fold.kind_decides_shape();
+                Box::new(Scan::new(fold, value, rank, exclusive, probe))
+            }
             Op::Allgather { algorithm, value } => match algorithm {
                 Allgather::Bruck(k) => Box::new(Bruck::new(k, rank, value)),
                 Allgather::StandardExchange(k) => Box::new(StandardExchange::new(k, rank, value)),

@@ -20,10 +20,11 @@
 //! the report). Under `drop` the failing member also tells the others (every member
 //! when it has a roster, else those still running or not yet started, along the
 //! tree), which end their part with `Failed` caused by [`CollectiveError::Aborted`]
-//! instead of waiting forever (members that already finished keep their result). Members must give values of one kind: a scan whose
-//! members mix `f64` and integer values is not detected and never ends, because
-//! members with a roster choose the scan's algorithm by the kind of their own value
-//! (as an MPI program with mismatched datatypes is erroneous).
+//! instead of waiting forever (members that already finished keep their result). A scan
+//! whose members mix `f64` and integer values fails the same way, although members
+//! with a roster choose its algorithm by the kind of their own value: where the kind
+//! decides, tree members exchange probes with their rank neighbours, so the two
+//! algorithms always meet (`scan`).
 //!
 //! | collective | result | needs |
 //! | --- | --- | --- |

@@ -5,6 +5,14 @@
 //!
 //! Rank 0's exclusive prefix is the reducer's identity shaped like its own value
 //! (zeros for `Sum`, the largest value for `Min`, an empty vector for `Concat`, ...).
+//!
+//! With a roster, members whose values are integers scan by recursive doubling
+//! instead, and a scan that mixes them with `f64` values would leave both sides
+//! waiting for messages that never come. So where the kind of value decides the
+//! algorithm, a tree member also sends a probe to rank + 1 and finishes only once the
+//! one from rank - 1 came: every member then hears from the rank below it, and at
+//! the first pair of ranks that scan differently one side sees the other's message
+//! and ends the scan with a mismatch.
 
 use super::error::CollectiveError;
 use super::machine::{child_toward, children, Machine, Out, Step, Stepped};
@@ -15,6 +23,9 @@ use chorus_core::RedData;
 
 const UP: u32 = 0;
 const DOWN: u32 = 1;
+/// Tag of the probe to rank + 1: no doubling round reaches it, and it is the largest
+/// a tuned chain leaves a phase (`tune::chain`).
+pub(crate) const PROBE: u32 = (1 << 24) - 1;
 
 /// One member's scan.
 pub struct Scan {
@@ -22,16 +33,38 @@ pub struct Scan {
     exclusive: bool,
     values: Vec<(u32, RedData)>,
     waiting: u32,
+    /// Whether this member sends and awaits probes.
+    probe: bool,
+    /// The probe from rank - 1 has come (or none is due).
+    probed: bool,
+    /// This member's prefix, kept while its probe is due.
+    result: Option<RedData>,
 }
 
 impl Scan {
-    /// A scan of this member's `value` (rank `rank`) with `fold`.
-    pub fn new(fold: Fold, value: RedData, rank: u32, exclusive: bool) -> Self {
+    /// A scan of this member's `value` (rank `rank`) with `fold`; with `probe`, the
+    /// member also exchanges probes with its rank neighbours (it has a roster, and
+    /// members with other kinds of value would double).
+    pub fn new(fold: Fold, value: RedData, rank: u32, exclusive: bool, probe: bool) -> Self {
         Scan {
             fold,
             exclusive,
             values: vec![(rank, value)],
             waiting: 0,
+            probe,
+            probed: !probe || rank == 0,
+            result: None,
+        }
+    }
+
+    /// Done once both the prefix and the probe due from rank - 1 are here.
+    fn finish(&mut self, prefix: Option<RedData>) -> Stepped {
+        if prefix.is_some() {
+            self.result = prefix;
+        }
+        match (&self.result, self.probed) {
+            (Some(_), true) => Ok(Step::Done(self.result.take())),
+            _ => Ok(Step::Pending),
         }
     }
 
@@ -43,11 +76,16 @@ impl Scan {
             return Ok(Step::Pending);
         }
         let prefixes = self.fold.prefixes(values, self.exclusive)?;
-        Self::scatter(me, prefixes, out)
+        let mine = Self::scatter(me, prefixes, out)?;
+        self.finish(Some(mine))
     }
 
-    /// Keep this member's prefix and hand each child its subtree's.
-    fn scatter(me: &dyn Topology, prefixes: Vec<(u32, RedData)>, out: &mut Out) -> Stepped {
+    /// Hand each child its subtree's prefixes; this member's own is returned.
+    fn scatter(
+        me: &dyn Topology,
+        prefixes: Vec<(u32, RedData)>,
+        out: &mut Out,
+    ) -> Result<RedData, CollectiveError> {
         let kids = children(me);
         let mut parts: Vec<Vec<(u32, RedData)>> = vec![Vec::new(); kids.len()];
         let mut mine = None;
@@ -72,12 +110,22 @@ impl Scan {
         for (pe, part) in kids.into_iter().zip(parts) {
             out.send(pe, DOWN, Piece::Ranked(part));
         }
-        Ok(Step::Done(Some(mine)))
+        Ok(mine)
     }
 }
 
 impl Machine for Scan {
     fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped {
+        if self.probe && me.rank() + 1 < me.size() {
+            let Some(next) = me.pe_of(me.rank() + 1) else {
+                return Err(CollectiveError::Protocol(format!(
+                    "rank {} has no roster entry for rank {}",
+                    me.rank(),
+                    me.rank() + 1
+                )));
+            };
+            out.send(next, PROBE, Piece::Ranked(Vec::new()));
+        }
         self.waiting = kary::num_children(me.rank(), me.size(), me.k());
         if self.waiting == 0 {
             self.climb(me, out)
@@ -94,8 +142,24 @@ impl Machine for Scan {
         piece: Piece,
         out: &mut Out,
     ) -> Stepped {
+        // A plain value comes only from a member that scans by recursive doubling:
+        // its value is an integer where this member's is f64.
+        let Piece::Ranked(piece) = piece else {
+            return Err(self.fold.mixed_kinds());
+        };
+        if tag == PROBE {
+            if self.probed {
+                return Err(CollectiveError::Protocol(format!(
+                    "rank {} got a second probe",
+                    me.rank()
+                )));
+            }
+            self.probed = true;
+            return self.finish(None);
+        }
         if tag == DOWN {
-            return Self::scatter(me, piece.ranked()?, out);
+            let mine = Self::scatter(me, piece, out)?;
+            return self.finish(Some(mine));
         }
         let Some(waiting) = self.waiting.checked_sub(1) else {
             return Err(CollectiveError::Protocol(format!(
@@ -104,7 +168,7 @@ impl Machine for Scan {
             )));
         };
         let values = std::mem::take(&mut self.values);
-        self.values = merge_ranked(values, piece.ranked()?);
+        self.values = merge_ranked(values, piece);
         self.waiting = waiting;
         if self.waiting == 0 {
             self.climb(me, out)

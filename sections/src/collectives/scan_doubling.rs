@@ -2,6 +2,8 @@
 //! and reducers that combine in any grouping (integers, booleans, bitwise): in round j
 //! rank r sends its running prefix to r + 2^j and folds in the one from r - 2^j;
 //! ceil(log2 n) rounds, one value per message, no member holds more than its own.
+//! A rank list from a member that scans by the tree (its value is `f64`; see
+//! `scan::PROBE`) ends the scan with a mismatch instead of leaving it waiting.
 
 use super::error::CollectiveError;
 use super::machine::{Machine, Out, Step, Stepped};
@@ -95,7 +97,12 @@ impl Machine for DoublingScan {
         piece: Piece,
         out: &mut Out,
     ) -> Stepped {
-        self.early.insert(tag, piece.value()?);
+        // A rank list comes only from a member that scans by the tree: its value is
+        // f64 where this member's is an integer.
+        let Piece::Value(v) = piece else {
+            return Err(self.fold.mixed_kinds());
+        };
+        self.early.insert(tag, v);
         self.advance(me, out)
     }
 }

@@ -127,6 +127,20 @@ impl Fold {
         self.ranked
     }
 
+    /// True if members with other kinds of value may fold this reducer another way
+    /// (`f64`s as rank lists, integers as values), so may run another algorithm.
+    pub(crate) fn kind_decides_shape(&self) -> bool {
+        !matches!(self.reducer, Reducer::Concat | Reducer::Gather)
+    }
+
+    /// The error of members whose values are `f64` at some and integers at others.
+    pub(crate) fn mixed_kinds(&self) -> CollectiveError {
+        CollectiveError::Mismatch(format!(
+            "reducer {:?} cannot combine f64 values with integer ones",
+            self.reducer
+        ))
+    }
+
     /// A member's own contribution as a piece.
     pub(crate) fn piece(&self, rank: u32, v: RedData) -> Piece {
         if self.ranked {
@@ -142,10 +156,7 @@ impl Fold {
             (Piece::Value(a), Piece::Value(b)) => self.combine(a, b).map(Piece::Value),
             (Piece::Ranked(a), Piece::Ranked(b)) => Ok(Piece::Ranked(merge_ranked(a, b))),
             // Only f64 values travel as rank lists under an element-wise reducer.
-            _ => Err(CollectiveError::Mismatch(format!(
-                "reducer {:?} cannot combine f64 values with integer ones",
-                self.reducer
-            ))),
+            _ => Err(self.mixed_kinds()),
         }
     }
 
