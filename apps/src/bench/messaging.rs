@@ -57,9 +57,8 @@ impl Chare for Source {
             SourceMsg::Go => {
                 // The sink learns who to acknowledge from its constructor, so the items
                 // can be plain u64s, as the actix baseline's are.
-                if let Some(me) = ctx.this_chare::<Source>() {
-                    self.sink = Some(ctx.create_chare::<Sink>((self.total, me), self.sink_pe));
-                }
+                let me: ChareProxy<Source> = ctx.this_chare().expect("singleton");
+                self.sink = Some(ctx.create_chare::<Sink>((self.total, me), self.sink_pe));
                 ctx.publish("start", &ctx.now());
             }
             SourceMsg::Ack => self.acked += BATCH,
@@ -73,7 +72,7 @@ impl Chare for Source {
 /// Its items are bare u64s: an enum mixing a u64 with a 12-byte proxy made both the
 /// sender and the handler move each message through the stack in pieces that a
 /// wider read then straddled, which stalls store forwarding on x86 and halved the
-/// rate (a property of that message type, not of the runtime; README, "Performance").
+/// rate (a property of that message type, not of the runtime; README, "Benchmarks").
 struct Sink {
     total: u64,
     got: u64,
