@@ -86,6 +86,17 @@ fn run(
         .collect())
 }
 
+/// Choices in 0..m drawn from `seed`: a schedule for `run`, or a shuffle.
+fn picks(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut s = seed;
+    move |m| {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 33) as usize % m
+    }
+}
+
 /// Members of a strided range (roster) or of a shuffled algorithm section (tree only).
 fn members(n: u32, k: u32, tree: bool, seed: u64) -> Vec<Member> {
     if !tree {
@@ -98,12 +109,9 @@ fn members(n: u32, k: u32, tree: bool, seed: u64) -> Vec<Member> {
             .collect();
     }
     let mut pes: Vec<Pe> = (0..n).map(|r| r * 5 + 1).collect();
-    let mut s = seed;
+    let mut pick = picks(seed);
     for i in (1..pes.len()).rev() {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        pes.swap(i, (s >> 33) as usize % (i + 1));
+        pes.swap(i, pick(i + 1));
     }
     (0..n)
         .map(|r| {
@@ -204,11 +212,7 @@ proptest! {
             }
         };
         let ops: Vec<Op> = (0..n as usize).map(op).collect();
-        let mut s = seed;
-        let got = run(members, ops, |m| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 33) as usize % m
-        }).expect("no member's part fails");
+        let got = run(members, ops, picks(seed)).expect("no member's part fails");
         let everywhere = |v: RedData| vec![Some(v); n as usize];
         let at_root = |v: RedData| (0..n).map(|r| (r == root).then(|| v.clone())).collect::<Vec<_>>();
         let want: Vec<Option<RedData>> = match which {
@@ -325,16 +329,10 @@ fn values_that_do_not_combine_end_with_a_typed_mismatch() {
                     },
                 }
             };
-            let mut s = seed;
             let got = run(
                 members(n, k, tree, seed),
                 (0..n as usize).map(op).collect(),
-                |m| {
-                    s = s
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    (s >> 33) as usize % m
-                },
+                picks(seed),
             );
             let case = format!("seed {seed} op {which} n {n} tree {tree} {odd:?} at {odd_rank}");
             match got {
@@ -367,16 +365,10 @@ fn a_scan_with_f64_members_below_integer_ones_ends_with_a_mismatch() {
                 exclusive: seed % 2 == 1,
             }
         };
-        let mut s = seed;
         let got = run(
             members(n, 2 + (seed % 3) as u32, false, seed),
             (0..n as usize).map(op).collect(),
-            |m| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (s >> 33) as usize % m
-            },
+            picks(seed),
         );
         match got {
             Err((_, CollectiveError::Mismatch(what))) => assert!(
