@@ -8,42 +8,29 @@
 #![cfg_attr(not(feature = "mpi"), forbid(unsafe_code))]
 #![cfg_attr(feature = "mpi", deny(unsafe_code))]
 
-mod announced;
-pub mod array;
-pub mod bytes;
-pub mod callback;
-pub mod chare;
-pub mod config;
-pub mod ctx;
-mod entry_name;
-pub mod error;
-mod fixed_hash;
-pub mod ids;
-mod location;
-pub mod logging;
+pub mod api;
+pub mod base;
+mod engine;
 pub mod machine;
-pub mod message;
-pub mod migration;
-pub mod proxy;
-mod quiescence;
-pub mod reduction;
-pub mod registry;
-pub mod report;
-mod runtime;
-mod scheduler;
+pub mod msg;
 pub mod trace;
-pub mod tree;
-mod user_body;
 pub mod wire;
 
+// The module paths of earlier releases, kept for users.
+pub use api::{chare, ctx, migration, proxy, registry, report};
+pub use base::{bytes, config, error, ids, logging, tree};
+/// Message values and their type-erased form.
+pub use msg::payload as message;
+pub use msg::{array, callback, reduction};
+
 pub use array::{ArrayIndex, ArrayMap};
+pub use base::hash::mix64;
 pub use bytes::Bytes;
 pub use callback::Callback;
 pub use chare::Chare;
 pub use config::{Config, ErrorPolicy, KillSpec, Layer, SimArgs, SimPreset, StatsFormat, WorkMode};
 pub use ctx::Ctx;
 pub use error::{RegistryMismatch, RuntimeError};
-pub use fixed_hash::mix64;
 pub use ids::{ChareId, CollectionId, Pe};
 #[cfg(feature = "mpi")]
 pub use machine::mpi::MpiSession;
@@ -51,11 +38,11 @@ pub use machine::sim::network::NetworkModel;
 pub use machine::sim::stats::SimStats;
 pub use message::Message;
 pub use migration::{Migratable, MigrateError};
+pub use msg::envelope::Envelope;
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};
 pub use registry::{Entry, Registry};
 pub use report::{PeReport, RunReport};
-pub use runtime::Envelope;
 pub use trace::TraceReport;
 
 use machine::{Job, MachineLayer};

@@ -1,10 +1,10 @@
 //! The runtime's side of `--trace FILE`: one recorder per PE, entry names resolved once
 //! per (chare type, entry), and the job-wide collector that writes the Chrome trace.
 
-use crate::config::Config;
-use crate::entry_name::variant_of;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
+use crate::base::config::Config;
+use crate::base::entry_name::variant_of;
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
 use chorus_traces::{Collector, NameId, Names, Recorder, TraceConfig, WriteStats};
 #[cfg(any(feature = "mpi", test))]
 use chorus_traces::{Record, RECORD_BYTES};
@@ -436,7 +436,7 @@ pub(crate) fn ns(seconds: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::{short_type_name, JobTrace};
-    use crate::config::Config;
+    use crate::base::config::Config;
 
     struct Alpha;
     struct Beta;

@@ -6,14 +6,14 @@ pub mod mpi;
 pub mod sim;
 pub mod threads;
 
-use crate::callback::Callback;
-use crate::config::{Config, WorkMode};
-use crate::ctx::Ctx;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
-use crate::registry::Registry;
-use crate::report::RunReport;
-use crate::runtime::Envelope;
+use crate::api::ctx::Ctx;
+use crate::api::registry::Registry;
+use crate::api::report::RunReport;
+use crate::base::config::{Config, WorkMode};
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::msg::callback::Callback;
+use crate::msg::envelope::Envelope;
 use std::sync::Arc;
 use std::time::Duration;
 

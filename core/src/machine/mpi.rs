@@ -31,11 +31,12 @@ use link::{shut_down, Encoded, Link};
 use rank_start::RankStart;
 
 use super::{real_work, Job, MachineLayer, Transport};
-use crate::config::WorkMode;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
-use crate::report::RunReport;
-use crate::runtime::{Envelope, PeRuntime};
+use crate::api::report::RunReport;
+use crate::base::config::WorkMode;
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::engine::PeRuntime;
+use crate::msg::envelope::Envelope;
 use crate::wire;
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
@@ -162,7 +163,7 @@ impl MachineLayer for Mpi {
                 eprintln!(
                     "chorus: rank {} panicked: {}; aborting the MPI job",
                     world.rank(),
-                    crate::runtime::panic_message(p)
+                    crate::base::error::panic_message(p)
                 );
                 world.abort(70);
             }

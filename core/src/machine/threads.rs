@@ -1,11 +1,12 @@
 //! The threads layer: one OS thread per PE, crossbeam channels between them.
 
 use super::{real_work, Job, MachineLayer, Transport};
-use crate::config::WorkMode;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
-use crate::report::{PeReport, RunReport};
-use crate::runtime::{Envelope, PeRuntime, PeSetup};
+use crate::api::report::{PeReport, RunReport};
+use crate::base::config::WorkMode;
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::engine::{PeRuntime, PeSetup};
+use crate::msg::envelope::Envelope;
 use crate::trace::JobTrace;
 use crossbeam_channel::{unbounded, Receiver, Sender, TryRecvError};
 use std::sync::Arc;

@@ -8,10 +8,10 @@
 
 use super::backoff::Backoff;
 use super::posted_receive::PostedReceive;
-use crate::bytes::Bytes;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
-use crate::runtime::Envelope;
+use crate::base::bytes::Bytes;
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::msg::envelope::Envelope;
 use crate::wire;
 use mpi::point_to_point::{Message, Status};
 use mpi::request::{Request, StaticScope};
@@ -107,8 +107,9 @@ impl Encoded {
         buffer: impl FnOnce(usize) -> Vec<u8>,
     ) -> Result<Self, RuntimeError> {
         // The size pass also says whether the payload holds a long `Bytes`.
-        let (want, long) =
-            crate::bytes::noting_long(|| (wire::size_hint(env), crate::bytes::any_noted()));
+        let (want, long) = crate::base::bytes::noting_long(|| {
+            (wire::size_hint(env), crate::base::bytes::any_noted())
+        });
         let mut buf = buffer(if long { 0 } else { want });
         // Sized up front: growing a buffer of megabytes by doubling touches (and, on
         // a fresh mapping, zeroes) every page several times over. A segmented

@@ -6,12 +6,12 @@
 const TRACE_TAG: i32 = 7;
 
 use super::link::POSTED_BYTES;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
+use crate::api::registry::Registry;
+use crate::api::report::{PeReport, RunReport};
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::engine::PeSetup;
 use crate::machine::Job;
-use crate::registry::Registry;
-use crate::report::{PeReport, RunReport};
-use crate::runtime::PeSetup;
 use crate::trace::JobTrace;
 use crate::wire;
 use mpi::datatype::PartitionMut;
@@ -61,7 +61,7 @@ impl RankStart {
     }
 
     /// How PE `pe` of this rank starts.
-    pub(super) fn pe_setup(&self, cfg: &crate::config::Config, pe: Pe) -> PeSetup {
+    pub(super) fn pe_setup(&self, cfg: &crate::base::config::Config, pe: Pe) -> PeSetup {
         PeSetup {
             me: pe,
             npes: self.npes,
@@ -140,7 +140,7 @@ fn check_same(
 /// error (rather than some ranks running on while others left).
 fn start_trace(
     comm: &SimpleCommunicator,
-    cfg: &crate::config::Config,
+    cfg: &crate::base::config::Config,
     npes: usize,
 ) -> Result<Option<JobTrace>, RuntimeError> {
     let mine = JobTrace::start(cfg, "rank", npes);
@@ -240,14 +240,13 @@ fn check_registry(comm: &SimpleCommunicator, reg: &Registry) -> Result<(), Runti
     };
     let first = manifest_of(0);
     let other = manifest_of(odd);
-    let mismatch =
-        Registry::compare(&first, &other)
-            .err()
-            .unwrap_or_else(|| crate::error::RegistryMismatch {
-                index: 0,
-                local: "(same types, different digest)".into(),
-                remote: "(same types, different digest)".into(),
-            });
+    let mismatch = Registry::compare(&first, &other).err().unwrap_or_else(|| {
+        crate::base::error::RegistryMismatch {
+            index: 0,
+            local: "(same types, different digest)".into(),
+            remote: "(same types, different digest)".into(),
+        }
+    });
     Err(RuntimeError::RegistryAcrossRanks {
         rank: odd as u32,
         mismatch,

@@ -12,11 +12,11 @@
 
 use super::super::threads::{self, Packet, RemoteSend, ThreadNet};
 use super::{shut_down, Backoff, Encoded, Link, RankStart};
-use crate::error::RuntimeError;
-use crate::ids::Pe;
+use crate::api::report::{PeReport, RunReport};
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::engine::PeRuntime;
 use crate::machine::Job;
-use crate::report::{PeReport, RunReport};
-use crate::runtime::PeRuntime;
 use crate::wire;
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use mpi::topology::SimpleCommunicator;

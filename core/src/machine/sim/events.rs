@@ -1,8 +1,8 @@
 //! The simulator's future-event list: events ordered by virtual time, ties broken by
 //! the order they were scheduled in, so the same program replays identically.
 
-use crate::ids::Pe;
-use crate::runtime::Envelope;
+use crate::base::ids::Pe;
+use crate::msg::envelope::Envelope;
 use std::collections::VecDeque;
 
 /// What happens to a PE at an event's time.

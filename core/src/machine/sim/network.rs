@@ -17,7 +17,7 @@
 //! messages fanning in or out of one PE serialise; ingress is booked in send order,
 //! an approximation that is exact when sends happen in arrival order.
 
-use crate::config::{SimArgs, SimPreset};
+use crate::base::config::{SimArgs, SimPreset};
 
 /// Costs of the network and of message handling, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,12 +2,12 @@
 //! collected for the simulator, and compute advances the running PE's clock.
 
 use super::network::{Links, NetworkModel};
-use crate::callback::Callback;
-use crate::config::WorkMode;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
+use crate::base::config::WorkMode;
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
 use crate::machine::Transport;
-use crate::runtime::Envelope;
+use crate::msg::callback::Callback;
+use crate::msg::envelope::Envelope;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -64,7 +64,7 @@ impl Cursor {
         }
         self.sent += 1;
         // A constant of its own, so the draws differ from other uses of the seed.
-        crate::fixed_hash::mix64(
+        crate::base::hash::mix64(
             self.seed ^ JITTER_STREAM ^ self.sent.wrapping_mul(0xA24B_AED4_963E_E407),
         ) % max.saturating_add(1)
     }

@@ -1,11 +1,11 @@
 //! Typed handles for sending to chares, groups and arrays.
 
-use crate::array::{ArrayIndex, ElemAddr};
-use crate::chare::Chare;
-use crate::ctx::Ctx;
-use crate::ids::{ChareId, CollectionId, Pe};
-use crate::message::Payload;
-use crate::runtime::{Dest, GroupMember};
+use crate::api::chare::Chare;
+use crate::api::ctx::Ctx;
+use crate::base::ids::{ChareId, CollectionId, Pe};
+use crate::msg::array::{ArrayIndex, ElemAddr};
+use crate::msg::envelope::{Dest, GroupMember};
+use crate::msg::payload::Payload;
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
 

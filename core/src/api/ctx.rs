@@ -1,17 +1,18 @@
 //! What a running handler can do: create chares, send, contribute, detect quiescence,
 //! exit, and ask where and when it is.
 
-use crate::array::{ArrayIndex, ArrayMap, ElemAddr, Shape};
-use crate::callback::Callback;
-use crate::chare::Chare;
-use crate::config::ErrorPolicy;
-use crate::error::RuntimeError;
-use crate::ids::{ChareId, CollectionId, Pe};
-use crate::message::Payload;
-use crate::migration::MigrateError;
-use crate::proxy::{ArrayProxy, ChareProxy, GroupProxy};
-use crate::reduction::{Reducer, Reducible};
-use crate::runtime::{Current, Kind, PeCore};
+use crate::api::chare::Chare;
+use crate::api::migration::MigrateError;
+use crate::api::proxy::{ArrayProxy, ChareProxy, GroupProxy};
+use crate::base::config::ErrorPolicy;
+use crate::base::error::RuntimeError;
+use crate::base::ids::{ChareId, CollectionId, Pe};
+use crate::engine::{Current, PeCore};
+use crate::msg::array::{ArrayIndex, ArrayMap, ElemAddr, Shape};
+use crate::msg::callback::Callback;
+use crate::msg::envelope::Kind;
+use crate::msg::payload::Payload;
+use crate::msg::reduction::{Reducer, Reducible};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;

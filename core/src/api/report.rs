@@ -1,8 +1,8 @@
 //! What a finished run reports: per-PE counts, errors and published outputs.
 
-use crate::config::StatsFormat;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
+use crate::base::config::StatsFormat;
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
 use crate::machine::sim::stats::SimStats;
 use crate::trace::TraceReport;
 use serde::de::DeserializeOwned;

@@ -1,9 +1,9 @@
 //! The chare trait and its type-erased form.
 
-use crate::ctx::Ctx;
-use crate::error::RuntimeError;
-use crate::message::{Message, Payload};
-use crate::runtime::panic_message;
+use crate::api::ctx::Ctx;
+use crate::base::error::panic_message;
+use crate::base::error::RuntimeError;
+use crate::msg::payload::{Message, Payload};
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -134,7 +134,7 @@ impl std::ops::Deref for WireBytes {
 impl WireBytes {
     /// Decode the value these bytes hold; its `Bytes` fields keep views of the buffer.
     fn decode<T: serde::de::DeserializeOwned>(&self) -> bincode::Result<T> {
-        crate::bytes::decoding_from(&self.buf, || bincode::deserialize(self))
+        crate::base::bytes::decoding_from(&self.buf, || bincode::deserialize(self))
     }
 }
 

@@ -26,11 +26,13 @@
 //! Decoding checks every length against the bytes received before it allocates, so
 //! truncated, oversized or garbled input yields a `WireError` naming what was wrong.
 
-use crate::bytes::Bytes;
-use crate::error::RuntimeError;
-use crate::ids::Pe;
-use crate::message::Payload;
-use crate::runtime::{Envelope, Kind};
+pub(crate) mod user_body;
+
+use crate::base::bytes::Bytes;
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::msg::envelope::{Dest, Envelope, Kind};
+use crate::msg::payload::Payload;
 use bincode::Options;
 use std::sync::Arc;
 use thiserror::Error;
@@ -48,8 +50,7 @@ const RUN: u8 = 4;
 const HAS_PAYLOAD: u8 = 8;
 /// Long byte strings of the payload follow as segment messages (see `encode_segmented`).
 const SEGMENTED: u8 = 16;
-/// Byte strings at least this long are sent as segments, without copying them.
-pub const SEGMENT_MIN: usize = 64 << 10;
+pub use crate::base::bytes::SEGMENT_MIN;
 /// The first four bytes of a notice that a long envelope follows on its own.
 const LONG_MAGIC: [u8; 4] = *b"CHRL";
 /// Bytes of a long-envelope notice.
@@ -218,7 +219,7 @@ pub fn encode_segmented(
             diverted: 0,
             gaps: &mut gaps,
         };
-        let run = crate::bytes::noting_long(|| p.encode_to(&mut w))?;
+        let run = crate::base::bytes::noting_long(|| p.encode_to(&mut w))?;
         Ok((run, w.diverted))
     })?;
     if gaps.is_empty() {
@@ -254,7 +255,7 @@ struct Diverting<'a> {
 impl std::io::Write for Diverting<'_> {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         if data.len() >= SEGMENT_MIN {
-            if let Some(b) = crate::bytes::take_noted(data) {
+            if let Some(b) = crate::base::bytes::take_noted(data) {
                 let at = self.out.len() - self.from + self.diverted;
                 let at = u32::try_from(at).map_err(|_| std::io::ErrorKind::InvalidInput)?;
                 self.gaps.push((at, b));
@@ -284,7 +285,7 @@ fn encode_with(
     let start = out.len();
     out.resize(start + HEADER_BYTES, 0);
     let body = match &env.kind {
-        Kind::User { dest, hops, .. } => crate::user_body::write(dest, *hops, out),
+        Kind::User { dest, hops, .. } => crate::wire::user_body::write(dest, *hops, out),
         kind => body_options()
             .serialize_into(&mut *out, kind)
             .map_err(|e| e.to_string()),
@@ -507,7 +508,7 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     let body_end = HEADER_BYTES + body_len as usize;
     let body = &bytes[HEADER_BYTES..body_end];
     let kind = if tag == USER {
-        crate::user_body::read(body).map(|(dest, hops)| Kind::User {
+        crate::wire::user_body::read(body).map(|(dest, hops)| Kind::User {
             dest,
             payload: Payload::placeholder(),
             hops,
@@ -557,53 +558,44 @@ pub fn check(bytes: &[u8], me: Pe) -> Result<(), WireError> {
     decode(Arc::new(bytes.to_vec()), me).map(drop)
 }
 
-/// Serde for payload fields inside a kind's body: nothing is written, and decoding
-/// leaves an empty payload that `decode` fills from the bytes after the body.
-pub(crate) mod payload_slot {
-    use crate::message::Payload;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(_: &Payload, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_unit()
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Payload, D::Error> {
-        <()>::deserialize(d)?;
-        Ok(Payload::placeholder())
-    }
-}
-
-/// Serde for an error carried by an exit: its text, which becomes a
-/// `RuntimeError::Remote` on the receiving side.
-pub(crate) mod error_text {
-    use crate::error::RuntimeError;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(
-        e: &Option<RuntimeError>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        e.as_ref()
-            .map(|e| match e {
-                RuntimeError::Remote(text) => text.clone(),
-                e => e.to_string(),
-            })
-            .serialize(s)
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<RuntimeError>, D::Error> {
-        Ok(Option::<String>::deserialize(d)?.map(RuntimeError::Remote))
+impl Envelope {
+    /// Bytes this envelope would take on a wire: the header, the address and the body.
+    pub(crate) fn wire_bytes(&self) -> u64 {
+        let dest_bytes = |d: &Dest| match d {
+            Dest::Chare(_) => 12,
+            Dest::Group(_) | Dest::Array(_) => 8,
+            Dest::Element(_, addr) => 16 + addr.key.0.len() as u64,
+            Dest::ElementAt(_, addr, _) => 20 + addr.key.0.len() as u64,
+        };
+        let body = match &self.kind {
+            Kind::User { dest, payload, .. } | Kind::Bcast { dest, payload, .. } => {
+                dest_bytes(dest) + payload.wire_len()
+            }
+            Kind::CreateChare { init, .. } | Kind::CreateGroup { init, .. } => 16 + init.wire_len(),
+            Kind::CreateArray { init, shape, .. } => {
+                24 + init.wire_len() + bincode::serialized_size(&**shape).unwrap_or(0)
+            }
+            Kind::Insert { addr, init, .. } => 16 + addr.key.0.len() as u64 + init.wire_len(),
+            Kind::Migrate { addr, state, .. } => 36 + addr.key.0.len() as u64 + state.wire_len(),
+            Kind::Moved { addr, .. } => 32 + addr.key.0.len() as u64,
+            Kind::Contribute { body, .. } | Kind::HomeContribute { body, .. } => {
+                24 + bincode::serialized_size(&body.0).unwrap_or(0)
+                    + bincode::serialized_size(&body.1).unwrap_or(0)
+            }
+            Kind::QdReply { .. } => 24,
+            Kind::PeFailed { callback, .. } => 4 + bincode::serialized_size(callback).unwrap_or(0),
+            _ => 16,
+        };
+        HEADER_BYTES as u64 + body
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::callback::Callback;
-    use crate::ids::ChareId;
-    use crate::runtime::Dest;
+    use crate::base::ids::ChareId;
+    use crate::msg::callback::Callback;
+    use crate::msg::envelope::Dest;
 
     fn user(msg: Vec<u32>) -> Envelope {
         Envelope {

@@ -1,6 +1,6 @@
 //! Reducers and the values they combine.
 
-use crate::message::Message;
+use crate::msg::payload::Message;
 use serde::{Deserialize, Serialize};
 
 /// How contributions to a reduction are combined.

@@ -1,7 +1,7 @@
 //! Chare-array indices, shapes and placement maps.
 
-use crate::ids::{IndexKey, Pe};
-use crate::message::Message;
+use crate::base::ids::{IndexKey, Pe};
+use crate::msg::payload::Message;
 use serde::{Deserialize, Serialize};
 use std::fmt::Debug;
 use std::hash::Hash;

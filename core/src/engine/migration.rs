@@ -6,13 +6,13 @@ use super::{
     describe_index, guarded, Current, Dest, Element, Envelope, Kind, Members, MoveRequest, PeCore,
     PeRuntime, Via,
 };
-use crate::array::ElemAddr;
-use crate::error::RuntimeError;
-use crate::ids::{CollectionId, IndexKey, Pe};
-use crate::location::{Loc, Route};
-use crate::message::Payload;
-use crate::migration::{MigrateError, Migrator};
-use crate::proxy::SendOpts;
+use crate::api::migration::{MigrateError, Migrator};
+use crate::api::proxy::SendOpts;
+use crate::base::error::RuntimeError;
+use crate::base::ids::{CollectionId, IndexKey, Pe};
+use crate::engine::location::{Loc, Route};
+use crate::msg::array::ElemAddr;
+use crate::msg::payload::Payload;
 
 /// How an element is named in errors.
 fn element_name(coll: CollectionId, addr: &ElemAddr) -> String {

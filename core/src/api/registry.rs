@@ -3,14 +3,14 @@
 //! Every process of a job must register the same things in the same order: ids are
 //! positions in these tables, and `manifest`/`verify_peer` catch a mismatch at startup.
 
-use crate::array::{ArrayIndex, ArrayMap};
-use crate::chare::{construct, AnyChare, Chare};
-use crate::ctx::Ctx;
-use crate::error::{RegistryMismatch, RuntimeError};
-use crate::ids::{IndexKey, Pe};
-use crate::message::Payload;
-use crate::migration::{Migratable, Migrator};
-use crate::reduction::{CustomReducer, RedData, Reducer, Reducible};
+use crate::api::chare::{construct, AnyChare, Chare};
+use crate::api::ctx::Ctx;
+use crate::api::migration::{Migratable, Migrator};
+use crate::base::error::{RegistryMismatch, RuntimeError};
+use crate::base::ids::{IndexKey, Pe};
+use crate::msg::array::{ArrayIndex, ArrayMap};
+use crate::msg::payload::Payload;
+use crate::msg::reduction::{CustomReducer, RedData, Reducer, Reducible};
 use serde::{Deserialize, Serialize};
 use std::any::TypeId;
 use std::collections::HashMap;

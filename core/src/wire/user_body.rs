@@ -12,9 +12,9 @@
 //!    1 hops (forwardings of an element message so far)
 //! ```
 
-use crate::array::ElemAddr;
-use crate::ids::{ChareId, CollectionId, IndexKey};
-use crate::runtime::Dest;
+use crate::base::ids::{ChareId, CollectionId, IndexKey};
+use crate::msg::array::ElemAddr;
+use crate::msg::envelope::Dest;
 
 const CHARE: u8 = 0;
 const GROUP: u8 = 1;

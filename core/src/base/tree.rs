@@ -1,7 +1,7 @@
 //! The k-ary spanning tree over all PEs that broadcasts, reductions and quiescence
 //! waves follow.
 
-use crate::ids::Pe;
+use crate::base::ids::Pe;
 
 /// Parent of `pe` in the k-ary tree rooted at `root`, or None at the root.
 pub fn parent(pe: Pe, root: Pe, npes: usize, k: usize) -> Option<Pe> {

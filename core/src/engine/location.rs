@@ -15,9 +15,9 @@
 //! forwarding ends) or waits here for the element, which is then on its way: the
 //! news was sent after the element was sent here, on any layer's ordering.
 
-use crate::fixed_hash::HashMap;
-use crate::ids::{CollectionId, IndexKey, Pe};
-use crate::runtime::Envelope;
+use crate::base::hash::HashMap;
+use crate::base::ids::{CollectionId, IndexKey, Pe};
+use crate::msg::envelope::Envelope;
 
 /// Where an element was last heard of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

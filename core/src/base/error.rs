@@ -1,7 +1,6 @@
 //! Typed errors of the runtime.
 
-use crate::ids::{CollectionId, Pe};
-use crate::migration::MigrateError;
+use crate::base::ids::{CollectionId, Pe};
 use thiserror::Error;
 
 /// Everything that can go wrong while a chorus program runs.
@@ -121,4 +120,69 @@ pub struct RegistryMismatch {
     pub local: String,
     /// What the other process registered there.
     pub remote: String,
+}
+
+/// Why an array element could not move; it stays where it was unless the error says
+/// its state was lost.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum MigrateError {
+    /// `migrate_me` was called from something that is not an array element.
+    #[error("only array elements migrate, and the running handler belongs to {0}")]
+    NotAnElement(String),
+    /// The element's type was registered with `Registry::chare`, not `migratable`.
+    #[error("chare type {chare} is not migratable: register it with Registry::migratable (it must implement Migratable)")]
+    NotMigratable {
+        /// Registered name of the element's type.
+        chare: String,
+    },
+    /// The destination PE does not exist.
+    #[error("PE {to} does not exist (the job has {num_pes} PEs)")]
+    NoSuchPe {
+        /// The requested destination.
+        to: Pe,
+        /// PEs in the job.
+        num_pes: usize,
+    },
+    /// `migrate_me` was called while the element was already leaving (from its
+    /// `about_to_migrate`); the move under way goes on.
+    #[error("it is already leaving this PE (migrate_me was called from about_to_migrate)")]
+    Leaving,
+    /// The element was no longer on its PE when its move was due.
+    #[error("it is no longer on this PE")]
+    NotHere,
+    /// The element has moved `u32::MAX` times, so its moves can no longer be ordered;
+    /// it stays on its PE.
+    #[error("it has moved {0} times, the most a move counter holds")]
+    TooManyMoves(u32),
+    /// An element with the same index was already on the PE it moved to: the arriving
+    /// state is dropped and the resident element kept.
+    #[error(
+        "an element with the same index is already on PE {pe}, so the arriving state was dropped"
+    )]
+    Occupied {
+        /// The PE it moved to.
+        pe: Pe,
+    },
+    /// Serializing the state failed; the element stays on its PE.
+    #[error("its state did not serialize: {0}")]
+    Pack(String),
+    /// Rebuilding the state on the new PE failed; the element is lost.
+    #[error("its state did not deserialize on the new PE (the element is lost): {0}")]
+    Unpack(String),
+    /// At quiescence, messages were still waiting for the element on the PE it was
+    /// moving to: it never arrived (its state was lost), so they are not delivered.
+    #[error("it never arrived on PE {pe}, so {messages} message(s) that followed it there were not delivered")]
+    Lost {
+        /// The PE it was moving to.
+        pe: Pe,
+        /// Messages that waited for it.
+        messages: u64,
+    },
+}
+
+pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into())
 }

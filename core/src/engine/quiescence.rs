@@ -6,7 +6,7 @@
 //! sent == processed. Counters only grow, so equal sums mean no PE sent or processed
 //! anything between the waves. Waves themselves are not counted.
 
-use crate::callback::Callback;
+use crate::msg::callback::Callback;
 
 /// What the PE must do after a quiescence event.
 #[derive(Debug, PartialEq)]

@@ -1,8 +1,8 @@
 //! The runtime's own logs: `RUST_LOG` filtered text on stderr and, with
 //! `--debug-trace FILE`, a Chrome trace of the runtime's tracing spans per thread.
 
-use crate::config::Config;
-use crate::error::RuntimeError;
+use crate::base::config::Config;
+use crate::base::error::RuntimeError;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{fmt, EnvFilter, Layer};

@@ -83,6 +83,10 @@ impl PartialEq for Bytes {
 
 impl Eq for Bytes {}
 
+/// Byte strings at least this long are sent on a wire as segments, without copying
+/// them (see `wire::encode_segmented`).
+pub const SEGMENT_MIN: usize = 64 << 10;
+
 impl fmt::Debug for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Bytes({} B)", self.len())
@@ -91,7 +95,7 @@ impl fmt::Debug for Bytes {
 
 impl Serialize for Bytes {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.len() >= crate::wire::SEGMENT_MIN {
+        if self.len() >= SEGMENT_MIN {
             NOTED.with(|n| {
                 if let Some(noted) = n.borrow_mut().as_mut() {
                     noted.push(self.clone());
@@ -108,7 +112,7 @@ thread_local! {
     static NOTED: RefCell<Option<Vec<Bytes>>> = const { RefCell::new(None) };
 }
 
-/// Run `encode`, noting every `Bytes` of at least `wire::SEGMENT_MIN` bytes it
+/// Run `encode`, noting every `Bytes` of at least [`SEGMENT_MIN`] bytes it
 /// serialises (see [`take_noted`] and [`any_noted`]).
 pub(crate) fn noting_long<R>(encode: impl FnOnce() -> R) -> R {
     /// Puts the previous state back even if `encode` panics (a user `Serialize`

@@ -1,8 +1,8 @@
 //! Which creations of each creator a PE has seen, when creations may arrive in any
 //! order (a later one can overtake an earlier one on the network).
 
-use crate::fixed_hash::HashMap;
-use crate::ids::Pe;
+use crate::base::hash::HashMap;
+use crate::base::ids::Pe;
 use std::collections::BTreeSet;
 
 /// The sequence numbers seen from one creator: all below `below`, and those in `above`.

@@ -1,0 +1,10 @@
+//! The programming interface: chares, the context handlers act through, proxies,
+//! the registry of types and entries, migration and run reports.
+
+pub mod callback;
+pub mod chare;
+pub mod ctx;
+pub mod migration;
+pub mod proxy;
+pub mod registry;
+pub mod report;

@@ -1,0 +1,11 @@
+//! The base layer: ids, configuration, errors, hashing, byte strings and the
+//! spanning tree every PE computes alike. Imports nothing else of the crate.
+
+pub mod bytes;
+pub mod config;
+pub(crate) mod entry_name;
+pub mod error;
+pub(crate) mod hash;
+pub mod ids;
+pub mod logging;
+pub mod tree;

@@ -1,0 +1,305 @@
+//! Delivery of user messages to chares, group members and array elements, and
+//! what happens to a message whose target is not (yet) here.
+
+use super::{invoke, Collection, Current, Members, PeRuntime, Via};
+use crate::api::migration::MigrateError;
+use crate::api::proxy::SendOpts;
+use crate::base::error::RuntimeError;
+use crate::base::ids::{ChareId, CollectionId, Pe};
+use crate::base::tree;
+use crate::msg::array::ElemAddr;
+use crate::msg::envelope::{Dest, Envelope, Kind};
+use crate::msg::payload::Payload;
+
+impl PeRuntime {
+    /// True if the chare or collection the envelope needs is not (yet) on this PE.
+    pub(super) fn target_missing(&mut self, env: &Envelope) -> bool {
+        match &env.kind {
+            Kind::User {
+                dest: Dest::Chare(id),
+                ..
+            } => self.find_chare(*id).is_none(),
+            Kind::User { dest, .. } | Kind::Bcast { dest, .. } => {
+                dest.coll().is_some_and(|c| !self.colls.contains_key(&c))
+            }
+            Kind::Insert { coll, .. }
+            | Kind::DoneInserting { coll, .. }
+            | Kind::Census { coll, .. }
+            | Kind::Contribute { coll, .. }
+            | Kind::Migrate { coll, .. }
+            | Kind::Moved { coll, .. }
+            | Kind::HomeContribute { coll, .. } => !self.colls.contains_key(coll),
+            _ => false,
+        }
+    }
+
+    /// Put a message aside until the chare or collection it names is created, or
+    /// report it if that can no longer happen. A waiting message counts as processed
+    /// and is counted as sent again when requeued, so quiescence can be reached with
+    /// messages still waiting: at quiescence no creation is in flight, and they are
+    /// reported as undeliverable (see `Kind::Orphans`).
+    pub(super) fn wait_or_fail(&mut self, env: Envelope) {
+        let me = self.core.me;
+        let dest_coll = match &env.kind {
+            Kind::User { dest, .. } | Kind::Bcast { dest, .. } => dest.coll().ok_or(dest.clone()),
+            Kind::Insert { coll, .. }
+            | Kind::DoneInserting { coll, .. }
+            | Kind::Census { coll, .. }
+            | Kind::Contribute { coll, .. }
+            | Kind::Migrate { coll, .. }
+            | Kind::Moved { coll, .. }
+            | Kind::HomeContribute { coll, .. } => Ok(*coll),
+            _ => return,
+        };
+        match dest_coll {
+            Ok(coll) => {
+                if !self.colls_announced.contains(coll.creator, coll.seq) {
+                    self.waiting_for_coll.entry(coll).or_default().push(env);
+                } else {
+                    self.core
+                        .fail(RuntimeError::UnknownCollection { pe: me, coll });
+                }
+            }
+            Err(Dest::Chare(id)) => {
+                if !self.chares_announced.contains(id.creator, id.seq) {
+                    self.waiting_for_chare.entry(id).or_default().push(env);
+                } else {
+                    self.core.fail(RuntimeError::UnknownChare {
+                        pe: me,
+                        chare: id.to_string(),
+                    });
+                }
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// At quiescence: messages still waiting for a creation can never be delivered.
+    pub(super) fn report_orphans(&mut self, root: Pe) {
+        for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
+            self.core.uncounted(c, Kind::Orphans { root });
+        }
+        let me = self.core.me;
+        let chares: Vec<ChareId> = self.waiting_for_chare.drain().map(|(id, _)| id).collect();
+        for id in chares {
+            self.core.fail(RuntimeError::UnknownChare {
+                pe: me,
+                chare: id.to_string(),
+            });
+        }
+        let colls: Vec<CollectionId> = self.waiting_for_coll.drain().map(|(c, _)| c).collect();
+        for coll in colls {
+            self.core
+                .fail(RuntimeError::UnknownCollection { pe: me, coll });
+        }
+        // Messages for an element that never arrived: its state was lost on the way.
+        for (coll, key, envs) in self.core.loc.drain_waiting() {
+            let order = envs.iter().find_map(|env| match &env.kind {
+                Kind::User {
+                    dest: Dest::ElementAt(_, addr, _),
+                    ..
+                } => Some(addr.order),
+                _ => None,
+            });
+            let addr = ElemAddr {
+                key,
+                order: order.unwrap_or_default(),
+            };
+            let messages = envs.iter().map(Envelope::weight).sum();
+            self.core
+                .fail_move(coll, &addr, MigrateError::Lost { pe: me, messages });
+        }
+    }
+
+    /// Put messages that waited for a creation or a migration back in line, ahead of
+    /// what arrived after them and in their own order: a sender's messages to one
+    /// destination run in the order it sent them. (Queued behind later arrivals, they
+    /// ran after them, or never when one of those ended the job.)
+    pub(super) fn requeue(&mut self, waiting: Option<Vec<Envelope>>) {
+        let waiting = waiting.unwrap_or_default();
+        for env in &waiting {
+            if env.counted {
+                self.core.sent += env.weight();
+            }
+        }
+        let (expedited, normal): (Vec<_>, Vec<_>) =
+            waiting.into_iter().partition(|env| env.expedited);
+        for env in expedited {
+            self.core.queue.push(env, 0, true);
+        }
+        for env in normal.into_iter().rev() {
+            let prio = env.prio;
+            self.core.queue.push_front(env, prio);
+        }
+    }
+
+    pub(super) fn deliver(&mut self, dest: Dest, payload: Payload, via: Via) {
+        let me = self.core.me;
+        let prio = via.prio;
+        match dest {
+            // `process` has put messages for absent chares and collections aside.
+            Dest::Chare(id) => {
+                if let Some(slot) = self.find_chare(id) {
+                    let chare = self.chare_slab[slot].as_mut();
+                    if let Some(rest) = invoke(&mut self.core, Current::Chare(id), chare, payload) {
+                        self.requeue_rest(Dest::Chare(id), rest, prio);
+                    }
+                }
+            }
+            Dest::Group(coll) => match self.colls.get_mut(&coll).map(|b| &mut **b) {
+                Some(Collection {
+                    members: Members::Group { member, .. },
+                    ..
+                }) => {
+                    let cur = Current::Group(coll);
+                    if let Some(rest) = invoke(&mut self.core, cur, member.as_mut(), payload) {
+                        self.requeue_rest(Dest::Group(coll), rest, prio);
+                    }
+                }
+                Some(_) => self.core.fail(RuntimeError::Invalid(format!(
+                    "PE {me}: {coll} is an array, but the message was addressed to a group"
+                ))),
+                None => {}
+            },
+            Dest::Element(coll, addr) => self.deliver_element(coll, addr, 0, payload, via),
+            Dest::ElementAt(coll, addr, moves) => {
+                self.deliver_element(coll, addr, moves, payload, via)
+            }
+            Dest::Array(coll) => self.core.fail(RuntimeError::Invalid(format!(
+                "PE {me}: point-to-point message for a whole array {coll}"
+            ))),
+        }
+    }
+
+    /// Deliver to an array element here, or route the message on if it is elsewhere.
+    pub(super) fn deliver_element(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+        moves: u32,
+        payload: Payload,
+        via: Via,
+    ) {
+        let me = self.core.me;
+        let Some(c) = self.colls.get_mut(&coll) else {
+            return;
+        };
+        let Members::Array { elements, .. } = &mut c.members else {
+            return self.core.fail(RuntimeError::Invalid(format!(
+                "PE {me}: {coll} is a group, but the message was addressed to an array element"
+            )));
+        };
+        let Some(e) = elements.get_mut(&addr.key) else {
+            return self.element_absent(coll, addr, moves, payload, via);
+        };
+        // Messages routed by news name the element by key; its order key is here.
+        let addr = ElemAddr {
+            order: e.order,
+            ..addr
+        };
+        // Only a run can stop early; its address is kept for the rest.
+        let keep = payload.is_run().then(|| addr.clone());
+        let cur = Current::Element(coll, addr);
+        let rest = invoke(&mut self.core, cur, e.chare.as_mut(), payload);
+        if let (Some(rest), Some(addr)) = (rest, keep) {
+            let dest = if moves == 0 {
+                Dest::Element(coll, addr)
+            } else {
+                Dest::ElementAt(coll, addr, moves)
+            };
+            self.requeue_rest(dest, rest, via.prio);
+        }
+    }
+
+    /// Put the messages a run did not get to back at the head of their priority.
+    pub(super) fn requeue_rest(&mut self, dest: Dest, rest: Payload, prio: i32) {
+        self.core.processed -= rest.count() as u64;
+        let kind = Kind::User {
+            dest,
+            payload: rest,
+            hops: 0,
+        };
+        let env = self.core.envelope(kind, SendOpts::prio(prio));
+        self.core.queue.push_front(env, prio);
+    }
+
+    pub(super) fn find_chare(&mut self, id: ChareId) -> Option<usize> {
+        match self.last_chare {
+            Some((last, slot)) if last == id => Some(slot),
+            _ => {
+                let slot = *self.chare_slot.get(&id)?;
+                self.last_chare = Some((id, slot));
+                Some(slot)
+            }
+        }
+    }
+
+    pub(super) fn deliver_broadcast(
+        &mut self,
+        dest: Dest,
+        root: Pe,
+        payload: Payload,
+        opts: SendOpts,
+    ) {
+        let Some(coll) = dest.coll() else { return };
+        for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
+            let env = self.core.envelope(
+                Kind::Bcast {
+                    dest: dest.clone(),
+                    root,
+                    payload: payload.duplicate(),
+                },
+                opts,
+            );
+            self.core.post(c, env);
+        }
+        let Some(c) = self.colls.get_mut(&coll) else {
+            return;
+        };
+        // A broadcast carries one message, never a run, so nothing is ever left over.
+        match &mut c.members {
+            Members::Group { member, .. } => {
+                invoke(
+                    &mut self.core,
+                    Current::Group(coll),
+                    member.as_mut(),
+                    payload,
+                );
+            }
+            Members::Array { elements, .. } => {
+                // Each element gets a broadcast through its home: here if it is here,
+                // else as a message that follows it (see `send_to_away`), so an
+                // element on the move gets it once.
+                let me = self.core.me;
+                let (away, homed) = if self.core.loc.is_empty() {
+                    (Vec::new(), elements.len())
+                } else {
+                    let homed = elements.values().filter(|e| e.home == me).count();
+                    (self.core.loc.away_from_home(coll, me), homed)
+                };
+                self.core.send_to_away(coll, away, &payload, opts);
+                let mut payload = Some(payload);
+                let homed_here = elements.iter_mut().filter(|(_, e)| e.home == me);
+                for (i, (key, e)) in homed_here.enumerate() {
+                    // Handing the last receiver the original saves one duplicate.
+                    let p = if i + 1 == homed {
+                        payload.take()
+                    } else {
+                        payload.as_ref().map(Payload::duplicate)
+                    };
+                    let Some(p) = p else { break };
+                    let addr = ElemAddr {
+                        key: key.clone(),
+                        order: e.order,
+                    };
+                    invoke(
+                        &mut self.core,
+                        Current::Element(coll, addr),
+                        e.chare.as_mut(),
+                        p,
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! One PE's runtime: its chares and collections, the dispatch of envelopes, and the
+//! state every machine layer shares. A layer only moves envelopes between PEs and
+//! tells this code when its PE is idle.
+
+use crate::api::chare::AnyChare;
+use crate::api::ctx::Ctx;
+use crate::api::proxy::SendOpts;
+use crate::api::registry::Registry;
+use crate::api::report::PeReport;
+use crate::base::config::{ErrorPolicy, WorkMode};
+use crate::base::error::panic_message;
+use crate::base::error::RuntimeError;
+use crate::base::hash::HashMap;
+use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
+use crate::engine::announced::Announced;
+use crate::engine::location::Locations;
+use crate::engine::quiescence::Quiescence;
+use crate::engine::scheduler::ReadyQueue;
+use crate::machine::Transport;
+use crate::msg::callback::Callback;
+use crate::msg::envelope::{Dest, Envelope, Kind};
+use crate::trace::{ns, PeTrace};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+pub(crate) mod announced;
+mod create;
+mod deliver;
+mod dispatch;
+mod guard;
+pub(crate) mod location;
+mod migration;
+mod pe_core;
+pub(crate) mod quiescence;
+mod reduce;
+pub(crate) mod scheduler;
+
+use create::describe_index;
+use guard::{guarded, invoke};
+pub(crate) use pe_core::{Current, LocalContribution, MoveRequest, PeCore, Via};
+use reduce::Pending;
+
+/// Who takes part in a collection's reductions below this PE.
+#[derive(Default)]
+struct Census {
+    epoch: u32,
+    /// Local members counted for this epoch.
+    local: u64,
+    /// Children with members in their subtree; valid once `done`.
+    active_children: Vec<Pe>,
+    done: bool,
+    /// Children's subtree counts by epoch (a child may report before we advance).
+    reports: HashMap<u32, Vec<(Pe, u64)>>,
+}
+
+struct Element {
+    chare: Box<dyn AnyChare>,
+    order: u64,
+    contributed: u64,
+    /// The PE the map places it on, which counts it in reductions and passes it
+    /// broadcasts while it is away.
+    home: Pe,
+    /// How many times it has migrated.
+    moves: u32,
+}
+
+enum Members {
+    Group {
+        member: Box<dyn AnyChare>,
+        contributed: u64,
+    },
+    Array {
+        elements: HashMap<IndexKey, Element>,
+        /// Reductions a newly inserted element joins at.
+        seq_floor: u64,
+    },
+}
+
+struct Collection {
+    ty: u32,
+    members: Members,
+    census: Census,
+    reductions: Pending,
+}
+
+/// One PE: the core handlers see, plus the chares and collections living here.
+pub(crate) struct PeRuntime {
+    pub(crate) core: PeCore,
+    /// Singleton chares living here, in creation order.
+    chare_slab: Vec<Box<dyn AnyChare>>,
+    chare_slot: HashMap<ChareId, usize>,
+    /// The last chare looked up: runs of messages to one chare skip the hash.
+    last_chare: Option<(ChareId, usize)>,
+    chares_announced: Announced,
+    waiting_for_chare: HashMap<ChareId, Vec<Envelope>>,
+    /// Boxed so the table of an idle PE stays small.
+    colls: HashMap<CollectionId, Box<Collection>>,
+    colls_announced: Announced,
+    waiting_for_coll: HashMap<CollectionId, Vec<Envelope>>,
+}
+
+/// Settings a PE is built from.
+pub(crate) struct PeSetup {
+    pub(crate) me: Pe,
+    pub(crate) npes: usize,
+    pub(crate) arity: usize,
+    pub(crate) seed: u64,
+    pub(crate) policy: ErrorPolicy,
+    pub(crate) work_mode: WorkMode,
+    /// This PE's recorder when the job is traced.
+    pub(crate) trace: Option<Box<PeTrace>>,
+}
+
+impl PeRuntime {
+    pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, net: Box<dyn Transport>) -> Self {
+        PeRuntime {
+            core: PeCore {
+                me: setup.me,
+                npes: setup.npes,
+                arity: setup.arity,
+                seed: setup.seed,
+                reg,
+                net,
+                policy: setup.policy,
+                work_mode: setup.work_mode,
+                queue: ReadyQueue::default(),
+                sent: 0,
+                processed: 0,
+                current: Current::Main,
+                next_chare_seq: HashMap::default(),
+                next_coll_seq: 0,
+                arrays: HashMap::default(),
+                deferred: Vec::new(),
+                qd: Quiescence::default(),
+                exiting: false,
+                worked: false,
+                report: PeReport::new(setup.me),
+                next_seq: 0,
+                trace: setup.trace,
+                loc: Locations::default(),
+                moves: Vec::new(),
+                leaving: false,
+            },
+            chare_slab: Vec::new(),
+            chare_slot: HashMap::default(),
+            last_chare: None,
+            chares_announced: Announced::default(),
+            waiting_for_chare: HashMap::default(),
+            colls: HashMap::default(),
+            colls_announced: Announced::default(),
+            waiting_for_coll: HashMap::default(),
+        }
+    }
+
+    /// Run the program's main function on this PE (PE 0 of the job).
+    pub(crate) fn run_main(&mut self, main: Box<dyn FnOnce(&mut Ctx) + Send>) {
+        let core = &mut self.core;
+        core.current = Current::Main;
+        if let Some(t) = core.trace.as_deref_mut() {
+            t.runtime_begin(ns(core.net.now()), "chorus::main");
+        }
+        let outcome = catch_unwind(AssertUnwindSafe(|| main(&mut Ctx { core: &mut *core })));
+        if let Err(p) = outcome {
+            let message = panic_message(p);
+            core.fail(RuntimeError::HandlerPanic {
+                pe: core.me,
+                chare: "main".into(),
+                message,
+            });
+        }
+        core.trace_entries_end();
+        self.apply_deferred();
+        self.apply_moves();
+        self.core.net.flush();
+    }
+
+    /// Accept an envelope that arrived from another PE.
+    pub(crate) fn accept(&mut self, env: Envelope) {
+        let (prio, exp) = (env.prio, env.expedited);
+        self.core.queue.push(env, prio, exp);
+    }
+
+    /// Run the next ready message; false when none is queued.
+    pub(crate) fn step(&mut self) -> bool {
+        match self.pop() {
+            Some(env) => {
+                self.run_one(env);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Take the next ready message without running it (the sim layer charges its
+    /// receive cost first).
+    pub(crate) fn pop(&mut self) -> Option<Envelope> {
+        self.core.queue.pop()
+    }
+
+    /// Run one message taken by `pop`, then pass on what it sent.
+    pub(crate) fn run_one(&mut self, env: Envelope) {
+        self.process(env);
+        self.core.net.flush();
+    }
+
+    /// Give back the queue's memory if it is empty (many idle simulated PEs).
+    pub(crate) fn release_idle_memory(&mut self) {
+        self.core.queue.release_if_empty();
+    }
+
+    /// Messages waiting in this PE's queue.
+    pub(crate) fn queued(&self) -> usize {
+        self.core.queue.len()
+    }
+
+    /// Drop every queued message (the PE failed); returns how many messages they held.
+    pub(crate) fn discard_queue(&mut self) -> u64 {
+        let mut n = 0;
+        while let Some(env) = self.core.queue.pop() {
+            n += env.weight();
+        }
+        n
+    }
+
+    /// Queue the machine layer's notice that `pe` failed for `callback`. It is counted
+    /// as a message sent here so quiescence detection waits for it.
+    pub(crate) fn notify_failure(&mut self, pe: Pe, callback: Callback) {
+        let env = self
+            .core
+            .envelope(Kind::PeFailed { pe, callback }, SendOpts::expedited());
+        self.core.post(self.core.me, env);
+    }
+
+    /// Called by the layer when this PE has nothing queued. Loops because a finished
+    /// wave may start the next one, which this idle PE can answer at once.
+    pub(crate) fn on_idle(&mut self) {
+        while self.core.queue.is_empty() && !self.core.exiting {
+            let snapshot = (self.core.sent, self.core.processed);
+            let parent = self.core.tree_parent();
+            let out = self.core.qd.on_idle(snapshot, parent.is_none());
+            if out == crate::engine::quiescence::Outcome::Nothing {
+                break;
+            }
+            self.qd_outcome(out, parent);
+        }
+        self.core.net.flush();
+    }
+
+    /// Mark the start of an idle period in the trace (it ends when a message runs).
+    pub(crate) fn trace_idle(&mut self) {
+        if let Some(t) = self.core.trace.as_deref_mut() {
+            t.idle_begin(ns(self.core.net.now()));
+        }
+    }
+
+    /// True once this PE has seen the job's exit.
+    pub(crate) fn exiting(&self) -> bool {
+        self.core.exiting
+    }
+
+    /// True (once) if a handler computed since the last call: a layer with an inbox
+    /// then drains it before the next message, so what arrived during the compute
+    /// competes by priority with what the handler queued locally.
+    pub(crate) fn take_worked(&mut self) -> bool {
+        std::mem::take(&mut self.core.worked)
+    }
+
+    /// Statistics and outputs of this PE, at the end of the run.
+    pub(crate) fn into_report(mut self) -> PeReport {
+        self.core.report.sent = self.core.sent;
+        self.core.report.processed = self.core.processed;
+        // Messages still waiting for a creation when the job exited never ran either.
+        let waiting: usize = self
+            .waiting_for_chare
+            .values()
+            .chain(self.waiting_for_coll.values())
+            .map(Vec::len)
+            .sum::<usize>()
+            + self.core.loc.waiting_count();
+        self.core.report.unprocessed = (self.core.queue.len() + waiting) as u64;
+        self.core.report.qd_waves = self.core.qd.waves_run();
+        self.core.report
+    }
+}

@@ -1,0 +1,509 @@
+//! The part of a PE that handlers reach through `Ctx`: sending, routing to array
+//! elements, creating, contributing, firing callbacks and exiting.
+
+use crate::api::proxy::SendOpts;
+use crate::api::registry::Registry;
+use crate::api::report::PeReport;
+use crate::base::config::{ErrorPolicy, WorkMode};
+use crate::base::error::RuntimeError;
+use crate::base::hash::HashMap;
+use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
+use crate::base::tree;
+use crate::engine::location::Locations;
+use crate::engine::quiescence::Quiescence;
+use crate::engine::scheduler::ReadyQueue;
+use crate::machine::Transport;
+use crate::msg::array::{builtin_home, ArrayMap, ElemAddr, Shape};
+use crate::msg::callback::Callback;
+use crate::msg::envelope::{Dest, DestKey, Envelope, Kind};
+use crate::msg::payload::{Message, Payload};
+use crate::msg::reduction::{RedData, Reducer};
+use crate::trace::{ns, PeTrace};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a user message reached this PE: who sent it (the last hop), its sequence
+/// number and priority, and how many times it was forwarded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Via {
+    pub(crate) src: Pe,
+    pub(crate) seq: u32,
+    pub(crate) prio: i32,
+    pub(crate) expedited: bool,
+    pub(crate) hops: u8,
+}
+
+/// Which chare is running, so `Ctx` calls know who is asking.
+#[derive(Debug, Clone)]
+pub(crate) enum Current {
+    Main,
+    Chare(ChareId),
+    Group(CollectionId),
+    Element(CollectionId, ElemAddr),
+}
+
+/// A contribution made during a handler, applied once the handler returns.
+pub(crate) struct LocalContribution {
+    pub(super) coll: CollectionId,
+    pub(super) member: Option<IndexKey>,
+    pub(super) key: u64,
+    pub(super) reducer: Reducer,
+    pub(super) callback: Callback,
+    pub(super) value: RedData,
+}
+
+/// Static facts about an array every PE needs to route to its elements.
+#[derive(Clone)]
+pub(crate) struct ArrayMeta {
+    /// Registry position of the element type.
+    pub(crate) ty: u32,
+    pub(super) shape: Arc<Shape>,
+    pub(super) map: ArrayMap,
+}
+
+/// The part of a PE that handlers reach through `Ctx`.
+pub(crate) struct PeCore {
+    pub(crate) me: Pe,
+    pub(crate) npes: usize,
+    pub(crate) arity: usize,
+    pub(crate) seed: u64,
+    pub(crate) reg: Arc<Registry>,
+    pub(crate) net: Box<dyn Transport>,
+    pub(crate) policy: ErrorPolicy,
+    pub(crate) work_mode: WorkMode,
+    pub(crate) queue: ReadyQueue<Envelope>,
+    pub(crate) sent: u64,
+    pub(crate) processed: u64,
+    pub(crate) current: Current,
+    pub(super) next_chare_seq: HashMap<Pe, u32>,
+    pub(super) next_coll_seq: u32,
+    pub(crate) arrays: HashMap<CollectionId, ArrayMeta>,
+    pub(super) deferred: Vec<LocalContribution>,
+    pub(crate) qd: Quiescence,
+    pub(crate) exiting: bool,
+    /// A handler declared compute since the layer last asked: messages that arrived
+    /// meanwhile wait in the layer's inbox, unseen by the ready queue.
+    pub(super) worked: bool,
+    pub(crate) report: PeReport,
+    /// Sequence number of the last envelope made here.
+    pub(super) next_seq: u32,
+    /// This PE's recorder under `--trace`.
+    pub(crate) trace: Option<Box<PeTrace>>,
+    /// Where migrated array elements are, as far as this PE knows.
+    pub(crate) loc: Locations,
+    /// Moves asked for by the running handler, made once it returns.
+    pub(crate) moves: Vec<MoveRequest>,
+    /// True while an element's state is being serialized to leave this PE.
+    pub(crate) leaving: bool,
+}
+
+/// An element's request to move to PE `to`.
+pub(crate) struct MoveRequest {
+    pub(crate) coll: CollectionId,
+    pub(crate) addr: ElemAddr,
+    pub(crate) to: Pe,
+}
+
+impl PeCore {
+    /// The layer clock in trace nanoseconds, when this PE is traced.
+    pub(crate) fn trace_now(&self) -> Option<u64> {
+        self.trace.as_ref().map(|_| ns(self.net.now()))
+    }
+
+    /// When the entry about to start began, when this PE is traced (saves a clock
+    /// read when the delivery already took the time).
+    pub(crate) fn trace_entry_ts(&self) -> Option<u64> {
+        let net = &self.net;
+        self.trace.as_ref().map(|t| t.entry_ts(|| ns(net.now())))
+    }
+
+    /// Close the entry slices a handler left open (it returned, or panicked).
+    pub(crate) fn trace_entries_end(&mut self) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            if t.in_entry() {
+                t.entries_end(ns(self.net.now()));
+            }
+        }
+    }
+
+    pub(super) fn envelope(&mut self, kind: Kind, opts: SendOpts) -> Envelope {
+        self.next_seq = self.next_seq.wrapping_add(1);
+        Envelope {
+            src: self.me,
+            seq: self.next_seq,
+            prio: opts.prio,
+            expedited: opts.expedited,
+            counted: true,
+            kind,
+        }
+    }
+
+    /// Hand an envelope to PE `to`: the local queue, or the machine layer.
+    pub(crate) fn post(&mut self, to: Pe, env: Envelope) {
+        if to as usize >= self.npes {
+            let err = RuntimeError::PeOutOfRange {
+                from: self.me,
+                to,
+                num_pes: self.npes,
+            };
+            self.fail(err);
+            return;
+        }
+        if env.counted {
+            self.sent += env.weight();
+        }
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.send(ns(self.net.now()), env.msg_id(), to, env.wire_bytes());
+        }
+        if to == self.me {
+            let (prio, exp) = (env.prio, env.expedited);
+            self.queue.push(env, prio, exp);
+        } else if let Err(e) = self.net.send(to, env) {
+            self.fail(e);
+        }
+    }
+
+    /// Record an error and apply the job's policy.
+    pub(crate) fn fail(&mut self, err: RuntimeError) {
+        match self.policy {
+            ErrorPolicy::Drop => {
+                tracing::warn!(pe = self.me, "dropped: {err}");
+                self.report.errors.push(err);
+            }
+            ErrorPolicy::Abort => {
+                tracing::error!(pe = self.me, "aborting job: {err}");
+                self.report.errors.push(err.clone());
+                self.report.aborted = true;
+                if !self.exiting {
+                    self.exit(Some(err));
+                }
+            }
+        }
+    }
+
+    pub(crate) fn send_user(&mut self, to: Pe, dest: Dest, payload: Payload, opts: SendOpts) {
+        let env = self.envelope(
+            Kind::User {
+                dest,
+                payload,
+                hops: 0,
+            },
+            opts,
+        );
+        self.post(to, env);
+    }
+
+    /// Send a typed message; when the previous envelope bound for the same PE goes to
+    /// the same destination with the same priority, the message joins its run.
+    #[inline]
+    pub(crate) fn send_typed<M: Message>(
+        &mut self,
+        to: Pe,
+        dest: impl DestKey,
+        msg: M,
+        opts: SendOpts,
+    ) {
+        let me = self.me;
+        if opts.expedited || to as usize >= self.npes {
+            return self.send_new_run(to, dest, msg, opts);
+        }
+        let tail = if to == me {
+            self.queue.tail_mut(opts.prio)
+        } else {
+            self.net.held_tail(to)
+        };
+        let msg = match tail {
+            Some(env) => match env.append(me, &dest, opts.prio, msg) {
+                Ok(()) => {
+                    self.sent += 1;
+                    return;
+                }
+                Err(msg) => msg,
+            },
+            None => msg,
+        };
+        self.send_new_run(to, dest, msg, opts);
+    }
+
+    /// Send a typed message in an envelope of its own. Out of line so that joining a
+    /// run, the common case of a stream of sends, stays small enough to inline.
+    #[inline(never)]
+    pub(super) fn send_new_run<M: Message>(
+        &mut self,
+        to: Pe,
+        dest: impl DestKey,
+        msg: M,
+        opts: SendOpts,
+    ) {
+        self.send_user(to, dest.into_dest(), Payload::new(msg), opts);
+    }
+
+    /// True when the running handler's run of messages should stop early: the job is
+    /// ending or an expedited message is waiting.
+    pub(crate) fn should_yield(&self) -> bool {
+        self.exiting || self.queue.has_expedited() || !self.moves.is_empty()
+    }
+
+    pub(crate) fn broadcast(&mut self, dest: Dest, payload: Payload, opts: SendOpts) {
+        let env = self.envelope(
+            Kind::Bcast {
+                dest,
+                root: self.me,
+                payload,
+            },
+            opts,
+        );
+        self.post(self.me, env);
+    }
+
+    /// PE an array element's messages go to: its home by the map, or, if this PE has
+    /// not yet heard of the array, the array's creator, which forwards.
+    pub(crate) fn locate(
+        &mut self,
+        coll: CollectionId,
+        addr: &ElemAddr,
+    ) -> Result<Pe, RuntimeError> {
+        let Some(meta) = self.arrays.get(&coll) else {
+            return Ok(coll.creator);
+        };
+        match builtin_home(meta.map, &meta.shape, addr.order, self.npes) {
+            Some(pe) => Ok(pe),
+            None => match meta.map {
+                ArrayMap::Custom(id) => self
+                    .reg
+                    .custom_map(id, &addr.key, self.npes)
+                    .map_err(RuntimeError::Invalid)
+                    .and_then(|pe| {
+                        if (pe as usize) < self.npes {
+                            Ok(pe)
+                        } else {
+                            Err(RuntimeError::Invalid(format!(
+                                "array map {id} placed an element on PE {pe}, but the job has {} PEs",
+                                self.npes
+                            )))
+                        }
+                    }),
+                _ => Err(RuntimeError::Invalid(format!(
+                    "{coll}: the block map needs a dense (1-D or 2-D) array; use RoundRobin or a custom map"
+                ))),
+            },
+        }
+    }
+
+    pub(crate) fn send_to_element(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+        payload: Payload,
+        opts: SendOpts,
+    ) {
+        if let Some((pe, dest)) = self.route_element(coll, addr) {
+            self.send_user(pe, dest, payload, opts);
+        }
+    }
+
+    /// Where to send an element's messages, and how to address them: to the latest
+    /// location this PE has heard of if the element has migrated, else by the map.
+    pub(crate) fn route_element(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+    ) -> Option<(Pe, Dest)> {
+        if !self.loc.is_empty() {
+            if let Some(l) = self.loc.get(coll, &addr.key) {
+                return Some((l.pe, Dest::ElementAt(coll, addr, l.moves)));
+            }
+        }
+        let pe = self.element_home(coll, &addr)?;
+        Some((pe, Dest::Element(coll, addr)))
+    }
+
+    /// PE to send an element's messages to; a failed lookup goes to the error policy.
+    pub(crate) fn element_home(&mut self, coll: CollectionId, addr: &ElemAddr) -> Option<Pe> {
+        match self.locate(coll, addr) {
+            Ok(pe) => Some(pe),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+
+    pub(crate) fn insert_element(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload) {
+        match self.locate(coll, &addr) {
+            Ok(pe) => {
+                let kind = Kind::Insert {
+                    coll,
+                    addr,
+                    init,
+                    hops: 0,
+                };
+                let env = self.envelope(kind, SendOpts::expedited());
+                self.post(pe, env);
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    pub(crate) fn done_inserting(&mut self, coll: CollectionId) {
+        let env = self.envelope(
+            Kind::DoneInserting {
+                coll,
+                root: self.me,
+            },
+            SendOpts::default(),
+        );
+        self.post(self.me, env);
+    }
+
+    pub(crate) fn new_chare_id(&mut self, pe: Pe) -> ChareId {
+        let seq = self.next_chare_seq.entry(pe).or_insert(0);
+        let id = ChareId {
+            pe,
+            creator: self.me,
+            seq: *seq,
+        };
+        *seq += 1;
+        id
+    }
+
+    pub(crate) fn new_collection_id(&mut self) -> CollectionId {
+        let id = CollectionId {
+            creator: self.me,
+            seq: self.next_coll_seq,
+        };
+        self.next_coll_seq += 1;
+        id
+    }
+
+    pub(crate) fn create(&mut self, to: Pe, kind: Kind) {
+        let env = self.envelope(kind, SendOpts::expedited());
+        self.post(to, env);
+    }
+
+    pub(crate) fn register_array(
+        &mut self,
+        coll: CollectionId,
+        ty: u32,
+        shape: Arc<Shape>,
+        map: ArrayMap,
+    ) {
+        self.arrays.insert(coll, ArrayMeta { ty, shape, map });
+    }
+
+    pub(crate) fn contribute(&mut self, value: RedData, reducer: Reducer, callback: Callback) {
+        let (coll, member, key) = match &self.current {
+            Current::Group(c) => (*c, None, u64::from(self.me)),
+            Current::Element(c, addr) => (*c, Some(addr.key.clone()), addr.order),
+            other => {
+                let err = RuntimeError::Invalid(format!(
+                    "contribute() called from {other:?}: only group members and array elements contribute"
+                ));
+                self.fail(err);
+                return;
+            }
+        };
+        self.deferred.push(LocalContribution {
+            coll,
+            member,
+            key,
+            reducer,
+            callback,
+            value,
+        });
+    }
+
+    /// Deliver `data` to a callback's target.
+    pub(crate) fn fire(&mut self, cb: &Callback, data: RedData) {
+        let (entry, dest, to) = match cb {
+            Callback::Ignore => return,
+            Callback::Exit => return self.exit(None),
+            Callback::Chare { id, entry } => (*entry, Dest::Chare(*id), Some(id.pe)),
+            Callback::GroupMember { coll, pe, entry } => (*entry, Dest::Group(*coll), Some(*pe)),
+            Callback::GroupAll { coll, entry } => (*entry, Dest::Group(*coll), None),
+            Callback::ArrayElement { coll, addr, entry } => {
+                (*entry, Dest::Element(*coll, addr.clone()), None)
+            }
+            Callback::ArrayAll { coll, entry } => (*entry, Dest::Array(*coll), None),
+        };
+        let Some(info) = self.reg.entries.get(entry as usize) else {
+            return self.fail(RuntimeError::Invalid(format!(
+                "callback entry {entry} is not registered"
+            )));
+        };
+        let payload = match (info.build)(data) {
+            Ok(p) => p,
+            Err(what) => {
+                let err = RuntimeError::CallbackType {
+                    entry: info.name.clone(),
+                    what,
+                };
+                return self.fail(err);
+            }
+        };
+        let opts = SendOpts::default();
+        match (dest, to) {
+            (Dest::Element(coll, addr), _) => self.send_to_element(coll, addr, payload, opts),
+            (dest @ (Dest::Array(_) | Dest::Group(_)), None) => self.broadcast(dest, payload, opts),
+            (dest, Some(pe)) => self.send_user(pe, dest, payload, opts),
+            (dest, None) => self.fail(RuntimeError::Invalid(format!(
+                "callback to {dest:?} has no PE"
+            ))),
+        }
+    }
+
+    /// End the job: broadcast an exit down the tree rooted here and down PE 0's.
+    pub(crate) fn exit(&mut self, error: Option<RuntimeError>) {
+        if self.me != 0 {
+            // PE 0 always hears, so the broadcast over PE 0's tree (see `Kind::Exit`)
+            // always starts.
+            let kind = Kind::Exit {
+                root: self.me,
+                error: error.clone(),
+            };
+            self.uncounted(0, kind);
+        }
+        let mut env = self.envelope(
+            Kind::Exit {
+                root: self.me,
+                error,
+            },
+            SendOpts::expedited(),
+        );
+        env.counted = false;
+        self.post(self.me, env);
+    }
+
+    /// Counted like any message, so a request still in flight keeps the job from
+    /// looking quiescent: every request made before quiescence fires at its detection.
+    pub(crate) fn request_quiescence(&mut self, callback: Callback) {
+        let env = self.envelope(Kind::QdRequest { callback }, SendOpts::expedited());
+        self.post(0, env);
+    }
+
+    pub(crate) fn work(&mut self, d: Duration) {
+        self.worked = true;
+        // What the handler sent so far leaves before the compute, as an MPI_Isend
+        // posted before computing would.
+        self.net.flush();
+        self.net.work(d, self.work_mode);
+    }
+
+    pub(crate) fn on_pe_failure(&mut self, callback: Callback) {
+        self.net.subscribe_failures(self.me, callback);
+    }
+
+    pub(super) fn uncounted(&mut self, to: Pe, kind: Kind) {
+        let mut env = self.envelope(kind, SendOpts::expedited());
+        env.counted = false;
+        self.post(to, env);
+    }
+
+    pub(super) fn tree_parent(&self) -> Option<Pe> {
+        tree::parent(self.me, 0, self.npes, self.arity)
+    }
+
+    pub(super) fn tree_children(&self) -> impl Iterator<Item = Pe> {
+        tree::children(self.me, 0, self.npes, self.arity)
+    }
+}
