@@ -11,6 +11,7 @@
 pub mod api;
 pub mod base;
 mod engine;
+mod launch;
 pub mod machine;
 pub mod msg;
 pub mod trace;
@@ -45,63 +46,7 @@ pub use registry::{Entry, Registry};
 pub use report::{PeReport, RunReport};
 pub use trace::TraceReport;
 
-use machine::{Job, MachineLayer};
-use std::sync::Arc;
-
-/// A configured job: registry plus configuration, ready to run a main function.
-pub struct Runtime {
-    registry: Registry,
-    config: Config,
-}
-
-impl Runtime {
-    /// A job with these registrations and settings.
-    pub fn new(registry: Registry, config: Config) -> Self {
-        Runtime { registry, config }
-    }
-
-    /// Run `main` on PE 0, then every PE until the job exits.
-    pub fn run(
-        self,
-        main: impl FnOnce(&mut Ctx) + Send + 'static,
-    ) -> Result<RunReport, RuntimeError> {
-        self.config.validate().map_err(RuntimeError::Invalid)?;
-        let _log = logging::init(&self.config)?;
-        let _job = tracing::info_span!("chorus_job", layer = ?self.config.layer).entered();
-        let layer: Box<dyn MachineLayer> = match self.config.layer {
-            Layer::Threads => Box::new(machine::threads::Threads),
-            Layer::Sim => Box::new(machine::sim::Sim),
-            #[cfg(feature = "mpi")]
-            Layer::Mpi => Box::new(machine::mpi::Mpi),
-            #[cfg(not(feature = "mpi"))]
-            Layer::Mpi => unreachable!("validate() rejects --layer mpi without the mpi feature"),
-        };
-        let stats = self.config.stats;
-        let result = layer.run(Job {
-            registry: Arc::new(self.registry),
-            config: self.config,
-            main: Box::new(main),
-        });
-        if let (Some(format), Ok(report)) = (stats, &result) {
-            eprintln!("{}", report.stats(format));
-        }
-        result
-    }
-}
-
-/// Turn a finished run into the caller's result: the first error if the job aborted.
-pub(crate) fn finish_run(report: RunReport) -> Result<RunReport, RuntimeError> {
-    if report.per_pe.iter().any(|p| p.aborted) {
-        let first = report
-            .per_pe
-            .iter()
-            .flat_map(|p| p.errors.iter())
-            .next()
-            .cloned();
-        return Err(first.unwrap_or_else(|| RuntimeError::Invalid("job aborted".into())));
-    }
-    Ok(report)
-}
+pub use launch::Runtime;
 
 /// The README's example, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -7,7 +7,7 @@ use crate::api::ctx::Ctx;
 use crate::api::proxy::SendOpts;
 use crate::api::registry::Registry;
 use crate::api::report::PeReport;
-use crate::base::config::{ErrorPolicy, WorkMode};
+use crate::base::config::{Config, ErrorPolicy, WorkMode};
 use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
@@ -16,7 +16,7 @@ use crate::engine::announced::Announced;
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
 use crate::engine::scheduler::ReadyQueue;
-use crate::machine::Transport;
+use crate::machine::Port;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::{Dest, Envelope, Kind};
 use crate::trace::{ns, PeTrace};
@@ -27,6 +27,7 @@ pub(crate) mod announced;
 mod create;
 mod deliver;
 mod dispatch;
+mod drive;
 mod guard;
 pub(crate) mod location;
 mod migration;
@@ -111,8 +112,24 @@ pub(crate) struct PeSetup {
     pub(crate) trace: Option<Box<PeTrace>>,
 }
 
+impl PeSetup {
+    /// The settings of PE `pe` of a job configured by `cfg`, recorded by `trace`.
+    pub(crate) fn new(cfg: &Config, pe: Pe, trace: Option<Box<PeTrace>>) -> Self {
+        PeSetup {
+            me: pe,
+            npes: cfg.pes as usize,
+            arity: cfg.tree_arity as usize,
+            seed: cfg.seed,
+            policy: cfg.on_error,
+            work_mode: cfg.work,
+            trace,
+        }
+    }
+}
+
 impl PeRuntime {
-    pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, net: Box<dyn Transport>) -> Self {
+    /// PE `setup.me`, knowing the job's registrations and sending through `net`.
+    pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, net: Box<dyn Port>) -> Self {
         PeRuntime {
             core: PeCore {
                 me: setup.me,

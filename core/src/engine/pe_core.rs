@@ -12,7 +12,7 @@ use crate::base::tree;
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
 use crate::engine::scheduler::ReadyQueue;
-use crate::machine::Transport;
+use crate::machine::Port;
 use crate::msg::array::{builtin_home, ArrayMap, ElemAddr, Shape};
 use crate::msg::callback::Callback;
 use crate::msg::envelope::{Dest, DestKey, Envelope, Kind};
@@ -68,7 +68,7 @@ pub(crate) struct PeCore {
     pub(crate) arity: usize,
     pub(crate) seed: u64,
     pub(crate) reg: Arc<Registry>,
-    pub(crate) net: Box<dyn Transport>,
+    pub(crate) net: Box<dyn Port>,
     pub(crate) policy: ErrorPolicy,
     pub(crate) work_mode: WorkMode,
     pub(crate) queue: ReadyQueue<Envelope>,

@@ -6,19 +6,50 @@ pub mod mpi;
 pub mod sim;
 pub mod threads;
 
-use crate::api::ctx::Ctx;
-use crate::api::registry::Registry;
-use crate::api::report::RunReport;
-use crate::base::config::{Config, WorkMode};
+use crate::base::config::WorkMode;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::Envelope;
-use std::sync::Arc;
 use std::time::Duration;
 
-/// A PE's connection to the other PEs of its machine layer.
-pub trait Transport {
+/// What a PE's port hands its drive loop.
+pub enum Arrival {
+    /// One envelope.
+    One(Envelope),
+    /// Every envelope one handler elsewhere sent to this PE, in order.
+    Many(Vec<Envelope>),
+    /// A message for this PE that the transport could not turn into an envelope.
+    Failed(RuntimeError),
+}
+
+/// An arrival and the bytes it took on the wire (0 within a process).
+pub struct Arrived {
+    /// What arrived.
+    pub what: Arrival,
+    /// Bytes received for it, which bound how much a PE takes before it runs.
+    pub bytes: usize,
+}
+
+impl From<Arrival> for Arrived {
+    fn from(what: Arrival) -> Self {
+        Arrived { what, bytes: 0 }
+    }
+}
+
+/// The answer of a port asked for arrivals.
+pub enum Poll {
+    /// Something arrived.
+    Ready(Arrived),
+    /// Nothing yet.
+    Empty,
+    /// Nothing ever will: the job is over for this PE.
+    Closed,
+}
+
+/// A PE's connection to the other PEs of its machine layer: what each transport
+/// (threads, SMP workers, MPI, sim) implements, and all the engine knows of it.
+pub trait Port {
     /// Deliver an envelope to another PE (possibly held until `flush`); fails when it
     /// cannot be put on the wire (a payload that does not encode).
     fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError>;
@@ -36,21 +67,22 @@ pub trait Transport {
     /// Ask for `callback` to receive the number of every PE that fails from now on
     /// (layers without failures never call it).
     fn subscribe_failures(&mut self, _subscriber: Pe, _callback: Callback) {}
-}
-
-/// A program ready to run: its registry, configuration and main function.
-pub struct Job {
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) config: Config,
-    pub(crate) main: Box<dyn FnOnce(&mut Ctx) + Send>,
-}
-
-/// A way of running PEs: threads, simulation or MPI ranks.
-pub trait MachineLayer {
-    /// Lower-case name of the layer.
-    fn name(&self) -> &'static str;
-    /// Run the job to its exit.
-    fn run(&self, job: Job) -> Result<RunReport, RuntimeError>;
+    /// The next arrival, without waiting (the sim layer delivers by events instead,
+    /// and says `Closed`).
+    fn poll(&mut self) -> Poll {
+        Poll::Closed
+    }
+    /// Wait a while for an arrival, once the PE has nothing to run: spin, yield,
+    /// nap or block, as suits the transport.
+    fn wait(&mut self) -> Poll {
+        Poll::Closed
+    }
+    /// Move sends along after handlers ran; true if any progressed.
+    fn progress(&mut self) -> bool {
+        false
+    }
+    /// A handler just computed for a while without looking at the network.
+    fn after_compute(&mut self) {}
 }
 
 /// Spend `d` by sleeping or spinning on a real clock.

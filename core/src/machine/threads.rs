@@ -1,41 +1,30 @@
-//! The threads layer: one OS thread per PE, crossbeam channels between them.
+//! The threads layer's transport: a PE's port among the PEs of one process, an
+//! inbox per PE and crossbeam channels between them (also the mpi layer's SMP
+//! workers' port, with a way out to other ranks).
 
-use super::{real_work, Job, MachineLayer, Transport};
-use crate::api::report::{PeReport, RunReport};
+use super::{real_work, Arrival, Poll, Port};
 use crate::base::config::WorkMode;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
-use crate::engine::{PeRuntime, PeSetup};
 use crate::msg::envelope::Envelope;
-use crate::trace::JobTrace;
-use crossbeam_channel::{unbounded, Receiver, Sender, TryRecvError};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Messages a PE runs between two looks at its inbox (bounds how long a newly
-/// arrived high-priority message waits behind queued ones).
-const BATCH: usize = 64;
 /// Polls of an empty inbox before yielding, then yields before parking.
 const SPIN_POLLS: u32 = 200;
 const YIELD_POLLS: u32 = 20;
 
-/// What travels through a PE's inbox: one envelope, or every envelope one handler
-/// sent to that PE (one channel operation instead of many), or an error another
-/// thread found about a message for this PE.
-pub(super) enum Packet {
-    One(Envelope),
-    Many(Vec<Envelope>),
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    Failed(RuntimeError),
-}
-
 /// Where a PE sends envelopes for PEs outside its process (the mpi layer's SMP mode).
-pub(super) type RemoteSend = Box<dyn FnMut(Pe, Envelope) -> Result<(), RuntimeError> + Send>;
+pub(crate) type RemoteSend = Box<dyn FnMut(Pe, Envelope) -> Result<(), RuntimeError> + Send>;
 
 /// A PE's transport among the PEs of one process, and beyond it through `remote`.
-pub(super) struct ThreadNet {
+pub(crate) struct ThreadNet {
+    /// This PE's inbox: what the process's PEs (and, on the mpi layer's SMP mode,
+    /// the rank's communication thread) send it.
+    inbox: Receiver<Arrival>,
     /// Inboxes of this process's PEs, by PE number minus `first`.
-    peers: Arc<[Sender<Packet>]>,
+    peers: Arc<[Sender<Arrival>]>,
     first: Pe,
     /// Sends to PEs of other processes; none on the threads layer, which has one.
     remote: Option<RemoteSend>,
@@ -50,14 +39,16 @@ pub(super) struct ThreadNet {
 
 impl ThreadNet {
     /// The transport of a PE whose process runs PEs `first..first + peers.len()`.
-    pub(super) fn new(
-        peers: Arc<[Sender<Packet>]>,
+    pub(crate) fn new(
+        inbox: Receiver<Arrival>,
+        peers: Arc<[Sender<Arrival>]>,
         first: Pe,
         remote: Option<RemoteSend>,
         start: Instant,
         offset: f64,
     ) -> Self {
         ThreadNet {
+            inbox,
             held: (0..peers.len()).map(|_| Vec::new()).collect(),
             peers,
             first,
@@ -75,7 +66,7 @@ impl ThreadNet {
     }
 }
 
-impl Transport for ThreadNet {
+impl Port for ThreadNet {
     fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
         let Some(i) = self.local(to) else {
             return match self.remote.as_mut() {
@@ -107,11 +98,11 @@ impl Transport for ThreadNet {
             let slot = &mut self.held[i];
             let packet = if slot.len() == 1 {
                 match slot.pop() {
-                    Some(env) => Packet::One(env),
+                    Some(env) => Arrival::One(env),
                     None => continue,
                 }
             } else {
-                Packet::Many(std::mem::take(slot))
+                Arrival::Many(std::mem::take(slot))
             };
             // A send fails only when the receiving PE has already exited; the job is
             // ending and the message is dropped on purpose.
@@ -127,140 +118,28 @@ impl Transport for ThreadNet {
     fn work(&mut self, d: Duration, mode: WorkMode) {
         real_work(d, mode);
     }
-}
 
-/// One OS thread per PE.
-pub struct Threads;
-
-impl MachineLayer for Threads {
-    fn name(&self) -> &'static str {
-        "threads"
+    fn poll(&mut self) -> Poll {
+        match self.inbox.try_recv() {
+            Ok(a) => Poll::Ready(a.into()),
+            Err(TryRecvError::Empty) => Poll::Empty,
+            Err(TryRecvError::Disconnected) => Poll::Closed,
+        }
     }
 
-    fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
-        let cfg = job.config;
-        let npes = cfg.pes as usize;
-        let (txs, rxs): (Vec<_>, Vec<_>) = (0..npes).map(|_| unbounded()).unzip();
-        let peers: Arc<[Sender<Packet>]> = txs.into();
-        let trace = JobTrace::start(&cfg, "process", npes)?;
-        let start = Instant::now();
-        let mut main = Some(job.main);
-        let mut handles = Vec::with_capacity(npes);
-        for (pe, rx) in rxs.into_iter().enumerate() {
-            let setup = PeSetup {
-                me: pe as Pe,
-                npes,
-                arity: cfg.tree_arity as usize,
-                seed: cfg.seed,
-                policy: cfg.on_error,
-                work_mode: cfg.work,
-                trace: trace.as_ref().map(|t| t.pe(pe as Pe, 0)),
-            };
-            let net = ThreadNet::new(peers.clone(), 0, None, start, 0.0);
-            let reg = job.registry.clone();
-            let main = if pe == 0 { main.take() } else { None };
-            let handle = std::thread::Builder::new()
-                .name(format!("chorus-pe-{pe}"))
-                .spawn(move || {
-                    let _pe = tracing::debug_span!("pe", pe).entered();
-                    let mut rt = PeRuntime::new(setup, reg, Box::new(net));
-                    if let Some(main) = main {
-                        rt.run_main(main);
-                    }
-                    pe_loop(&mut rt, &rx);
-                    rt.into_report()
-                })
-                .map_err(|e| {
-                    RuntimeError::Invalid(format!("could not start PE thread {pe}: {e}"))
-                })?;
-            handles.push(handle);
-        }
-        drop(peers);
-        let mut per_pe = Vec::with_capacity(npes);
-        for (pe, h) in handles.into_iter().enumerate() {
-            match h.join() {
-                Ok(r) => per_pe.push(r),
-                Err(_) => {
-                    let mut r = PeReport::new(pe as Pe);
-                    r.errors
-                        .push(RuntimeError::Invalid(format!("PE {pe}'s thread died")));
-                    r.aborted = true;
-                    per_pe.push(r);
-                }
+    /// Spin, then yield, then block on the inbox.
+    fn wait(&mut self) -> Poll {
+        for i in 0..SPIN_POLLS + YIELD_POLLS {
+            match self.inbox.try_recv() {
+                Ok(a) => return Poll::Ready(a.into()),
+                Err(TryRecvError::Disconnected) => return Poll::Closed,
+                Err(TryRecvError::Empty) if i < SPIN_POLLS => std::hint::spin_loop(),
+                Err(TryRecvError::Empty) => std::thread::yield_now(),
             }
         }
-        let wall_s = start.elapsed().as_secs_f64();
-        let report = RunReport {
-            layer: self.name(),
-            pes: npes,
-            wall_s,
-            per_pe,
-            sim: None,
-            trace: trace.map(JobTrace::finish).transpose()?,
-        };
-        crate::finish_run(report)
-    }
-}
-
-/// Run a PE until the job exits: drain the inbox, run ready messages, report
-/// idleness to quiescence detection, spin briefly, then park on the inbox.
-pub(super) fn pe_loop(rt: &mut PeRuntime, rx: &Receiver<Packet>) {
-    loop {
-        loop {
-            match rx.try_recv() {
-                Ok(packet) => accept(rt, packet),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => return,
-            }
-        }
-        let mut ran = 0;
-        while ran < BATCH && rt.step() {
-            ran += 1;
-            if rt.exiting() {
-                return;
-            }
-            if rt.take_worked() {
-                break;
-            }
-        }
-        if ran > 0 {
-            continue;
-        }
-        rt.on_idle();
-        if rt.exiting() {
-            return;
-        }
-        if rt.step() {
-            if rt.exiting() {
-                return;
-            }
-            continue;
-        }
-        rt.trace_idle();
-        match wait(rx) {
-            Some(packet) => accept(rt, packet),
-            None => return,
+        match self.inbox.recv() {
+            Ok(a) => Poll::Ready(a.into()),
+            Err(_) => Poll::Closed,
         }
     }
-}
-
-fn accept(rt: &mut PeRuntime, packet: Packet) {
-    match packet {
-        Packet::One(env) => rt.accept(env),
-        Packet::Many(envs) => envs.into_iter().for_each(|env| rt.accept(env)),
-        Packet::Failed(err) => rt.core.fail(err),
-    }
-}
-
-/// Wait for the next packet: spin, then yield, then block.
-fn wait(rx: &Receiver<Packet>) -> Option<Packet> {
-    for i in 0..SPIN_POLLS + YIELD_POLLS {
-        match rx.try_recv() {
-            Ok(env) => return Some(env),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) if i < SPIN_POLLS => std::hint::spin_loop(),
-            Err(TryRecvError::Empty) => std::thread::yield_now(),
-        }
-    }
-    rx.recv().ok()
 }

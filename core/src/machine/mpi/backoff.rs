@@ -9,16 +9,16 @@ const YIELD_POLLS: u32 = 200;
 const MAX_SLEEP: Duration = Duration::from_micros(500);
 
 /// How an idle rank waits: spin, then yield, then sleep with growing naps.
-pub(super) struct Backoff(pub(super) u32);
+pub(crate) struct Backoff(pub(crate) u32);
 
 impl Backoff {
     /// Start over, after the rank found work.
-    pub(super) fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.0 = 0;
     }
 
     /// Spin, yield or sleep once.
-    pub(super) fn wait(&mut self) {
+    pub(crate) fn wait(&mut self) {
         if let Some(nap) = self.next() {
             std::thread::sleep(nap);
         }
@@ -26,7 +26,7 @@ impl Backoff {
 
     /// Spin or yield once, or say how long to sleep (the caller may wait on
     /// something else meanwhile).
-    pub(super) fn next(&mut self) -> Option<Duration> {
+    pub(crate) fn next(&mut self) -> Option<Duration> {
         self.0 = self.0.saturating_add(1);
         if self.0 <= SPIN_POLLS {
             std::hint::spin_loop();

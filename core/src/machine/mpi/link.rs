@@ -34,11 +34,11 @@ struct PendingSend {
 }
 
 /// A rank's side of the network: its communicator and its sends in flight.
-pub(super) struct Link {
+pub(crate) struct Link {
     /// Receives of envelopes, posted in this order, so MPI fills them in this order.
     /// Declared before `comm`, so they are cancelled before it is freed.
     posted: VecDeque<PostedReceive>,
-    pub(super) comm: SimpleCommunicator,
+    pub(crate) comm: SimpleCommunicator,
     pending: Vec<PendingSend>,
     /// Bytes of the sends in `pending`.
     in_flight: usize,
@@ -84,7 +84,7 @@ const POSTED: usize = 4;
 /// Bytes of each posted receive: envelopes up to this long travel as one message.
 /// Ranks compare it (with the wire version) at startup: a longer message on the
 /// envelope tag would overflow a posted receive.
-pub(super) const POSTED_BYTES: usize = 16 << 10;
+pub(crate) const POSTED_BYTES: usize = 16 << 10;
 /// How long a receiver waits for a message an envelope announced (a long envelope's
 /// body, a segment) before it ends the job. The sender posts them together with the
 /// envelope, so only a broken peer makes it wait this long, and going on without the
@@ -93,7 +93,7 @@ const SEGMENT_WAIT: Duration = Duration::from_secs(30);
 
 /// An envelope in its wire form: its bytes, and the long byte strings that follow
 /// it as segments (see `wire::encode_segmented`).
-pub(super) struct Encoded {
+pub(crate) struct Encoded {
     buf: Vec<u8>,
     segments: Vec<Bytes>,
 }
@@ -101,7 +101,7 @@ pub(super) struct Encoded {
 impl Encoded {
     /// `env` encoded for PE `to` into a buffer from `buffer`, which gets the size the
     /// envelope wants (0 for a segmented one) and returns an empty buffer.
-    pub(super) fn new(
+    pub(crate) fn new(
         env: &Envelope,
         to: Pe,
         buffer: impl FnOnce(usize) -> Vec<u8>,
@@ -130,7 +130,7 @@ impl Encoded {
 }
 
 impl Link {
-    pub(super) fn new(comm: SimpleCommunicator, keep_spares: bool) -> Self {
+    pub(crate) fn new(comm: SimpleCommunicator, keep_spares: bool) -> Self {
         Link {
             posted: (0..POSTED)
                 .map(|_| PostedReceive::new(&comm, POSTED_BYTES, ENVELOPE_TAG))
@@ -146,14 +146,14 @@ impl Link {
         }
     }
 
-    pub(super) fn send(&mut self, to: Pe, env: &Envelope) -> Result<(), RuntimeError> {
+    pub(crate) fn send(&mut self, to: Pe, env: &Envelope) -> Result<(), RuntimeError> {
         let encoded = Encoded::new(env, to, |want| self.spare_buffer(want))?;
         self.post_encoded(to, encoded);
         Ok(())
     }
 
     /// Start sending an encoded envelope and its segments to `rank`.
-    pub(super) fn post_encoded(&mut self, rank: Pe, encoded: Encoded) {
+    pub(crate) fn post_encoded(&mut self, rank: Pe, encoded: Encoded) {
         while self.in_flight > MAX_IN_FLIGHT {
             // Receiving meanwhile is what lets a peer that waits on us finish too.
             if !self.progress() && !self.pull() {
@@ -215,7 +215,7 @@ impl Link {
 
     /// End the whole MPI job with `why`: a rank that cannot go on must not leave the
     /// others waiting for it.
-    pub(super) fn abort(&self, why: &str) -> ! {
+    pub(crate) fn abort(&self, why: &str) -> ! {
         eprintln!(
             "chorus: rank {}: {why}; aborting the MPI job",
             self.comm.rank()
@@ -224,7 +224,7 @@ impl Link {
     }
 
     /// True while some send is not yet complete.
-    pub(super) fn sending(&self) -> bool {
+    pub(crate) fn sending(&self) -> bool {
         !self.pending.is_empty()
     }
 
@@ -240,7 +240,7 @@ impl Link {
     }
 
     /// Complete every send MPI has finished with; true if any did.
-    pub(super) fn progress(&mut self) -> bool {
+    pub(crate) fn progress(&mut self) -> bool {
         let mut any = false;
         let mut i = 0;
         while i < self.pending.len() {
@@ -270,7 +270,7 @@ impl Link {
     }
 
     /// Move one arrived message into the inbox; true if there was one.
-    pub(super) fn pull(&mut self) -> bool {
+    pub(crate) fn pull(&mut self) -> bool {
         match self.probe() {
             Some(got) => {
                 self.inbox.push_back(got);
@@ -281,7 +281,7 @@ impl Link {
     }
 
     /// Take one message that has arrived, with its source rank.
-    pub(super) fn receive(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
+    pub(crate) fn receive(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
         self.inbox.pop_front().or_else(|| self.probe())
     }
 
@@ -489,7 +489,7 @@ fn probe_within(from: &Process<'_>, tag: i32) -> Option<(Message, Status)> {
 
 /// After the exit: finish our sends while dropping whatever still arrives, then wait
 /// for every rank to get here.
-pub(super) fn shut_down(link: &mut Link) {
+pub(crate) fn shut_down(link: &mut Link) {
     let mut backoff = Backoff(0);
     let drain = |link: &mut Link, backoff: &mut Backoff| {
         let mut any = link.progress();

@@ -11,7 +11,7 @@ use mpi::traits::*;
 use std::ptr::NonNull;
 
 /// A posted receive from any rank on one tag, and the buffer MPI writes it into.
-pub(super) struct PostedReceive {
+pub(crate) struct PostedReceive {
     /// `Some` while MPI may write `buf`.
     req: Option<Request<'static, [u8], StaticScope>>,
     /// The buffer, allocated as a `Box<[u8]>` and freed by `drop`. It is held by raw
@@ -22,7 +22,7 @@ pub(super) struct PostedReceive {
 
 impl PostedReceive {
     /// A receive of messages of up to `bytes` on `tag`, posted on `comm`.
-    pub(super) fn new(comm: &SimpleCommunicator, bytes: usize, tag: i32) -> Self {
+    pub(crate) fn new(comm: &SimpleCommunicator, bytes: usize, tag: i32) -> Self {
         let buf = NonNull::from(Box::leak(vec![0u8; bytes].into_boxed_slice()));
         let mut posted = PostedReceive {
             req: None,
@@ -34,7 +34,7 @@ impl PostedReceive {
     }
 
     /// Post the receive again, once its last message has been read.
-    pub(super) fn post(&mut self, comm: &SimpleCommunicator) {
+    pub(crate) fn post(&mut self, comm: &SimpleCommunicator) {
         debug_assert!(self.req.is_none(), "a receive is posted once at a time");
         // SAFETY: `buf` came from `Box::leak` and is freed only in `drop`, which first
         // completes any pending request, so it is valid for as long as MPI may write
@@ -52,7 +52,7 @@ impl PostedReceive {
 
     /// The status of the message received, once one has been; the receive stays
     /// unposted until `post` is called again.
-    pub(super) fn test(&mut self) -> Option<Status> {
+    pub(crate) fn test(&mut self) -> Option<Status> {
         let req = self.req.take()?;
         match req.test() {
             Ok(status) => Some(status),
@@ -64,7 +64,7 @@ impl PostedReceive {
     }
 
     /// The first `len` bytes of the message received (clamped to the buffer).
-    pub(super) fn bytes(&self, len: usize) -> &[u8] {
+    pub(crate) fn bytes(&self, len: usize) -> &[u8] {
         assert!(self.req.is_none(), "the receive is still pending");
         // SAFETY: no request is pending (checked above), so MPI no longer writes the
         // buffer and nothing else borrows it mutably; the borrow of `self` keeps

@@ -10,102 +10,27 @@
 //! keeps the workers' inboxes one kind of packet, at the cost of serialising a
 //! rank's decoding on one thread.
 
-use super::super::threads::{self, Packet, RemoteSend, ThreadNet};
-use super::{shut_down, Backoff, Encoded, Link, RankStart};
-use crate::api::report::{PeReport, RunReport};
-use crate::base::error::RuntimeError;
+use super::link::{Encoded, Link};
+use super::Backoff;
 use crate::base::ids::Pe;
-use crate::engine::PeRuntime;
-use crate::machine::Job;
+use crate::machine::Arrival;
 use crate::wire;
-use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use mpi::topology::SimpleCommunicator;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Instant;
 
 /// Envelopes the workers may have encoded for other ranks that the communication
 /// thread has not yet handed to MPI. A worker that finds the queue full waits: when
 /// MPI falls behind, the workers slow down instead of encoding without bound. The
 /// communication thread never waits on a worker (it keeps receiving while its own
 /// sends wait for room), so the wait always ends.
-const OUT_QUEUE: usize = 1024;
-
-/// Run this rank's `ppr` PEs on worker threads until the job exits.
-pub(super) fn run_rank(
-    world: &SimpleCommunicator,
-    job: Job,
-    ppr: usize,
-) -> Result<RunReport, RuntimeError> {
-    let provided = mpi::environment::threading_support();
-    if provided < mpi::Threading::Funneled {
-        return Err(RuntimeError::Invalid(format!(
-            "--pes-per-rank {ppr} needs MPI_THREAD_FUNNELED, but this MPI provides only {provided:?}: run one PE per rank"
-        )));
-    }
-    let (start, comm) = RankStart::new(world, &job, ppr)?;
-    let mut link = Link::new(comm, false);
-    let first = start.rank * ppr as Pe;
-    let (txs, rxs): (Vec<_>, Vec<_>) = (0..ppr).map(|_| unbounded()).unzip();
-    let peers: Arc<[Sender<Packet>]> = txs.into();
-    let (out_tx, out_rx) = bounded::<(Pe, Encoded)>(OUT_QUEUE);
-    // Workers keep time on their own clocks, started now and set to rank 0's.
-    let clock_start = Instant::now();
-    let offset = mpi::time() - start.epoch;
-    let died = Arc::new(AtomicBool::new(false));
-    let mut main = Some(job.main);
-    let mut handles = Vec::with_capacity(ppr);
-    for (i, rx) in rxs.into_iter().enumerate() {
-        let pe = first + i as Pe;
-        let setup = start.pe_setup(&job.config, pe);
-        let tx = out_tx.clone();
-        let remote: RemoteSend = Box::new(move |to, env| {
-            let encoded = Encoded::new(&env, to, Vec::with_capacity)?;
-            tx.send((to, encoded)).map_err(|_| {
-                RuntimeError::Invalid(format!(
-                    "PE {pe}: the rank's communication thread has stopped"
-                ))
-            })
-        });
-        let net = ThreadNet::new(peers.clone(), first, Some(remote), clock_start, offset);
-        let reg = job.registry.clone();
-        let main = if pe == 0 { main.take() } else { None };
-        let watch = DeathWatch(died.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("chorus-pe-{pe}"))
-            .spawn(move || {
-                let _watch = watch;
-                let _pe = tracing::debug_span!("pe", pe).entered();
-                let mut rt = PeRuntime::new(setup, reg, Box::new(net));
-                if let Some(main) = main {
-                    rt.run_main(main);
-                }
-                threads::pe_loop(&mut rt, &rx);
-                rt.into_report()
-            });
-        match spawned {
-            Ok(handle) => handles.push(handle),
-            // The PEs already started, and every other rank, would wait for this one.
-            Err(e) => link.abort(&format!("could not start the thread of PE {pe}: {e}")),
-        }
-    }
-    drop(out_tx);
-    let route = Route {
-        peers,
-        first,
-        ppr: ppr as Pe,
-    };
-    communicate(&mut link, &route, &out_rx, &died);
-    shut_down(&mut link);
-    start.finish(&link.comm, join(handles, first))
-}
+pub(crate) const OUT_QUEUE: usize = 1024;
 
 /// Where envelopes go: this rank's PEs' inboxes, and the rank of any other PE.
-struct Route {
-    peers: Arc<[Sender<Packet>]>,
-    first: Pe,
-    ppr: Pe,
+pub(crate) struct Route {
+    pub(crate) peers: Arc<[Sender<Arrival>]>,
+    pub(crate) first: Pe,
+    pub(crate) ppr: Pe,
 }
 
 impl Route {
@@ -117,8 +42,8 @@ impl Route {
             .filter(|&pe| ours(pe).is_some())
             .unwrap_or(self.first);
         let packet = match wire::decode(bytes, to) {
-            Ok(env) => Packet::One(env),
-            Err(e) => Packet::Failed(e.at(to, &format!("rank {source}"))),
+            Ok(env) => Arrival::One(env),
+            Err(e) => Arrival::Failed(e.at(to, &format!("rank {source}"))),
         };
         // A PE that has exited drops what still arrives, as on one PE per rank.
         let _ = self.peers[(to - self.first) as usize].send(packet);
@@ -127,7 +52,7 @@ impl Route {
 
 /// Set when a worker thread unwinds: a PE lost outside any handler would leave the
 /// job waiting for it, so the communication thread takes the job down instead.
-struct DeathWatch(Arc<AtomicBool>);
+pub(crate) struct DeathWatch(pub(crate) Arc<AtomicBool>);
 
 impl Drop for DeathWatch {
     fn drop(&mut self) {
@@ -139,7 +64,7 @@ impl Drop for DeathWatch {
 
 /// Move envelopes until every worker has exited: the workers' sends onto the
 /// network, arrivals to the workers.
-fn communicate(
+pub(crate) fn communicate(
     link: &mut Link,
     route: &Route,
     out_rx: &Receiver<(Pe, Encoded)>,
@@ -185,22 +110,4 @@ fn communicate(
             }
         }
     }
-}
-
-/// The workers' reports, in PE order; a worker that died gets an error report.
-fn join(handles: Vec<JoinHandle<PeReport>>, first: Pe) -> Vec<PeReport> {
-    handles
-        .into_iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let pe = first + i as Pe;
-            h.join().unwrap_or_else(|_| {
-                let mut r = PeReport::new(pe);
-                r.errors
-                    .push(RuntimeError::Invalid(format!("PE {pe}'s thread died")));
-                r.aborted = true;
-                r
-            })
-        })
-        .collect()
 }

@@ -5,7 +5,7 @@ use super::network::{Links, NetworkModel};
 use crate::base::config::WorkMode;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
-use crate::machine::Transport;
+use crate::machine::Port;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::Envelope;
 use std::cell::RefCell;
@@ -79,7 +79,7 @@ impl Cursor {
 /// One PE's handle on the shared cursor.
 pub(crate) struct SimPort(pub(crate) Rc<RefCell<Cursor>>);
 
-impl Transport for SimPort {
+impl Port for SimPort {
     fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
         let mut c = self.0.borrow_mut();
         let bytes = env.wire_bytes();

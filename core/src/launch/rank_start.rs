@@ -5,13 +5,13 @@
 /// Tag of the trace records ranks send to rank 0 after the job.
 const TRACE_TAG: i32 = 7;
 
-use super::link::POSTED_BYTES;
+use super::Job;
 use crate::api::registry::Registry;
 use crate::api::report::{PeReport, RunReport};
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::engine::PeSetup;
-use crate::machine::Job;
+use crate::machine::mpi::link::POSTED_BYTES;
 use crate::trace::JobTrace;
 use crate::wire;
 use mpi::datatype::PartitionMut;
@@ -22,13 +22,13 @@ use std::time::Instant;
 
 /// What a rank sets up before its PEs run, and finishes after, however many PEs it
 /// runs.
-pub(super) struct RankStart {
+pub(crate) struct RankStart {
     began: Instant,
-    pub(super) rank: Pe,
+    pub(crate) rank: Pe,
     ppr: usize,
     npes: usize,
     /// This rank's job start on its MPI clock, aligned to rank 0's.
-    pub(super) epoch: f64,
+    pub(crate) epoch: f64,
     trace: Option<JobTrace>,
 }
 
@@ -36,7 +36,7 @@ impl RankStart {
     /// Check that every rank runs the same types and PEs per rank, align the clocks
     /// and open the trace; also returns the rank's communicator for the run, its own
     /// so that user MPI traffic on the world never matches ours.
-    pub(super) fn new(
+    pub(crate) fn new(
         world: &SimpleCommunicator,
         job: &Job,
         ppr: usize,
@@ -61,21 +61,13 @@ impl RankStart {
     }
 
     /// How PE `pe` of this rank starts.
-    pub(super) fn pe_setup(&self, cfg: &crate::base::config::Config, pe: Pe) -> PeSetup {
-        PeSetup {
-            me: pe,
-            npes: self.npes,
-            arity: cfg.tree_arity as usize,
-            seed: cfg.seed,
-            policy: cfg.on_error,
-            work_mode: cfg.work,
-            trace: self.trace.as_ref().map(|t| t.pe(pe, self.rank)),
-        }
+    pub(crate) fn pe_setup(&self, cfg: &crate::base::config::Config, pe: Pe) -> PeSetup {
+        PeSetup::new(cfg, pe, self.trace.as_ref().map(|t| t.pe(pe, self.rank)))
     }
 
     /// The job's report from this rank's PEs' reports (in PE order), exchanged over
     /// `comm` once every rank has shut down its traffic.
-    pub(super) fn finish(
+    pub(crate) fn finish(
         self,
         comm: &SimpleCommunicator,
         mine: Vec<PeReport>,
@@ -86,7 +78,7 @@ impl RankStart {
             Some(t) => gather_trace(comm, t)?,
             None => None,
         };
-        crate::finish_run(RunReport {
+        super::finish_run(RunReport {
             layer: "mpi",
             pes: self.npes,
             wall_s,

@@ -1,0 +1,102 @@
+//! The drive loop: the one way a PE with an inbox runs, whatever its machine layer
+//! (threads, SMP workers, MPI ranks). It takes arrivals from the PE's `Port`, runs
+//! ready messages, tells quiescence detection when the PE is idle and lets the port
+//! wait. The sim layer, which has no inbox, drives the same steps from its event
+//! loop (`launch::sim`).
+
+use super::PeRuntime;
+use crate::machine::{Arrival, Poll};
+
+/// Messages a PE runs, and arrivals it takes, between two looks at its port: bounds
+/// how long a newly arrived high-priority message waits behind queued ones.
+pub(crate) const BATCH: usize = 64;
+/// Bytes of arrivals a PE takes off its port before it runs their handlers: a pass
+/// holds at most eight envelopes of 512 KiB or more, so a stream of long messages
+/// keeps reusing the port's receive buffers instead of faulting in fresh pages.
+const PASS_BYTES: usize = 4 << 20;
+
+impl PeRuntime {
+    /// Run this PE until the job exits or its port closes.
+    pub(crate) fn drive(&mut self) {
+        // Quiescence detection hears of idleness once per idle spell, not every poll.
+        let mut idle_told = false;
+        // Set while the last pass found nothing to do.
+        let mut idle = false;
+        // Set when the port's wait handed over an arrival: it runs before anything
+        // else is taken, as the first arrival after an idle spell does.
+        let mut woken = false;
+        while !self.exiting() {
+            // Bounded, so a peer streaming faster than the handlers run cannot make
+            // the PE hold ever more arrivals.
+            let (mut taken, mut taken_bytes) = (0, 0);
+            while !std::mem::take(&mut woken) && taken < BATCH && taken_bytes < PASS_BYTES {
+                let arrival = match self.core.net.poll() {
+                    Poll::Ready(a) => a,
+                    Poll::Empty => break,
+                    Poll::Closed => return,
+                };
+                taken += 1;
+                taken_bytes += arrival.bytes;
+                self.accept_arrival(arrival.what);
+                // A PE that was idle runs its first arrival at once: looking for more
+                // first costs every message's latency, and on an oversubscribed MPI
+                // node a look yields the CPU (OpenMPI's mpi_yield_when_idle), about
+                // 5 us per wake-up. What else came with it waits one batch.
+                if std::mem::take(&mut idle) {
+                    break;
+                }
+            }
+            let mut ran = 0;
+            while ran < BATCH && !self.exiting() && self.step() {
+                ran += 1;
+                if self.take_worked() {
+                    self.core.net.after_compute();
+                    break;
+                }
+            }
+            // Sends are completed after the handlers, off the path of the next reply.
+            let progressed = self.core.net.progress();
+            if self.exiting() {
+                return;
+            }
+            idle = taken == 0 && ran == 0 && !progressed;
+            if !idle {
+                idle_told = false;
+                continue;
+            }
+            if !idle_told {
+                idle_told = true;
+                self.on_idle();
+                if self.exiting() {
+                    return;
+                }
+                if self.queued() > 0 {
+                    // The idle notice queued work of its own (a quiescence wave).
+                    idle = false;
+                    idle_told = false;
+                    continue;
+                }
+                self.trace_idle();
+                continue;
+            }
+            match self.core.net.wait() {
+                Poll::Ready(a) => {
+                    self.accept_arrival(a.what);
+                    woken = true;
+                }
+                Poll::Empty => {}
+                Poll::Closed => return,
+            }
+        }
+    }
+
+    /// Take one arrival: envelopes go to the queue, a transport's error to the job's
+    /// `--on-error` policy.
+    fn accept_arrival(&mut self, what: Arrival) {
+        match what {
+            Arrival::One(env) => self.accept(env),
+            Arrival::Many(envs) => envs.into_iter().for_each(|env| self.accept(env)),
+            Arrival::Failed(err) => self.core.fail(err),
+        }
+    }
+}

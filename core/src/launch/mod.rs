@@ -1,0 +1,90 @@
+//! Launch: a job's startup on each machine layer. Builds every PE (its `PeSetup`,
+//! its port, its engine), runs the main function on PE 0, drives the PEs to the
+//! job's exit and gathers their reports.
+
+#[cfg(feature = "mpi")]
+#[allow(unsafe_code)]
+mod mpi;
+#[cfg(feature = "mpi")]
+mod rank_start;
+mod sim;
+#[cfg(feature = "mpi")]
+mod smp;
+mod threads;
+
+use crate::api::ctx::Ctx;
+use crate::api::registry::Registry;
+use crate::api::report::RunReport;
+use crate::base::config::{Config, Layer};
+use crate::base::error::RuntimeError;
+use std::sync::Arc;
+
+/// A program ready to run: its registry, configuration and main function.
+pub struct Job {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) config: Config,
+    pub(crate) main: Box<dyn FnOnce(&mut Ctx) + Send>,
+}
+
+/// A way of running PEs: threads, simulation or MPI ranks.
+pub trait MachineLayer {
+    /// Lower-case name of the layer.
+    fn name(&self) -> &'static str;
+    /// Run the job to its exit.
+    fn run(&self, job: Job) -> Result<RunReport, RuntimeError>;
+}
+
+/// A configured job: registry plus configuration, ready to run a main function.
+pub struct Runtime {
+    registry: Registry,
+    config: Config,
+}
+
+impl Runtime {
+    /// A job with these registrations and settings.
+    pub fn new(registry: Registry, config: Config) -> Self {
+        Runtime { registry, config }
+    }
+
+    /// Run `main` on PE 0, then every PE until the job exits.
+    pub fn run(
+        self,
+        main: impl FnOnce(&mut Ctx) + Send + 'static,
+    ) -> Result<RunReport, RuntimeError> {
+        self.config.validate().map_err(RuntimeError::Invalid)?;
+        let _log = crate::base::logging::init(&self.config)?;
+        let _job = tracing::info_span!("chorus_job", layer = ?self.config.layer).entered();
+        let layer: Box<dyn MachineLayer> = match self.config.layer {
+            Layer::Threads => Box::new(threads::Threads),
+            Layer::Sim => Box::new(sim::Sim),
+            #[cfg(feature = "mpi")]
+            Layer::Mpi => Box::new(mpi::Mpi),
+            #[cfg(not(feature = "mpi"))]
+            Layer::Mpi => unreachable!("validate() rejects --layer mpi without the mpi feature"),
+        };
+        let stats = self.config.stats;
+        let result = layer.run(Job {
+            registry: Arc::new(self.registry),
+            config: self.config,
+            main: Box::new(main),
+        });
+        if let (Some(format), Ok(report)) = (stats, &result) {
+            eprintln!("{}", report.stats(format));
+        }
+        result
+    }
+}
+
+/// Turn a finished run into the caller's result: the first error if the job aborted.
+pub(crate) fn finish_run(report: RunReport) -> Result<RunReport, RuntimeError> {
+    if report.per_pe.iter().any(|p| p.aborted) {
+        let first = report
+            .per_pe
+            .iter()
+            .flat_map(|p| p.errors.iter())
+            .next()
+            .cloned();
+        return Err(first.unwrap_or_else(|| RuntimeError::Invalid("job aborted".into())));
+    }
+    Ok(report)
+}

@@ -1,0 +1,324 @@
+//! The sim layer's launch: every PE inside one deterministic discrete-event simulation.
+//!
+//! One thread runs all PEs in virtual-time order. A PE is a single server: it runs
+//! one message at a time, and each run advances its clock by the costs of
+//! `network::NetworkModel` plus what the handler charges with `ctx.work`. Events
+//! with equal times run in the order they were scheduled, and every hash map the
+//! runtime iterates has fixed keys, so a program, its flags and `--seed` replay the
+//! identical event sequence; the event-log digest in `SimStats` shows it.
+//!
+//! PEs are built lazily, on the first message that reaches them, so a job pays
+//! memory only for the PEs it uses.
+
+use super::{finish_run, Job, MachineLayer};
+use crate::api::registry::Registry;
+use crate::api::report::{PeReport, RunReport};
+use crate::base::config::Config;
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::engine::{PeRuntime, PeSetup};
+use crate::machine::sim::events::{EventList, What};
+use crate::machine::sim::network::NetworkModel;
+use crate::machine::sim::port::{Cursor, SimPort};
+use crate::machine::sim::progress::Progress;
+use crate::machine::sim::stats::{Digest, SimStats};
+use crate::trace::{JobTrace, SIM_PES_PER_GROUP};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The discrete-event simulation layer.
+pub struct Sim;
+
+impl MachineLayer for Sim {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
+        let start = Instant::now();
+        let mut sim = Simulator::new(&job.config, job.registry)?;
+        sim.run_main(job.main);
+        let events_start = Instant::now();
+        sim.run();
+        let events_s = events_start.elapsed().as_secs_f64();
+        sim.finish(start, events_s)
+    }
+}
+
+/// One simulated PE.
+#[derive(Default)]
+struct SimPe {
+    /// Built on first use.
+    rt: Option<Box<PeRuntime>>,
+    /// Virtual time its current or last run ends.
+    busy_until: u64,
+    /// Total virtual time spent running.
+    busy_ns: u64,
+    /// A wake-up is scheduled.
+    wake: bool,
+    /// Stopped by `--sim-kill`.
+    dead: bool,
+    /// Has seen the job's exit.
+    exited: bool,
+}
+
+struct Simulator {
+    pes: Vec<SimPe>,
+    events: EventList,
+    cursor: Rc<RefCell<Cursor>>,
+    registry: Arc<Registry>,
+    config: Config,
+    model: NetworkModel,
+    messages: u64,
+    bytes: u64,
+    events_done: u64,
+    dropped: u64,
+    killed: u64,
+    makespan: u64,
+    digest: Digest,
+    progress: Progress,
+    trace: Option<JobTrace>,
+}
+
+impl Simulator {
+    fn new(config: &Config, registry: Arc<Registry>) -> Result<Self, RuntimeError> {
+        let npes = config.pes as usize;
+        let model = NetworkModel::from_args(&config.sim);
+        let mut events = EventList::default();
+        for k in &config.sim.kill {
+            events.push(k.at_ns, k.pe, What::Kill);
+        }
+        let trace = JobTrace::start(config, "node group", npes)?;
+        Ok(Simulator {
+            pes: (0..npes).map(|_| SimPe::default()).collect(),
+            events,
+            cursor: Rc::new(RefCell::new(Cursor::new(model, npes, config.seed))),
+            registry,
+            config: config.clone(),
+            model,
+            messages: 0,
+            bytes: 0,
+            events_done: 0,
+            dropped: 0,
+            killed: 0,
+            makespan: 0,
+            digest: Digest::default(),
+            progress: Progress::new(),
+            trace,
+        })
+    }
+
+    /// PE `pe`'s runtime, built on first use.
+    fn runtime(&mut self, pe: Pe) -> &mut PeRuntime {
+        let cfg = &self.config;
+        let (registry, cursor, trace) = (&self.registry, &self.cursor, &self.trace);
+        self.pes[pe as usize].rt.get_or_insert_with(|| {
+            let setup = PeSetup::new(
+                cfg,
+                pe,
+                trace.as_ref().map(|t| t.pe(pe, pe / SIM_PES_PER_GROUP)),
+            );
+            Box::new(PeRuntime::new(
+                setup,
+                registry.clone(),
+                Box::new(SimPort(cursor.clone())),
+            ))
+        })
+    }
+
+    fn run_main(&mut self, main: Box<dyn FnOnce(&mut crate::Ctx) + Send>) {
+        self.cursor.borrow_mut().begin(0, 0);
+        self.runtime(0).run_main(main);
+        self.after_run(0, 0);
+    }
+
+    /// Process events until none is left.
+    fn run(&mut self) {
+        while let Some(ev) = self.events.pop() {
+            self.events_done += 1;
+            self.digest.add(ev.time);
+            let what = ev.what();
+            self.digest.add(u64::from(ev.pe) << 2 | what.code());
+            match what {
+                What::Arrive(slot) => self.arrive(ev.pe, ev.time, slot),
+                What::Wake => self.wake(ev.pe, ev.time),
+                What::Kill => self.kill(ev.pe, ev.time),
+            }
+            if self.events_done & 0xffff == 0 {
+                self.progress
+                    .tick(self.events_done, ev.time, self.events.len());
+            }
+        }
+        self.progress.finish();
+    }
+
+    fn arrive(&mut self, pe: Pe, t: u64, slot: u32) {
+        let Some(env) = self.events.take(slot) else {
+            return;
+        };
+        let st = &self.pes[pe as usize];
+        if st.dead {
+            self.dropped += env.weight();
+            return;
+        }
+        if st.exited {
+            return;
+        }
+        self.runtime(pe).accept(env);
+        self.schedule_wake(pe, t);
+    }
+
+    /// Make sure `pe` runs its queue once it is free at or after `t`.
+    fn schedule_wake(&mut self, pe: Pe, t: u64) {
+        let st = &mut self.pes[pe as usize];
+        if !st.wake {
+            st.wake = true;
+            let at = t.max(st.busy_until);
+            self.events.push(at, pe, What::Wake);
+        }
+    }
+
+    /// Run `pe`'s next ready message at `t`.
+    fn wake(&mut self, pe: Pe, t: u64) {
+        let st = &mut self.pes[pe as usize];
+        st.wake = false;
+        if st.dead || st.exited {
+            return;
+        }
+        let model = self.model;
+        let cursor = self.cursor.clone();
+        cursor.borrow_mut().begin(pe, t);
+        let rt = self.runtime(pe);
+        if let Some(env) = rt.pop() {
+            let mut cost = model.handler_ns;
+            if env.src != pe {
+                let bytes = if model.gamma_ns_per_byte > 0.0 {
+                    env.wire_bytes()
+                } else {
+                    0
+                };
+                cost += model.receive_ns(bytes);
+            }
+            cursor.borrow_mut().clock += cost;
+            rt.run_one(env);
+        }
+        self.after_run(pe, t);
+    }
+
+    /// Book-keeping after `pe` ran from `t`: idle work, busy time, its sends, and its
+    /// next wake-up.
+    fn after_run(&mut self, pe: Pe, t: u64) {
+        let rt = self.pes[pe as usize]
+            .rt
+            .as_mut()
+            .expect("a PE that ran has a runtime");
+        if !rt.exiting() && rt.queued() == 0 {
+            rt.on_idle();
+            if rt.queued() == 0 {
+                rt.trace_idle();
+            }
+        }
+        let (exiting, queued) = (rt.exiting(), rt.queued());
+        if queued == 0 {
+            rt.release_idle_memory();
+        }
+        let mut c = self.cursor.borrow_mut();
+        let end = c.clock;
+        let mut out = std::mem::take(&mut c.out);
+        drop(c);
+        for o in out.drain(..) {
+            self.messages += 1;
+            self.bytes += o.bytes;
+            self.digest
+                .add(u64::from(o.to) ^ o.arrive.rotate_left(32) ^ o.bytes << 48);
+            self.events.push_arrival(o.arrive, o.to, o.env);
+        }
+        self.cursor.borrow_mut().out = out;
+        self.makespan = self.makespan.max(end);
+        let st = &mut self.pes[pe as usize];
+        st.busy_ns += end - t;
+        st.busy_until = end;
+        st.exited = exiting;
+        if !exiting && queued > 0 {
+            self.schedule_wake(pe, end);
+        }
+    }
+
+    fn kill(&mut self, pe: Pe, t: u64) {
+        let st = &mut self.pes[pe as usize];
+        if st.dead {
+            return;
+        }
+        st.dead = true;
+        self.killed += 1;
+        if let Some(rt) = st.rt.as_mut() {
+            self.dropped += rt.discard_queue();
+        }
+        tracing::info!(pe, at_ns = t, "sim: PE killed");
+        let subscribers = self.cursor.borrow().subscribers.clone();
+        for (sub, callback) in subscribers {
+            let s = &self.pes[sub as usize];
+            if s.dead || s.exited {
+                continue;
+            }
+            self.runtime(sub).notify_failure(pe, callback);
+            self.schedule_wake(sub, t);
+        }
+    }
+
+    fn finish(self, start: Instant, events_s: f64) -> Result<RunReport, RuntimeError> {
+        let npes = self.pes.len();
+        if !self.pes.iter().any(|p| p.exited) {
+            let dead: Vec<usize> = (0..npes).filter(|&i| self.pes[i].dead).collect();
+            let why = if dead.is_empty() {
+                String::new()
+            } else {
+                format!(" (killed PEs {dead:?} may have held up a broadcast, reduction or quiescence wave)")
+            };
+            return Err(RuntimeError::Stalled(format!(
+                "the simulation ran out of events at virtual time {:.3} us and no PE saw an exit{why}; \
+                 end the program with ctx.exit(), ctx.exit_on_quiescence() or Callback::Exit",
+                self.makespan as f64 / 1e3
+            )));
+        }
+        let busy: Vec<u64> = self.pes.iter().map(|p| p.busy_ns).collect();
+        let us = |ns: u64| ns as f64 / 1e3;
+        let stats = SimStats {
+            messages: self.messages,
+            bytes: self.bytes,
+            events: self.events_done,
+            events_per_s: self.events_done as f64 / events_s.max(1e-9),
+            events_s,
+            wall_s: 0.0,
+            makespan_us: us(self.makespan),
+            busy_min_us: us(busy.iter().copied().min().unwrap_or(0)),
+            busy_mean_us: busy.iter().sum::<u64>() as f64 / 1e3 / npes as f64,
+            busy_max_us: us(busy.iter().copied().max().unwrap_or(0)),
+            pes_built: self.pes.iter().filter(|p| p.rt.is_some()).count() as u64,
+            pes_killed: self.killed,
+            dropped: self.dropped,
+            digest: self.digest.value(),
+        };
+        let per_pe = self
+            .pes
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| match p.rt {
+                Some(rt) => rt.into_report(),
+                None => PeReport::new(i as Pe),
+            })
+            .collect();
+        let wall_s = start.elapsed().as_secs_f64();
+        let report = RunReport {
+            layer: "sim",
+            pes: npes,
+            wall_s,
+            per_pe,
+            sim: Some(SimStats { wall_s, ..stats }),
+            trace: self.trace.map(JobTrace::finish).transpose()?,
+        };
+        finish_run(report)
+    }
+}

@@ -1,0 +1,79 @@
+//! The threads layer's launch: one OS thread per PE, each driving its PE over a
+//! `ThreadNet` port, crossbeam channels between them.
+
+use super::{finish_run, Job, MachineLayer};
+use crate::api::report::{PeReport, RunReport};
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+use crate::engine::{PeRuntime, PeSetup};
+use crate::machine::threads::ThreadNet;
+use crate::machine::Arrival;
+use crate::trace::JobTrace;
+use crossbeam_channel::{unbounded, Sender};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One OS thread per PE.
+pub struct Threads;
+
+impl MachineLayer for Threads {
+    fn name(&self) -> &'static str {
+        "threads"
+    }
+
+    fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
+        let cfg = job.config;
+        let npes = cfg.pes as usize;
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..npes).map(|_| unbounded()).unzip();
+        let peers: Arc<[Sender<Arrival>]> = txs.into();
+        let trace = JobTrace::start(&cfg, "process", npes)?;
+        let start = Instant::now();
+        let mut main = Some(job.main);
+        let mut handles = Vec::with_capacity(npes);
+        for (pe, rx) in rxs.into_iter().enumerate() {
+            let setup = PeSetup::new(&cfg, pe as Pe, trace.as_ref().map(|t| t.pe(pe as Pe, 0)));
+            let net = ThreadNet::new(rx, peers.clone(), 0, None, start, 0.0);
+            let reg = job.registry.clone();
+            let main = if pe == 0 { main.take() } else { None };
+            let handle = std::thread::Builder::new()
+                .name(format!("chorus-pe-{pe}"))
+                .spawn(move || {
+                    let _pe = tracing::debug_span!("pe", pe).entered();
+                    let mut rt = PeRuntime::new(setup, reg, Box::new(net));
+                    if let Some(main) = main {
+                        rt.run_main(main);
+                    }
+                    rt.drive();
+                    rt.into_report()
+                })
+                .map_err(|e| {
+                    RuntimeError::Invalid(format!("could not start PE thread {pe}: {e}"))
+                })?;
+            handles.push(handle);
+        }
+        drop(peers);
+        let mut per_pe = Vec::with_capacity(npes);
+        for (pe, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(r) => per_pe.push(r),
+                Err(_) => {
+                    let mut r = PeReport::new(pe as Pe);
+                    r.errors
+                        .push(RuntimeError::Invalid(format!("PE {pe}'s thread died")));
+                    r.aborted = true;
+                    per_pe.push(r);
+                }
+            }
+        }
+        let wall_s = start.elapsed().as_secs_f64();
+        let report = RunReport {
+            layer: self.name(),
+            pes: npes,
+            wall_s,
+            per_pe,
+            sim: None,
+            trace: trace.map(JobTrace::finish).transpose()?,
+        };
+        finish_run(report)
+    }
+}
