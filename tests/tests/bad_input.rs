@@ -25,6 +25,20 @@ fn a_message_for_an_array_index_that_does_not_exist() {
 }
 
 #[test]
+fn a_panicking_array_map_becomes_an_error() {
+    for layer in layers() {
+        bad_input::a_panicking_array_map_becomes_an_error(layer);
+    }
+}
+
+#[test]
+fn a_panicking_custom_reducer_becomes_an_error() {
+    for layer in layers() {
+        bad_input::a_panicking_custom_reducer_becomes_an_error(layer);
+    }
+}
+
+#[test]
 fn contributions_of_different_types_to_one_reduction() {
     for layer in layers() {
         bad_input::contributions_of_different_types_to_one_reduction(layer);

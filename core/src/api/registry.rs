@@ -6,7 +6,7 @@
 use crate::api::chare::{construct, AnyChare, Chare};
 use crate::api::ctx::Ctx;
 use crate::api::migration::{Migratable, Migrator};
-use crate::base::error::{RegistryMismatch, RuntimeError};
+use crate::base::error::{panic_message, RegistryMismatch, RuntimeError};
 use crate::base::ids::{IndexKey, Pe};
 use crate::msg::array::{ArrayIndex, ArrayMap};
 use crate::msg::payload::Payload;
@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 type Constructor = fn(Payload, &mut Ctx) -> Result<Box<dyn AnyChare>, RuntimeError>;
 type EntryBuilder = Box<dyn Fn(RedData) -> Result<Payload, String> + Send + Sync>;
@@ -138,11 +139,15 @@ impl Registry {
     /// Register a custom array map from index to PE.
     pub fn map<I: ArrayIndex>(&mut self, name: &str, f: fn(&I, usize) -> Pe) -> ArrayMap {
         let id = self.maps.len() as u32;
+        let label = name.to_string();
         self.maps.push(Box::new(move |key, npes| {
             let index: I = bincode::deserialize(&key.0).map_err(|e| {
                 format!("index bytes are not a {}: {e}", std::any::type_name::<I>())
             })?;
-            Ok(f(&index, npes))
+            // The map runs wherever elements are placed or routed, often outside any
+            // handler's guard: a panic becomes this error instead of killing the PE.
+            catch_unwind(AssertUnwindSafe(|| f(&index, npes)))
+                .map_err(|p| format!("array map {label} panicked: {}", panic_message(p)))
         }));
         self.manifest
             .push(format!("map {name} ({})", std::any::type_name::<I>()));

@@ -101,7 +101,14 @@ pub fn combine_values(
     Ok(match (reducer, a, b) {
         (Custom(id), a, b) => {
             let f = custom(id).ok_or_else(|| format!("custom reducer {id} is not registered"))?;
-            f(a, b)?
+            // Partial results meet outside any handler's guard, where a panic would
+            // unwind the PE and leave the tree waiting: it becomes this error instead.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(a, b))).map_err(|p| {
+                format!(
+                    "custom reducer {id} panicked: {}",
+                    crate::base::error::panic_message(p)
+                )
+            })??
         }
         (Sum, I64(a), I64(b)) => I64(zip_num(a, b, i64::wrapping_add)?),
         (Sum, U64(a), U64(b)) => U64(zip_num(a, b, u64::wrapping_add)?),

@@ -8,8 +8,8 @@
 
 use crate::{config, pes};
 use chorus_core::{
-    ArrayMap, Callback, Chare, ChareId, ChareProxy, Ctx, Entry, ErrorPolicy, Layer, Reducer,
-    Registry, RunReport, Runtime, RuntimeError,
+    ArrayMap, Callback, Chare, ChareId, ChareProxy, Ctx, Entry, ErrorPolicy, Layer, RedData,
+    Reducer, Registry, RunReport, Runtime, RuntimeError,
 };
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +27,21 @@ enum Act {
     SendPastTheLastPe(u32),
     Panic,
     Fail,
+    ExplodingMap,
+    ExplodingReducer(Callback),
     Nothing,
+}
+
+/// The custom map and reducer `run` registers first, whose ids are therefore 0.
+const EXPLODING_MAP: ArrayMap = ArrayMap::Custom(0);
+const EXPLODING_REDUCER: Reducer = Reducer::Custom(0);
+
+fn exploding_map(_: &usize, _: usize) -> u32 {
+    panic!("deliberate failure in an array map")
+}
+
+fn exploding_reducer(_: RedData, _: RedData) -> Result<RedData, String> {
+    panic!("deliberate failure in a reducer")
 }
 
 impl Chare for Culprit {
@@ -73,6 +87,12 @@ impl Chare for Culprit {
             }
             Act::Panic => panic!("deliberate failure in a handler"),
             Act::Fail => ctx.fail("Culprit", "input it cannot use"),
+            Act::ExplodingMap => {
+                if ctx.my_pe() == 0 {
+                    ctx.create_array_1d::<Target>(6, (), EXPLODING_MAP);
+                }
+            }
+            Act::ExplodingReducer(cb) => ctx.contribute(1u64, EXPLODING_REDUCER, cb),
             Act::Nothing => {}
         }
     }
@@ -120,6 +140,11 @@ fn run(
 ) -> Result<RunReport, RuntimeError> {
     let mut reg = Registry::new();
     reg.chare::<Culprit>("Culprit").chare::<Target>("Target");
+    assert_eq!(reg.map("exploding", exploding_map), EXPLODING_MAP);
+    assert_eq!(
+        reg.reducer("exploding", exploding_reducer),
+        EXPLODING_REDUCER
+    );
     let int: Entry<Target, u64> = reg.entry("Target::int", TargetMsg::Int);
     let p = job_pes(layer);
     Runtime::new(reg, config(layer, p, policy)).run(move |ctx| {
@@ -271,6 +296,28 @@ pub fn an_error_a_handler_reports_follows_the_policy(layer: Layer) {
     );
 }
 
+/// A panicking array map ends the job (or is dropped) with an error naming the map,
+/// on whichever PE places the elements, instead of killing the PE.
+pub fn a_panicking_array_map_becomes_an_error(layer: Layer) {
+    both_policies(
+        layer,
+        |_| Act::ExplodingMap,
+        &|e| e.to_string().contains("array map exploding panicked"),
+        "deliberate failure in an array map",
+    );
+}
+
+/// A panicking custom reducer ends the job (or is dropped) with an error naming the
+/// reducer, wherever partial results meet, instead of blocking the tree.
+pub fn a_panicking_custom_reducer_becomes_an_error(layer: Layer) {
+    both_policies(
+        layer,
+        Act::ExplodingReducer,
+        &|e| e.to_string().contains("custom reducer 0 panicked"),
+        "deliberate failure in a reducer",
+    );
+}
+
 /// This module's tests, by name.
 pub const TESTS: &[super::Test] = &[
     (
@@ -308,5 +355,13 @@ pub const TESTS: &[super::Test] = &[
     (
         "an_error_a_handler_reports_follows_the_policy",
         an_error_a_handler_reports_follows_the_policy,
+    ),
+    (
+        "a_panicking_array_map_becomes_an_error",
+        a_panicking_array_map_becomes_an_error,
+    ),
+    (
+        "a_panicking_custom_reducer_becomes_an_error",
+        a_panicking_custom_reducer_becomes_an_error,
     ),
 ];
