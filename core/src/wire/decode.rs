@@ -1,0 +1,119 @@
+//! Decoding received bytes into an envelope, every length checked before it is used.
+
+use super::{
+    body_options, kind_tag, payload_mut, u16_at, u32_at, WireError, COUNTED, EXPEDITED,
+    HAS_PAYLOAD, HEADER_BYTES, KIND_NAMES, LONG_MAGIC, MAGIC, RUN, SEGMENTED, USER, VERSION,
+};
+use crate::base::ids::Pe;
+use crate::msg::envelope::{Envelope, Kind};
+use crate::msg::payload::Payload;
+use bincode::Options;
+use std::sync::Arc;
+
+/// The destination PE an envelope's header names, if it is long enough to have one
+/// (a process running several PEs routes by it; `decode` checks the rest).
+#[cfg(feature = "mpi")]
+pub(crate) fn destination(bytes: &[u8]) -> Option<Pe> {
+    (bytes.len() >= HEADER_BYTES).then(|| u32_at(bytes, 12))
+}
+
+/// Decode one envelope received by PE `me`; the payload stays in `buf`.
+pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
+    let bytes = &buf[..];
+    if bytes.starts_with(&LONG_MAGIC) {
+        // A notice the receiver did not take as one: another version's, or garbled.
+        return Err(WireError::Segments {
+            reason: "a long-envelope notice where an envelope was expected: run the same chorus build on every rank".into(),
+        });
+    }
+    if bytes.len() < HEADER_BYTES {
+        return Err(WireError::Truncated { len: bytes.len() });
+    }
+    let magic = [bytes[0], bytes[1], bytes[2], bytes[3]];
+    if magic != MAGIC {
+        return Err(WireError::BadMagic { found: magic });
+    }
+    let version = u16_at(bytes, 4);
+    if version != VERSION {
+        return Err(WireError::Version { found: version });
+    }
+    let flags = bytes[6];
+    if flags & SEGMENTED != 0 {
+        return Err(WireError::Segments {
+            reason: "its segments were not received with it".into(),
+        });
+    }
+    let tag = bytes[7];
+    let src = u32_at(bytes, 8);
+    let dst = u32_at(bytes, 12);
+    let prio = u32_at(bytes, 16) as i32;
+    let seq = u32_at(bytes, 20);
+    let body_len = u32_at(bytes, 24);
+    let payload_len = u32_at(bytes, 28);
+    let total = HEADER_BYTES as u64 + u64::from(body_len) + u64::from(payload_len);
+    if total != bytes.len() as u64 {
+        return Err(WireError::Length {
+            header: total,
+            body: body_len,
+            payload: payload_len,
+            actual: bytes.len(),
+        });
+    }
+    let kind_name = *KIND_NAMES
+        .get(tag as usize)
+        .ok_or(WireError::UnknownKind(tag))?;
+    if dst != me {
+        return Err(WireError::WrongDestination { dst, me });
+    }
+    let body_end = HEADER_BYTES + body_len as usize;
+    let body = &bytes[HEADER_BYTES..body_end];
+    let kind = if tag == USER {
+        crate::wire::user_body::read(body).map(|(dest, hops)| Kind::User {
+            dest,
+            payload: Payload::placeholder(),
+            hops,
+        })
+    } else {
+        body_options()
+            .with_limit(u64::from(body_len))
+            .deserialize(body)
+            .map_err(|e| e.to_string())
+    };
+    let mut kind = kind.map_err(|reason| WireError::Body {
+        kind: kind_name,
+        reason,
+    })?;
+    if kind_tag(&kind) != tag {
+        return Err(WireError::Body {
+            kind: kind_name,
+            reason: format!("it decodes as {}", KIND_NAMES[kind_tag(&kind) as usize]),
+        });
+    }
+    let has_payload = flags & HAS_PAYLOAD != 0;
+    let run = flags & RUN != 0;
+    match (payload_mut(&mut kind), has_payload) {
+        (Some(slot), true) => {
+            *slot = Payload::from_wire(buf, body_end, run);
+        }
+        (None, false) if payload_len == 0 => {}
+        _ => {
+            return Err(WireError::Flags {
+                kind: kind_name,
+                has_payload,
+            })
+        }
+    }
+    Ok(Envelope {
+        src,
+        seq,
+        prio,
+        expedited: flags & EXPEDITED != 0,
+        counted: flags & COUNTED != 0,
+        kind,
+    })
+}
+
+/// Decode `bytes` as an envelope for PE `me` and drop it: what a fuzzer drives.
+pub fn check(bytes: &[u8], me: Pe) -> Result<(), WireError> {
+    decode(Arc::new(bytes.to_vec()), me).map(drop)
+}

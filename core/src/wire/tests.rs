@@ -1,0 +1,253 @@
+//! Round trips and refusals of the wire form.
+
+use super::*;
+use crate::base::bytes::Bytes;
+use crate::base::ids::ChareId;
+use crate::msg::callback::Callback;
+use crate::msg::envelope::Dest;
+use std::sync::Arc;
+
+fn user(msg: Vec<u32>) -> Envelope {
+    Envelope {
+        src: 3,
+        seq: 41,
+        prio: -7,
+        expedited: false,
+        counted: true,
+        kind: Kind::User {
+            dest: Dest::Chare(ChareId {
+                pe: 1,
+                creator: 0,
+                seq: 9,
+            }),
+            payload: Payload::new(msg),
+            hops: 0,
+        },
+    }
+}
+
+#[test]
+fn a_user_message_round_trips() {
+    let mut out = Vec::new();
+    encode(&user(vec![1, 2, 3]), 1, &mut out).expect("encodes");
+    let env = decode(Arc::new(out), 1).expect("decodes");
+    assert_eq!(
+        (env.src, env.prio, env.expedited, env.counted),
+        (3, -7, false, true)
+    );
+    let Kind::User { dest, payload, .. } = env.kind else {
+        panic!("not a user message")
+    };
+    assert!(matches!(dest, Dest::Chare(c) if c.seq == 9));
+    assert_eq!(payload.take::<Vec<u32>>().expect("payload"), vec![1, 2, 3]);
+}
+
+#[test]
+fn runs_and_kinds_without_payload_round_trip() {
+    let mut env = user(vec![]);
+    if let Kind::User { payload, .. } = &mut env.kind {
+        *payload = Payload::new(5u64);
+        payload.absorb(6u64).expect("same type");
+        payload.absorb(7u64).expect("same type");
+    }
+    let mut out = Vec::new();
+    encode(&env, 1, &mut out).expect("encodes");
+    let back = decode(Arc::new(out.clone()), 1).expect("decodes");
+    let Kind::User { payload, .. } = back.kind else {
+        panic!("not a user message")
+    };
+    assert_eq!(payload.count(), 3);
+    assert_eq!(payload.take_run::<u64>().expect("run"), vec![5, 6, 7]);
+
+    let qd = Envelope {
+        src: 0,
+        seq: 1,
+        prio: 0,
+        expedited: true,
+        counted: false,
+        kind: Kind::QdRequest {
+            callback: Callback::Exit,
+        },
+    };
+    out.clear();
+    encode(&qd, 2, &mut out).expect("encodes");
+    let back = decode(Arc::new(out), 2).expect("decodes");
+    assert!(matches!(
+        back.kind,
+        Kind::QdRequest {
+            callback: Callback::Exit
+        }
+    ));
+}
+
+proptest::proptest! {
+    /// Random bytes, and valid envelopes with random bytes overwritten or cut off,
+    /// decode to an envelope or a `WireError`, never a panic.
+    #[test]
+    fn garbled_bytes_never_panic(
+        noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+        flips in proptest::collection::vec((0usize..200, proptest::prelude::any::<u8>()), 0..8),
+        cut in 0usize..200,
+    ) {
+        let _ = check(&noise, 1);
+        let mut good = Vec::new();
+        encode(&user(vec![7; 5]), 1, &mut good).expect("encodes");
+        for (at, b) in flips {
+            let n = good.len();
+            good[at % n] = b;
+        }
+        let _ = check(&good, 1);
+        let _ = check(&good[..cut.min(good.len())], 1);
+    }
+}
+
+#[test]
+fn bad_bytes_are_named_not_panicked_on() {
+    let mut good = Vec::new();
+    encode(&user(vec![4; 10]), 1, &mut good).expect("encodes");
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (good[..10].to_vec(), "shorter than"),
+        ([b"XXXX", &good[4..]].concat(), "bad magic"),
+        (
+            {
+                let mut b = good.clone();
+                b[4] = 9;
+                b
+            },
+            "wire version 9",
+        ),
+        (good[..good.len() - 1].to_vec(), "arrived"),
+        (
+            {
+                let mut b = good.clone();
+                b[7] = 99;
+                b
+            },
+            "unknown message kind 99",
+        ),
+        (
+            {
+                let mut b = good.clone();
+                b[HEADER_BYTES] = 0xff;
+                b[HEADER_BYTES + 1] = 0xff;
+                b
+            },
+            "does not decode",
+        ),
+    ];
+    for (bytes, says) in cases {
+        let err = decode(Arc::new(bytes), 1).expect_err("bad input");
+        assert!(err.to_string().contains(says), "{says}: {err}");
+    }
+    let err = decode(Arc::new(good), 2).expect_err("wrong PE");
+    assert!(err.to_string().contains("reached PE 2"), "{err}");
+    let runtime = err.at(2, "rank 1");
+    assert!(runtime.to_string().contains("rank 1"), "{runtime}");
+}
+
+/// A user message with two long `Bytes` around short fields.
+fn long(a: &Bytes, b: &Bytes) -> Envelope {
+    let mut env = user(Vec::new());
+    if let Kind::User { payload, .. } = &mut env.kind {
+        *payload = Payload::new((7u8, a.clone(), vec![1u16, 2], b.clone(), 9u64));
+    }
+    env
+}
+
+/// Reassemble `main` and its segments as a receiver does.
+fn reassemble(main: &[u8], segments: &[Bytes]) -> Vec<u8> {
+    let plan = segment_plan(main).expect("valid").expect("segmented");
+    assert_eq!(plan.gaps.len(), segments.len());
+    let mut whole = vec![0xAA; plan.total];
+    plan.assemble(main, &mut whole);
+    for (&(at, len), seg) in plan.gaps.iter().zip(segments) {
+        whole[at..at + len].copy_from_slice(seg);
+    }
+    whole
+}
+
+#[test]
+fn long_bytes_travel_as_segments_and_reassemble_exactly() {
+    let a = Bytes::from((0..SEGMENT_MIN + 5).map(|i| i as u8).collect::<Vec<u8>>());
+    let b = Bytes::from(vec![3u8; 2 * SEGMENT_MIN]);
+    let env = long(&a, &b);
+    let mut plain = Vec::new();
+    encode(&env, 1, &mut plain).expect("encodes");
+    let mut main = Vec::new();
+    let segments = encode_segmented(&env, 1, &mut main).expect("encodes");
+    assert_eq!(segments.len(), 2);
+    assert_eq!(segments[0].as_ptr(), a.as_ptr(), "sent from where it is");
+    assert!(
+        main.len() < 200,
+        "the long bytes stay out of the main message"
+    );
+    assert_eq!(reassemble(&main, &segments), plain);
+    let env = decode(Arc::new(plain), 1).expect("decodes");
+    let Kind::User { payload, .. } = env.kind else {
+        panic!("not a user message")
+    };
+    type Long = (u8, Bytes, Vec<u16>, Bytes, u64);
+    let (x, ra, v, rb, y) = payload.take::<Long>().expect("payload");
+    assert_eq!((x, v, y), (7, vec![1, 2], 9));
+    assert!(ra == a && rb == b);
+}
+
+#[test]
+fn short_messages_are_not_segmented() {
+    let env = user(vec![1, 2, 3]);
+    let (mut plain, mut main) = (Vec::new(), Vec::new());
+    encode(&env, 1, &mut plain).expect("encodes");
+    assert!(encode_segmented(&env, 1, &mut main)
+        .expect("encodes")
+        .is_empty());
+    assert_eq!(main, plain);
+    assert_eq!(segment_plan(&main), Ok(None));
+}
+
+#[test]
+fn bad_segment_tables_and_unreceived_segments_are_errors() {
+    let a = Bytes::from(vec![1u8; SEGMENT_MIN]);
+    let b = Bytes::from(vec![2u8; SEGMENT_MIN]);
+    let mut main = Vec::new();
+    encode_segmented(&long(&a, &b), 1, &mut main).expect("encodes");
+    let n = main.len();
+    let garble = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut m = main.clone();
+        edit(&mut m);
+        m
+    };
+    let cases = [
+        garble(&|m| m[n - 4..].copy_from_slice(&1000u32.to_le_bytes())),
+        garble(&|m| m[n - 8..n - 4].copy_from_slice(&0u32.to_le_bytes())),
+        garble(&|m| m[n - 12..n - 8].copy_from_slice(&0u32.to_le_bytes())),
+        garble(&|m| m[n - 16..n - 12].copy_from_slice(&u32::MAX.to_le_bytes())),
+        garble(&|m| m[28..32].copy_from_slice(&7u32.to_le_bytes())),
+        garble(&|m| m.truncate(HEADER_BYTES + 2)),
+    ];
+    for (i, m) in cases.iter().enumerate() {
+        let err = segment_plan(m).expect_err(&format!("case {i}"));
+        assert!(matches!(err, WireError::Segments { .. }), "case {i}: {err}");
+    }
+    let err = decode(Arc::new(main), 1).expect_err("segments missing");
+    assert!(
+        err.to_string().contains("segments were not received"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_long_notice_names_its_length_and_never_decodes_as_an_envelope() {
+    for len in [0, 16 << 10, u64::from(u32::MAX) + 7] {
+        let notice = long_notice(len as usize);
+        assert_eq!(noticed_len(&notice), Some(len));
+        let err = decode(Arc::new(notice), 1).expect_err("a notice is no envelope");
+        assert!(err.to_string().contains("long-envelope notice"), "{err}");
+    }
+    let mut envelope = Vec::new();
+    encode(&user(vec![1, 2]), 1, &mut envelope).expect("encodes");
+    assert_eq!(noticed_len(&envelope), None);
+    let mut old = long_notice(5);
+    old[4] ^= 1;
+    assert_eq!(noticed_len(&old), None, "another version's notice");
+    assert_eq!(noticed_len(&long_notice(5)[..15]), None, "a short one");
+}
