@@ -65,7 +65,7 @@ def split_group(body):
     return items
 
 
-def targets(text, depth):
+def targets(text):
     """Module paths (tuples of up to `depth` names) a file's text names under crate::."""
     found = set()
     for m in PATH_RE.finditer(text):
@@ -122,7 +122,7 @@ def graph(src, nodes_of):
             continue
         with open(file, encoding="utf-8") as fh:
             text = strip_comments(fh.read())
-        named = set(targets(text, 3))
+        named = set(targets(text))
         for m in SUPER_RE.finditer(text):
             ups = m.group(1).count("super::")
             # A file `a/b.rs` (module path ('a','b')) or `a/b/mod.rs` has parent ('a',).
@@ -173,49 +173,43 @@ def name(node):
     return "::".join(node)
 
 
+def transports_in(comp):
+    """The machine transports among a cycle's modules."""
+    return [c for c in comp if len(c) == 2 and c[0] == TRANSPORT_PARENT and c[1] in TRANSPORTS]
+
+
+def check(label, edges, limit, quiet, forbid_transports):
+    """Print the cycles of `edges`; true if one breaks the rules."""
+    found = cycles(edges)
+    n_edges = sum(len(v) for v in edges.values())
+    print(f"{label}: {len(edges)} modules, {n_edges} edges, {len(found)} cycle(s)")
+    failed = False
+    for comp in found:
+        transports = transports_in(comp) if forbid_transports else []
+        bad = len(comp) > limit or bool(transports)
+        failed |= bad
+        mark = "FAIL" if bad else "ok  "
+        extra = f" (transports {', '.join(name(t) for t in transports)})" if transports else ""
+        print(f"  {mark} cycle of {len(comp)}{extra}: {', '.join(name(c) for c in comp)}")
+        if not quiet:
+            members = set(comp)
+            for a in comp:
+                inner = sorted(name(b) for b in edges[a] if b in members)
+                print(f"         {name(a)} -> {', '.join(inner)}")
+    return failed
+
+
 def main():
     quiet = "--quiet" in sys.argv
     failed = False
     for crate, limit in CRATES.items():
         src = os.path.join(ROOT, crate, "src")
-        edges = graph(src, lambda p: p[:1])
-        found = cycles(edges)
-        n_edges = sum(len(v) for v in edges.values())
-        print(f"{crate}: {len(edges)} top-level modules, {n_edges} edges, "
-              f"{len(found)} cycle(s)")
-        for comp in found:
-            bad = len(comp) > limit
-            failed |= bad
-            mark = "FAIL" if bad else "ok  "
-            print(f"  {mark} cycle of {len(comp)}: {', '.join(name(c) for c in comp)}")
-            if not quiet:
-                members = set(comp)
-                for a in comp:
-                    inner = sorted(name(b) for b in edges[a] if b in members)
-                    print(f"         {name(a)} -> {', '.join(inner)}")
-        if crate != "core":
-            continue
-
-        # One level down: every module inside a layer's folder is a node of its own,
-        # so a layer folder cannot hide a tangle inside it.
-        edges2 = graph(src, lambda p: p[:2])
-        found2 = cycles(edges2)
-        n_edges2 = sum(len(v) for v in edges2.values())
-        print(f"{crate} one level down: {len(edges2)} modules, {n_edges2} edges, "
-              f"{len(found2)} cycle(s)")
-        for comp in found2:
-            transports = [c for c in comp if len(c) == 2 and c[0] == TRANSPORT_PARENT
-                          and c[1] in TRANSPORTS]
-            bad = len(comp) > limit or bool(transports)
-            failed |= bad
-            mark = "FAIL" if bad else "ok  "
-            extra = f" (transports {', '.join(name(t) for t in transports)})" if transports else ""
-            print(f"  {mark} cycle of {len(comp)}{extra}: {', '.join(name(c) for c in comp)}")
-            if not quiet:
-                members = set(comp)
-                for a in comp:
-                    inner = sorted(name(b) for b in edges2[a] if b in members)
-                    print(f"         {name(a)} -> {', '.join(inner)}")
+        failed |= check(f"{crate} top level", graph(src, lambda p: p[:1]), limit, quiet, False)
+        if crate == "core":
+            # One level down: every module inside a layer's folder is a node of its
+            # own, so a layer folder cannot hide a tangle inside it.
+            failed |= check(f"{crate} one level down", graph(src, lambda p: p[:2]), limit,
+                            quiet, True)
     if failed:
         print("import-cycles: rules broken (see ARCHITECTURE.md, 'Layers')")
         return 1

@@ -29,7 +29,8 @@ impl PeRuntime {
             // Bounded, so a peer streaming faster than the handlers run cannot make
             // the PE hold ever more arrivals.
             let (mut taken, mut taken_bytes) = (0, 0);
-            while !std::mem::take(&mut woken) && taken < BATCH && taken_bytes < PASS_BYTES {
+            let polling = !std::mem::take(&mut woken);
+            while polling && taken < BATCH && taken_bytes < PASS_BYTES {
                 let arrival = match self.core.net.poll() {
                     Poll::Ready(a) => a,
                     Poll::Empty => break,

@@ -113,11 +113,12 @@ pub(crate) struct PeSetup {
 }
 
 impl PeSetup {
-    /// The settings of PE `pe` of a job configured by `cfg`, recorded by `trace`.
-    pub(crate) fn new(cfg: &Config, pe: Pe, trace: Option<Box<PeTrace>>) -> Self {
+    /// The settings of PE `pe` of a job of `npes` PEs configured by `cfg`, recorded
+    /// by `trace`. The layer says `npes`: on mpi it is the ranks' PEs, not `--pes`.
+    pub(crate) fn new(cfg: &Config, npes: usize, pe: Pe, trace: Option<Box<PeTrace>>) -> Self {
         PeSetup {
             me: pe,
-            npes: cfg.pes as usize,
+            npes,
             arity: cfg.tree_arity as usize,
             seed: cfg.seed,
             policy: cfg.on_error,

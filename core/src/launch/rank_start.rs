@@ -62,11 +62,8 @@ impl RankStart {
 
     /// How PE `pe` of this rank starts.
     pub(crate) fn pe_setup(&self, cfg: &crate::base::config::Config, pe: Pe) -> PeSetup {
-        // The job's PEs are the ranks' (times --pes-per-rank), not --pes.
-        PeSetup {
-            npes: self.npes,
-            ..PeSetup::new(cfg, pe, self.trace.as_ref().map(|t| t.pe(pe, self.rank)))
-        }
+        let trace = self.trace.as_ref().map(|t| t.pe(pe, self.rank));
+        PeSetup::new(cfg, self.npes, pe, trace)
     }
 
     /// The job's report from this rank's PEs' reports (in PE order), exchanged over

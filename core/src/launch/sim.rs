@@ -117,6 +117,7 @@ impl Simulator {
         self.pes[pe as usize].rt.get_or_insert_with(|| {
             let setup = PeSetup::new(
                 cfg,
+                cfg.pes as usize,
                 pe,
                 trace.as_ref().map(|t| t.pe(pe, pe / SIM_PES_PER_GROUP)),
             );

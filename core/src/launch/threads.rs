@@ -31,7 +31,12 @@ impl MachineLayer for Threads {
         let mut main = Some(job.main);
         let mut handles = Vec::with_capacity(npes);
         for (pe, rx) in rxs.into_iter().enumerate() {
-            let setup = PeSetup::new(&cfg, pe as Pe, trace.as_ref().map(|t| t.pe(pe as Pe, 0)));
+            let setup = PeSetup::new(
+                &cfg,
+                npes,
+                pe as Pe,
+                trace.as_ref().map(|t| t.pe(pe as Pe, 0)),
+            );
             let net = ThreadNet::new(rx, peers.clone(), 0, None, start, 0.0);
             let reg = job.registry.clone();
             let main = if pe == 0 { main.take() } else { None };
