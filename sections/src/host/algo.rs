@@ -1,13 +1,14 @@
 //! Which creation protocols the builder can run, and how it builds one per PE: every
 //! algorithm of the langer paper, as one state machine type and one message type.
 
-use crate::centralized::{self, Centralized};
+use crate::creation::centralized::{self, Centralized};
+use crate::creation::protocol::{
+    Algorithm, Filler, FromIntermediary, Outbox, Protocol, ProtocolError, Setup, Wire,
+};
+use crate::creation::shrink_and_balance::{self, ShrinkAndBalance};
+use crate::creation::shrink_and_hash::{self, ShrinkAndHash};
 use crate::host::spec::HostError;
-use crate::neighbour_discovery::FromIntermediary;
-use crate::protocol::{Algorithm, Filler, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::section::Placement;
-use crate::shrink_and_balance::{self, ShrinkAndBalance};
-use crate::shrink_and_hash::{self, ShrinkAndHash};
 use serde::{Deserialize, Serialize};
 
 /// The state machine one PE runs, for any algorithm.

@@ -5,10 +5,10 @@
 //! rank), reached by routing through the two old trees, joined at their roots. No
 //! PE outside the two sections hears of the merge.
 
+use crate::creation::neighbour_discovery::Discovery;
+use crate::creation::protocol::{FromIntermediary, ToIntermediary, Wire};
 use crate::host::rebuild::{child_towards, Patched};
 use crate::host::spec::HostError;
-use crate::neighbour_discovery::{Discovery, FromIntermediary, ToIntermediary};
-use crate::protocol::Wire;
 use crate::section::{Placement, Section, SectionId};
 use chorus_core::{Callback, Pe};
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,8 @@
 //! What a creation request names: the parent, who joins, the algorithm, and where
 //! the results go; and what a finished creation reports.
 
+use crate::creation::protocol::{Algorithm, ProtocolError};
 use crate::hash::mix64;
-use crate::protocol::{Algorithm, ProtocolError};
 use crate::section::SectionId;
 use chorus_core::{Callback, Pe};
 use serde::{Deserialize, Serialize};
@@ -299,7 +299,7 @@ mod tests {
             of: vec![Some(0), Some(2)],
         });
         let req = |membership| Request {
-            algorithm: Algorithm::ShrinkAndHash(crate::protocol::Filler::None),
+            algorithm: Algorithm::ShrinkAndHash(crate::creation::protocol::Filler::None),
             k: 2,
             parent: Parent::World,
             membership,
