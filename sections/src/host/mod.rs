@@ -41,6 +41,7 @@
 mod algo;
 pub mod batch;
 pub mod builder;
+mod hop;
 pub mod merge;
 pub mod rebuild;
 pub mod spec;
