@@ -6,7 +6,7 @@ use crate::strategy::{AsyncMerge, Collective, NoBalancing, Strategy, StrategySpe
 use crate::walker::{ChainEnd, Walker, WalkerEntries, WalkerInit, WalkerMsg, WORK_UNIT};
 use crate::workload::Workload;
 use chorus_core::{
-    Callback, Chare, Config, Ctx, Entry, GroupProxy, Registry, Runtime, RuntimeError,
+    Callback, Chare, Config, Ctx, Encoded, Entry, GroupProxy, Registry, Runtime, RuntimeError,
 };
 use chorus_sections::collectives::Collectives;
 use serde::{Deserialize, Serialize};
@@ -50,6 +50,7 @@ pub struct DriverInit<S> {
     params: McmcParams,
     chains: Arc<Vec<u64>>,
     walker_entries: WalkerEntries<S>,
+    chain_ended: Entry<Driver<S>, Encoded<ChainEnd>>,
     regroups: Entry<Driver<S>, Vec<u64>>,
 }
 
@@ -88,7 +89,7 @@ impl<S: Strategy> Chare for Driver<S> {
             item: init.params.item,
             chains: init.chains.clone(),
             collectives,
-            driver: me,
+            on_chain_end: Callback::chare(&me, init.chain_ended),
             entries: init.walker_entries,
         });
         let n = init.chains.len();
@@ -197,12 +198,16 @@ pub fn run<S: Strategy>(
         stepped: reg.entry::<Walker<S>, Vec<u64>>("Walker::stepped", WalkerMsg::Stepped),
         exchanged: reg.entry::<Walker<S>, Vec<u64>>("Walker::exchanged", WalkerMsg::Exchanged),
     };
+    let chain_ended = reg.entry::<Driver<S>, Encoded<ChainEnd>>("Driver::chain_ended", |e| {
+        DriverMsg::ChainEnded(e.0)
+    });
     let regroups = reg.entry::<Driver<S>, Vec<u64>>("Driver::regroups", DriverMsg::Regroups);
     let init = DriverInit {
         strategy: strategy.clone(),
         params,
         chains: chains.clone(),
         walker_entries,
+        chain_ended,
         regroups,
     };
     let report = Runtime::new(reg, config.clone()).run(move |ctx| {

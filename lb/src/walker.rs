@@ -3,10 +3,9 @@
 //! synchronises with an allreduce over its range section) and regroup as the
 //! strategy says.
 
-use crate::driver::{Driver, DriverMsg};
 use crate::regroup::{self, GroupLoad};
 use crate::strategy::Strategy;
-use chorus_core::{Callback, Chare, ChareProxy, Ctx, Entry, GroupProxy, Pe, Reducer, SendOpts};
+use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Pe, Reducer, SendOpts};
 use chorus_sections::collectives::{Collectives, RangeMember};
 use chorus_sections::range::RangeSection;
 use serde::{Deserialize, Serialize};
@@ -30,8 +29,9 @@ pub struct WalkerInit<S> {
     pub chains: Arc<Vec<u64>>,
     /// The job's section collectives.
     pub collectives: Collectives,
-    /// Where chain ends go.
-    pub driver: ChareProxy<Driver<S>>,
+    /// Where chain ends go, as `Encoded<ChainEnd>`: a callback rather than the
+    /// driver's proxy, so walkers need not know the chare that drives them.
+    pub on_chain_end: Callback,
     /// The walkers' own entries, for collective callbacks.
     pub entries: WalkerEntries<S>,
 }
@@ -318,7 +318,7 @@ impl<S: Strategy> Walker<S> {
                 items: self.items,
                 index_sum: self.index_sum,
             };
-            self.init.driver.send(ctx, DriverMsg::ChainEnded(end));
+            ctx.send_to_callback(&self.init.on_chain_end, Encoded(end));
         }
         self.chain = None;
         self.left = 0;

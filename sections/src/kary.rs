@@ -28,6 +28,18 @@ pub fn children(rank: u32, m: u32, k: u32) -> impl Iterator<Item = u32> {
     (0..num_children(rank, m, k)).map(move |i| (first + u64::from(i)) as u32)
 }
 
+/// The child of `r` on the way down to `t` in a k-ary tree, if `t` is below `r`.
+pub(crate) fn child_towards(r: u32, t: u32, k: u32) -> Option<u32> {
+    let mut x = t;
+    while let Some(p) = parent(x, k) {
+        if p == r {
+            return Some(x);
+        }
+        x = p;
+    }
+    None
+}
+
 /// Number of levels of a tree of `m` ranks, d_{m,k} (equation 4); 0 for an empty tree.
 pub fn height(m: u32, k: u32) -> u32 {
     let (mut covered, mut width, mut levels) = (0u64, 1u64, 0u32);

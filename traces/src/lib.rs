@@ -28,17 +28,18 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod chrome;
-pub mod collector;
+// The run side (capture) and the tool side (analysis) share only the vocabulary
+// below them: records, names, configuration and errors.
+pub mod analysis;
+pub mod capture;
 pub mod config;
 pub mod error;
 pub mod names;
-pub mod read;
 pub mod record;
-pub mod recorder;
-pub mod report_html;
-pub mod summary;
-pub mod validate;
+
+// The modules' first paths (`chorus_traces::chrome`, ...) stay valid.
+pub use analysis::{read, report_html, summary, validate};
+pub use capture::{chrome, collector, recorder};
 
 pub use chrome::WriteStats;
 pub use collector::Collector;

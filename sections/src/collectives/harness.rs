@@ -4,8 +4,8 @@
 
 use super::choice::Allgather;
 use super::error::CollectiveError;
-use super::host::Op;
 use super::machine::{Machine, Out, Step};
+use super::op::Op;
 use super::reduce::Delivery;
 use super::topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 use super::value::{Fold, Piece};

@@ -2,23 +2,17 @@
 //! member's collectives per section, keys their messages by (section id, sequence
 //! number), keeps messages that arrive before the local start, and fires callbacks.
 
-use super::allgather_bruck::Bruck;
-use super::allgather_kport::StandardExchange;
-use super::allgather_ring::Ring;
-use super::broadcast::Broadcast;
-use super::choice::Allgather;
 use super::error::CollectiveError;
 use super::machine::{children, Machine, Out, Step, Stepped};
 use super::multicast::{self, PerMember};
-use super::reduce::{Delivery, Reduce};
-use super::scan::Scan;
-use super::scan_doubling::DoublingScan;
+// Op was first defined here; re-exported so its public path stays valid.
+pub use super::op::Op;
 use super::topology::{Member, RangeMember, Rerooted, Topology};
-use super::value::{Fold, Piece};
+use super::tuned::{self, Impl, Profile};
+use super::value::Piece;
 use crate::range::RangeSection;
 use crate::section::SectionId;
-use crate::tune::{self, Impl, MockUp, Profile};
-use chorus_core::{Callback, Chare, Ctx, ErrorPolicy, GroupProxy, Pe, RedData, Reducer};
+use chorus_core::{Callback, Chare, Ctx, ErrorPolicy, GroupProxy, Pe, RedData};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -31,134 +25,6 @@ pub struct OpKey {
     pub section: SectionId,
     /// The collective's number on the section, from 0.
     pub seq: u64,
-}
-
-/// A collective as a member starts it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum Op {
-    /// Broadcast from `root`; the root gives the value.
-    Broadcast {
-        /// Rank of the root.
-        root: u32,
-        /// The value, at the root.
-        value: Option<RedData>,
-    },
-    /// A reduction (also gather, gatherv, allreduce, barrier, tree allgather).
-    Reduce {
-        /// How values combine.
-        fold: Fold,
-        /// This member's value.
-        value: RedData,
-        /// Who gets the result.
-        delivery: Delivery,
-    },
-    /// An inclusive or exclusive prefix reduction.
-    Scan {
-        /// How values combine.
-        fold: Fold,
-        /// This member's value.
-        value: RedData,
-        /// True for the exclusive prefix.
-        exclusive: bool,
-    },
-    /// An allgather by a roster algorithm (Bruck, standard exchange, ring).
-    Allgather {
-        /// The resolved algorithm.
-        algorithm: Allgather,
-        /// This member's block.
-        value: RedData,
-    },
-    /// A collective run by a mock-up of the tuner (a composition of others).
-    MockUp {
-        /// The mock-up.
-        mock_up: MockUp,
-        /// The collective as the member started it.
-        op: Box<Op>,
-    },
-}
-
-impl Op {
-    /// The collective's name, with the implementation when it is not the default
-    /// (e.g. `allreduce`, `allgather (ring)`, `allreduce (as reduce+broadcast)`).
-    pub(crate) fn name(&self) -> String {
-        match self {
-            Op::Broadcast { .. } => "broadcast".into(),
-            Op::Reduce { fold, delivery, .. } => match (fold.reducer(), delivery) {
-                (_, Delivery::Barrier) => "barrier",
-                (Reducer::Gather, _) => "gatherv",
-                (Reducer::Concat, Delivery::Root(_)) => "gather",
-                (Reducer::Concat, Delivery::All) => "allgather",
-                (_, Delivery::Root(_)) => "reduce",
-                (_, Delivery::All) => "allreduce",
-            }
-            .into(),
-            Op::Scan { exclusive, .. } => if *exclusive { "exscan" } else { "scan" }.into(),
-            Op::Allgather { algorithm, .. } => format!("allgather ({})", algorithm.name()),
-            Op::MockUp { mock_up, op } => format!("{} (as {})", op.name(), mock_up.name()),
-        }
-    }
-
-    /// With a roster, a rooted collective runs on the tree re-rooted at its root: the
-    /// root to use for the view, and the op with root 0 in that view.
-    pub(crate) fn reroot(self, has_roster: bool) -> (u32, Op) {
-        match self {
-            Op::Broadcast { root, value } if has_roster && root != 0 => {
-                (root, Op::Broadcast { root: 0, value })
-            }
-            Op::Reduce {
-                fold,
-                value,
-                delivery: Delivery::Root(root),
-            } if has_roster && root != 0 => (
-                root,
-                Op::Reduce {
-                    fold,
-                    value,
-                    delivery: Delivery::Root(0),
-                },
-            ),
-            op => (0, op),
-        }
-    }
-
-    /// The state machine of member `rank` (absolute) for this op. `Collectives`
-    /// resolves an allgather's algorithm before it builds the op.
-    pub(crate) fn machine(self, rank: u32, has_roster: bool) -> Box<dyn Machine> {
-        match self {
-            Op::Broadcast { root, value } => Box::new(Broadcast::new(root, value)),
-            Op::Reduce {
-                fold,
-                value,
-                delivery,
-            } => Box::new(Reduce::new(fold, value, rank, delivery)),
-            Op::Scan {
-                fold,
-                value,
-                exclusive,
-            } if has_roster && !fold.is_ranked() => {
-                Box::new(DoublingScan::new(fold, value, exclusive))
-            }
-            Op::Scan {
-                fold,
-                value,
-                exclusive,
-            } => {
-                // Members with integer values double where this one climbs the tree.
-                let probe = has_roster && fold.kind_decides_shape();
-                Box::new(Scan::new(fold, value, rank, exclusive, probe))
-            }
-            Op::Allgather { algorithm, value } => match algorithm {
-                Allgather::Bruck(k) => Box::new(Bruck::new(k, rank, value)),
-                Allgather::StandardExchange(k) => Box::new(StandardExchange::new(k, rank, value)),
-                Allgather::Ring => Box::new(Ring::new(rank, value)),
-                other => panic!(
-                    "allgather {} is not resolved to a roster algorithm",
-                    other.name()
-                ),
-            },
-            Op::MockUp { mock_up, op } => tune::machine(mock_up, *op, rank, has_roster),
-        }
-    }
 }
 
 /// A local start: the member, the collective and where its result goes.
@@ -295,8 +161,8 @@ impl CollectivesHost {
             pin,
         } = s;
         let choice =
-            pin.unwrap_or_else(|| tune::choose(self.profile.as_deref(), &op, member.size()));
-        let op = tune::apply(choice, op, member.has_roster());
+            pin.unwrap_or_else(|| tuned::choose(self.profile.as_deref(), &op, member.size()));
+        let op = tuned::apply(choice, op, member.has_roster());
         let collective = op.name();
         let counter = self.next_seq.entry(member.id()).or_insert(0);
         let key = OpKey {

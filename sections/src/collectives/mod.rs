@@ -58,11 +58,13 @@ mod harness;
 pub mod host;
 pub mod machine;
 pub mod multicast;
+mod op;
 pub mod reduce;
 mod rounds;
 pub mod scan;
 pub mod scan_doubling;
 pub mod topology;
+pub(crate) mod tuned;
 pub mod value;
 
 pub use choice::Allgather;
@@ -71,12 +73,13 @@ pub use host::{CollectivesHost, REPORTER};
 pub use multicast::PerMember;
 pub use topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 
-use crate::tune::{Impl, Profile};
 use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
-use host::{HostMsg, Op, Start};
+use host::{HostMsg, Start};
+use op::Op;
 use reduce::Delivery;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+use tuned::{Impl, Profile};
 use value::Fold;
 
 /// Handle to the job's collectives group: start collectives through it.

@@ -1,13 +1,14 @@
 //! Which creation protocols the builder can run, and how it builds one per PE: every
 //! algorithm of the langer paper, as one state machine type and one message type.
 
-use crate::centralized::{self, Centralized};
-use crate::host::spec::HostError;
-use crate::neighbour_discovery::FromIntermediary;
-use crate::protocol::{Algorithm, Filler, Outbox, Protocol, ProtocolError, Setup, Wire};
+use crate::creation::centralized::{self, Centralized};
+use crate::creation::protocol::{
+    Algorithm, FromIntermediary, Outbox, Protocol, ProtocolError, Setup, Wire,
+};
+use crate::creation::shrink_and_balance::{self, ShrinkAndBalance};
+use crate::creation::shrink_and_hash::{self, ShrinkAndHash};
+use crate::host::spec::{check_algorithm, HostError};
 use crate::section::Placement;
-use crate::shrink_and_balance::{self, ShrinkAndBalance};
-use crate::shrink_and_hash::{self, ShrinkAndHash};
 use serde::{Deserialize, Serialize};
 
 /// The state machine one PE runs, for any algorithm.
@@ -32,18 +33,9 @@ pub enum ProtoMsg {
     ShrinkAndHash(shrink_and_hash::Msg),
 }
 
-/// Whether this build can run `alg`.
-pub(crate) fn check(alg: Algorithm) -> Result<(), HostError> {
-    match alg {
-        // Balancing moves members only, so holes must leave the tree.
-        Algorithm::ShrinkAndBalance(Filler::None) => Err(HostError::Unsupported(alg)),
-        _ => Ok(()),
-    }
-}
-
 /// The state machine of the PE `setup` describes.
 pub fn protocol(alg: Algorithm, setup: Setup) -> Result<Proto, HostError> {
-    check(alg)?;
+    check_algorithm(alg)?;
     let token = setup.token;
     Ok(match alg {
         Algorithm::Centralized => Proto::Centralized(Centralized::new(setup)),
@@ -59,7 +51,7 @@ pub fn protocol(alg: Algorithm, setup: Setup) -> Result<Proto, HostError> {
 pub fn available() -> Vec<Algorithm> {
     Algorithm::ALL
         .into_iter()
-        .filter(|a| check(*a).is_ok())
+        .filter(|a| check_algorithm(*a).is_ok())
         .collect()
 }
 

@@ -2,10 +2,10 @@
 //! one after another, the creations of a stage all at once. Tests and benchmarks
 //! drive the builder through this.
 
+use crate::creation::protocol::Algorithm;
 use crate::host::builder::Builder;
 use crate::host::merge::MergeRequest;
 use crate::host::spec::{CreationReport, Membership, Parent, Request};
-use crate::protocol::Algorithm;
 use crate::section::Section;
 use chorus_core::{
     Callback, Chare, Config, Ctx, Encoded, Entry, GroupProxy, Pe, Registry, RunReport, Runtime,

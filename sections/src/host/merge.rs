@@ -5,10 +5,13 @@
 //! rank), reached by routing through the two old trees, joined at their roots. No
 //! PE outside the two sections hears of the merge.
 
-use crate::host::rebuild::{child_towards, Patched};
+use crate::creation::neighbour_discovery::Discovery;
+use crate::creation::protocol::{FromIntermediary, ToIntermediary, Wire};
+// Hop was first defined here; re-exported so its public path stays valid.
+pub use crate::host::hop::Hop;
+use crate::host::rebuild::Patched;
 use crate::host::spec::HostError;
-use crate::neighbour_discovery::{Discovery, FromIntermediary, ToIntermediary};
-use crate::protocol::Wire;
+use crate::kary;
 use crate::section::{Placement, Section, SectionId};
 use chorus_core::{Callback, Pe};
 use serde::{Deserialize, Serialize};
@@ -31,15 +34,6 @@ pub struct MergeRequest {
     pub on_report: Callback,
     /// A number of the caller's choosing, echoed in the report.
     pub tag: u64,
-}
-
-/// Where a routed message goes next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hop {
-    /// This PE holds the destination rank.
-    Here,
-    /// Forward to this PE.
-    To(Pe),
 }
 
 /// A member's way through the two joined trees.
@@ -100,7 +94,7 @@ impl Route {
             if t == r {
                 return Ok(Hop::Here);
             }
-            if let Some(c) = child_towards(r, t, k) {
+            if let Some(c) = kary::child_towards(r, t, k) {
                 let at = (c - (k * r + 1)) as usize;
                 return self
                     .old

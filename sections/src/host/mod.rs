@@ -1,5 +1,5 @@
 //! Section creation on the chorus runtime: a builder group runs any creation
-//! [`crate::protocol::Protocol`] over real chorus messages, from the world or from a
+//! [`crate::creation::protocol::Protocol`] over real chorus messages, from the world or from a
 //! section it built, and reports what each creation cost.
 //!
 //! A creation starts when an application sends [`BuilderMsg::Create`] to the builder
@@ -41,6 +41,7 @@
 mod algo;
 pub mod batch;
 pub mod builder;
+mod hop;
 pub mod merge;
 pub mod rebuild;
 pub mod spec;

@@ -8,24 +8,12 @@
 //! intermediaries reached by routing over the patched tree.
 
 use crate::hash::mix64;
-use crate::host::merge::Hop;
+use crate::host::hop::Hop;
 use crate::host::spec::HostError;
 use crate::kary;
 use crate::section::{Section, SectionId};
 use chorus_core::Pe;
 use std::collections::BTreeSet;
-
-/// The child of `r` on the way down to `t` in a k-ary tree, if `t` is below `r`.
-pub(crate) fn child_towards(r: u32, t: u32, k: u32) -> Option<u32> {
-    let mut x = t;
-    while let Some(p) = kary::parent(x, k) {
-        if p == r {
-            return Some(x);
-        }
-        x = p;
-    }
-    None
-}
 
 /// What a surviving neighbour of the dead rank does in the repair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,9 +114,9 @@ impl Patched {
         if t >= self.old.size {
             return Err(stuck());
         }
-        if let Some(c) = child_towards(r, t, k) {
+        if let Some(c) = kary::child_towards(r, t, k) {
             if c == d {
-                let c2 = child_towards(d, t, k).ok_or_else(stuck)?;
+                let c2 = kary::child_towards(d, t, k).ok_or_else(stuck)?;
                 return self.adopted_pe(c2).map(Hop::To).ok_or_else(stuck);
             }
             let at = (c - (k * r + 1)) as usize;
@@ -144,7 +132,7 @@ impl Patched {
                 Some(pe) => Ok(Hop::To(pe)),
                 // The dead root's first child: the target is below a sibling.
                 None => {
-                    let s = child_towards(d, t, k).ok_or_else(stuck)?;
+                    let s = kary::child_towards(d, t, k).ok_or_else(stuck)?;
                     self.adopted_pe(s).map(Hop::To).ok_or_else(stuck)
                 }
             },

@@ -1,8 +1,8 @@
 //! What a creation request names: the parent, who joins, the algorithm, and where
 //! the results go; and what a finished creation reports.
 
+use crate::creation::protocol::{Algorithm, Filler, ProtocolError};
 use crate::hash::mix64;
-use crate::protocol::{Algorithm, ProtocolError};
 use crate::section::SectionId;
 use chorus_core::{Callback, Pe};
 use serde::{Deserialize, Serialize};
@@ -223,6 +223,17 @@ pub enum HostError {
     },
 }
 
+// With the rest of a request's checks rather than in `algo`, which builds the state
+// machines: `algo` depends on this module, not the other way round.
+/// Whether this build can run `alg`.
+pub(crate) fn check_algorithm(alg: Algorithm) -> Result<(), HostError> {
+    match alg {
+        // Balancing moves members only, so holes must leave the tree.
+        Algorithm::ShrinkAndBalance(Filler::None) => Err(HostError::Unsupported(alg)),
+        _ => Ok(()),
+    }
+}
+
 impl Request {
     /// Check the parts a creator can check alone.
     pub fn validate(&self) -> Result<(), HostError> {
@@ -253,7 +264,7 @@ impl Request {
                 )));
             }
         }
-        crate::host::algo::check(self.algorithm)
+        check_algorithm(self.algorithm)
     }
 }
 
@@ -299,7 +310,7 @@ mod tests {
             of: vec![Some(0), Some(2)],
         });
         let req = |membership| Request {
-            algorithm: Algorithm::ShrinkAndHash(crate::protocol::Filler::None),
+            algorithm: Algorithm::ShrinkAndHash(Filler::None),
             k: 2,
             parent: Parent::World,
             membership,

@@ -5,9 +5,9 @@
 //! size, the fastest violating mock-up or the default.
 
 use super::measure::{summarise, Sample};
-use super::mockups::{Collective, Impl, MockUp};
-use super::profile::Profile;
 use super::stats;
+use crate::collectives::tuned::mockups::{Collective, Impl, MockUp};
+use crate::collectives::tuned::profile::Profile;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 

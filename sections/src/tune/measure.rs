@@ -12,9 +12,9 @@
 //! One run measures every case, in order, on the world range section; independent runs
 //! (several `measure` calls, as several mpiruns) are the caller's.
 
-use super::mockups::{Collective, Impl};
-use super::profile::Profile;
 use super::stats;
+use crate::collectives::tuned::mockups::{Collective, Impl};
+use crate::collectives::tuned::profile::Profile;
 use crate::collectives::{Allgather, Collectives, RangeMember, Topology};
 use crate::range::RangeSection;
 use chorus_core::{

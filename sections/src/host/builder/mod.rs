@@ -1,6 +1,10 @@
 //! The builder group: one member per PE runs that PE's part of every creation over
 //! chorus messages, keyed by the creation's token.
 
+use crate::creation::neighbour_discovery::Intermediaries;
+use crate::creation::protocol::{
+    Algorithm, Outbox, Protocol, ProtocolError, Setup, ToIntermediary, Wire,
+};
 use crate::hash::mix64;
 use crate::host::algo::{self, Proto, ProtoMsg};
 use crate::host::merge::{Hop, MergeRequest, MergeState, Route, Way};
@@ -8,8 +12,6 @@ use crate::host::rebuild::{self, Patched};
 use crate::host::spec::{CreationReport, HostError, Parent, Request};
 use crate::host::tally::Tally;
 use crate::kary;
-use crate::neighbour_discovery::{Intermediaries, ToIntermediary};
-use crate::protocol::{Algorithm, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::section::{Placement, Section, SectionId};
 use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Pe};
 use serde::{Deserialize, Serialize};

@@ -26,8 +26,8 @@
 use super::chain::Chain;
 use crate::collectives::choice::Allgather;
 use crate::collectives::error::CollectiveError;
-use crate::collectives::host::Op;
 use crate::collectives::machine::Machine;
+use crate::collectives::op::Op;
 use crate::collectives::reduce::Delivery;
 use crate::collectives::value::{concat, Fold, Piece};
 use chorus_core::{RedData, Reducer};

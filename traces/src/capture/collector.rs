@@ -1,54 +1,25 @@
-//! Receives full per-PE buffers and streams them to one spool file on disk.
-//!
-//! Spool file format (`<output>.spool-<process id>-<n>`, deleted when the collector
-//! is dropped): the 8 magic bytes `CHTRSPL1`, then chunks. A chunk is one flushed
-//! buffer of one PE: a 16-byte header (`pe`, `pid`, `count`, `0`, each a little-endian
-//! u32) followed by `count` 32-byte [`Record`]s. A PE's chunks appear in the order it
-//! flushed them, interleaved with other PEs' chunks. The collector also keeps the
-//! chunk offsets in memory (16 bytes per flush) so the writer can read one PE at a time.
+//! Receives full per-PE buffers and streams them to one spool file on disk (its
+//! format is in [`crate::capture::spool`]). The collector also keeps the chunk offsets in
+//! memory (16 bytes per flush) so the writer can read one PE at a time.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::chrome::{self, WriteStats};
+use crate::capture::chrome::{self, WriteStats};
+use crate::capture::spool::{read_chunk, Chunk, SpoolView};
 use crate::config::TraceConfig;
 use crate::error::TraceError;
 use crate::names::Names;
 use crate::record::{Record, RECORD_BYTES};
-
-/// Magic bytes at the start of a spool file.
-pub const SPOOL_MAGIC: &[u8; 8] = b"CHTRSPL1";
-
-/// Size of a chunk header in the spool file.
-pub const CHUNK_HEADER_BYTES: usize = 16;
+// Re-exported so the format's constants keep their first public path.
+pub use crate::capture::spool::{CHUNK_HEADER_BYTES, SPOOL_MAGIC};
 
 /// Distinguishes the spool files of several collectors in one process (tests, tools).
 static SPOOL_SEQ: AtomicU64 = AtomicU64::new(0);
-
-/// Where one flushed buffer lies in the spool file.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Chunk {
-    pub pe: u32,
-    pub pid: u32,
-    /// Offset of the chunk's first record (just past its header).
-    pub offset: u64,
-    pub count: u32,
-}
-
-/// What the writer needs from the collector, taken under the locks once.
-pub(crate) struct SpoolView {
-    pub path: PathBuf,
-    pub chunks: Vec<Chunk>,
-    /// Every registered PE and its pid, including PEs that recorded nothing.
-    pub tracks: BTreeMap<u32, u32>,
-    pub arg_keys: Vec<&'static str>,
-    pub process_label: String,
-    pub flow_every: u64,
-}
 
 struct Spool {
     out: BufWriter<File>,
@@ -288,26 +259,4 @@ impl Drop for Collector {
         // The spool is scratch space; the Chrome file is the product.
         let _ = std::fs::remove_file(&self.spool_path);
     }
-}
-
-/// Reads the records of one chunk from an open spool file into `buf` (appending).
-pub(crate) fn read_chunk(
-    file: &mut File,
-    path: &Path,
-    chunk: &Chunk,
-    buf: &mut Vec<Record>,
-    bytes: &mut Vec<u8>,
-) -> Result<(), TraceError> {
-    let n = chunk.count as usize * RECORD_BYTES;
-    bytes.resize(n, 0);
-    file.seek(SeekFrom::Start(chunk.offset))
-        .and_then(|_| file.read_exact(bytes))
-        .map_err(|e| TraceError::io(path, e))?;
-    buf.reserve(chunk.count as usize);
-    for rec in bytes.chunks_exact(RECORD_BYTES) {
-        let mut a = [0u8; RECORD_BYTES];
-        a.copy_from_slice(rec);
-        buf.push(Record::from_bytes(&a));
-    }
-    Ok(())
 }

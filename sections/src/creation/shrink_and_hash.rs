@@ -4,10 +4,12 @@
 //! tree neighbours' ranks through hash-chosen intermediaries. O(k) state per PE with
 //! no filler.
 
-use crate::neighbour_discovery::{Discovery, FromIntermediary};
-use crate::protocol::{words, Filler, Outbox, Protocol, ProtocolError, Setup, Wire};
+use crate::creation::neighbour_discovery::Discovery;
+use crate::creation::protocol::{
+    words, Filler, FromIntermediary, Outbox, Protocol, ProtocolError, Setup, Wire,
+};
+use crate::creation::shrink::{Child, Shrink, ShrinkMsg};
 use crate::section::Placement;
-use crate::shrink::{Child, Shrink, ShrinkMsg};
 use serde::{Deserialize, Serialize};
 
 /// Messages of Shrink-and-Hash.

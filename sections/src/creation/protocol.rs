@@ -2,7 +2,6 @@
 //! driven by a local join and by messages, so that the same code runs on chares and
 //! in the in-memory harness.
 
-use crate::neighbour_discovery::{FromIntermediary, ToIntermediary};
 use crate::section::Placement;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -78,6 +77,25 @@ pub struct Setup {
     pub salt: u64,
     /// The new section's name, used only where the parent's root runs.
     pub token: u64,
+}
+
+/// A member's announcement to an intermediary (of hash-based neighbour discovery,
+/// [`crate::creation::neighbour_discovery`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToIntermediary {
+    /// "I hold `rank` and have `children` children" (to the intermediary of `rank`).
+    Register { rank: u32, id: u32, children: u32 },
+    /// "I hold `rank`, a child of `parent`" (to the intermediary of `parent`).
+    ChildOf { parent: u32, rank: u32, id: u32 },
+}
+
+/// An intermediary's answer to a member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FromIntermediary {
+    /// The ids of your children, in rank order.
+    Children(Vec<u32>),
+    /// The id of your parent.
+    Parent(u32),
 }
 
 /// A message as it travels: to a creation's state machine, or to an intermediary.

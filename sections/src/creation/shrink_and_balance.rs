@@ -1,5 +1,5 @@
 //! Shrink-and-Balance (langer, section V): the upward pass shrinks the parent's tree
-//! to a tree of members (child-as-filler or leaf-as-filler, [`crate::shrink`]); the
+//! to a tree of members (child-as-filler or leaf-as-filler, [`crate::creation::shrink`]); the
 //! downward pass then moves vertices between subtrees until the tree is balanced.
 //!
 //! The downward pass is the paper's supplier/consumer matchmaking (Algorithm 1) with
@@ -22,11 +22,12 @@
 //! Ranks are the positions in the k-ary tree the pass builds; a member's parent and
 //! children are known from the pass itself, so no neighbour discovery follows.
 
+use crate::creation::protocol::{
+    words, Filler, FromIntermediary, Outbox, Protocol, ProtocolError, Setup, Wire,
+};
+use crate::creation::shrink::{Child, Shrink, ShrinkMsg};
 use crate::kary;
-use crate::neighbour_discovery::FromIntermediary;
-use crate::protocol::{words, Filler, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::section::Placement;
-use crate::shrink::{Child, Shrink, ShrinkMsg};
 use serde::{Deserialize, Serialize};
 
 /// A subtree of members that moves as a whole, named by its root.
@@ -583,7 +584,7 @@ impl ShrinkAndBalance {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::{drive, world_setups};
+    use crate::creation::driver::{drive, world_setups};
     use crate::section::check;
 
     #[test]

@@ -1,6 +1,6 @@
 //! Checks that a trace is well formed the way Perfetto and chrome://tracing need it.
 
-use crate::read::{FlowEnd, Slice, Trace, Track};
+use crate::analysis::read::{FlowEnd, Slice, Trace, Track};
 
 /// Every problem found in `trace`, as sentences; empty means well formed.
 ///

@@ -3,10 +3,10 @@
 //! delivered in an order drawn from a seed, and the same accounting as the builder
 //! (a message between distinct ids counts once, with its bincode bytes).
 
+use crate::creation::neighbour_discovery::Intermediaries;
+use crate::creation::protocol::{Protocol, ProtocolError, Setup, Wire};
 use crate::hash::mix64;
 use crate::kary;
-use crate::neighbour_discovery::Intermediaries;
-use crate::protocol::{Protocol, ProtocolError, Setup, Wire};
 use crate::section::Placement;
 use thiserror::Error;
 

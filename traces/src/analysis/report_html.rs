@@ -9,8 +9,10 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::read::Trace;
-use crate::summary::{fmt_bytes, fmt_ns, outermost, spread, Summary, CAT_ENTRY, CAT_IDLE};
+use crate::analysis::read::Trace;
+use crate::analysis::summary::{
+    fmt_bytes, fmt_ns, outermost, spread, Summary, CAT_ENTRY, CAT_IDLE,
+};
 
 /// How the report is laid out.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::read::{Slice, Trace, Track};
+use crate::analysis::read::{Slice, Trace, Track};
 
 /// Category of entry-method slices.
 pub const CAT_ENTRY: &str = "entry";

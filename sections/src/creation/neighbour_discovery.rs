@@ -10,32 +10,16 @@
 //! ranks. An intermediary receives and sends at most k + 1 messages each (the paper's
 //! 2k + 2).
 
+use crate::creation::protocol::{words, Wire};
 use crate::hash::permute;
 use crate::kary;
-use crate::protocol::{words, Wire};
-use serde::{Deserialize, Serialize};
+// The exchange's messages are part of every protocol's wire vocabulary, so they live
+// in `protocol`; re-exported here, where they were first defined.
+pub use crate::creation::protocol::{FromIntermediary, ToIntermediary};
 
 /// The intermediary of `rank`: a fixed keyed permutation of the ids 0..world.
 pub fn intermediary(rank: u32, world: u32, salt: u64) -> u32 {
     permute(rank, world, salt)
-}
-
-/// A member's announcement to an intermediary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ToIntermediary {
-    /// "I hold `rank` and have `children` children" (to the intermediary of `rank`).
-    Register { rank: u32, id: u32, children: u32 },
-    /// "I hold `rank`, a child of `parent`" (to the intermediary of `parent`).
-    ChildOf { parent: u32, rank: u32, id: u32 },
-}
-
-/// An intermediary's answer to a member.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FromIntermediary {
-    /// The ids of your children, in rank order.
-    Children(Vec<u32>),
-    /// The id of your parent.
-    Parent(u32),
 }
 
 /// A member's side: waits for its parent and children ids.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::collector::Collector;
+use crate::capture::collector::Collector;
 use crate::names::NameId;
 use crate::record::{flow_kept, Event, Record};
 

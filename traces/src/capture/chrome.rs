@@ -27,7 +27,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::collector::{read_chunk, Chunk, SpoolView};
+use crate::capture::spool::{read_chunk, Chunk, SpoolView};
 use crate::error::TraceError;
 use crate::names::{NameId, Names};
 use crate::record::{flow_kept, Event, Record};

@@ -19,7 +19,7 @@
 //! each vertex can correct its children's sizes. A vertex remembers which child every
 //! candidate it forwarded came from (at most its generation many).
 
-use crate::protocol::{words, Filler, ProtocolError, Setup};
+use crate::creation::protocol::{words, Filler, ProtocolError, Setup};
 use serde::{Deserialize, Serialize};
 
 /// A non-empty subtree as reported upward.

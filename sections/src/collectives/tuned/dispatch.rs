@@ -5,7 +5,7 @@
 
 use super::mockups::{Collective, Impl};
 use super::profile::Profile;
-use crate::collectives::host::Op;
+use crate::collectives::op::Op;
 use crate::collectives::value::approx_bytes;
 
 /// The implementation the profile chooses for `op` on a section of `size` (the

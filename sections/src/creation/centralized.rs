@@ -8,9 +8,10 @@
 //! Shrink-and-Hash with no filler also produces). Messages: n-1 gathers, m-1 roster
 //! parts, and one hand-over when the parent's root is not a member.
 
+use crate::creation::protocol::{
+    words, FromIntermediary, Outbox, Protocol, ProtocolError, Setup, Wire,
+};
 use crate::kary;
-use crate::neighbour_discovery::FromIntermediary;
-use crate::protocol::{words, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::section::Placement;
 use serde::{Deserialize, Serialize};
 
@@ -242,7 +243,7 @@ impl Protocol for Centralized {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::{drive, world_setups};
+    use crate::creation::driver::{drive, world_setups};
     use crate::section::check;
 
     #[test]

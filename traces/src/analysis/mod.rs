@@ -1,0 +1,8 @@
+//! The tool side: reading a finished Chrome trace back ([`read`]) and what is made of
+//! it: checks ([`validate`]), a [`summary`] and the HTML report ([`report_html`]).
+//! Nothing here depends on the run side: it reads files, from chorus or not.
+
+pub mod read;
+pub mod report_html;
+pub mod summary;
+pub mod validate;
