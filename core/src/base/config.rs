@@ -190,6 +190,10 @@ pub struct Config {
     /// rank's thread owns MPI (Charm++'s SMP mode); the job has ranks x this PEs
     #[arg(long = "pes-per-rank", env = "CHORUS_PES_PER_RANK", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_PES_PER_RANK as i64))]
     pub pes_per_rank: u32,
+    /// Fault injection: every Nth user message a PE sends to another PE arrives
+    /// damaged and fails to decode (threads and mpi layers)
+    #[arg(long = "fault-corrupt-every", env = "CHORUS_FAULT_CORRUPT_EVERY", value_parser = clap::value_parser!(u64).range(1..))]
+    pub fault_corrupt_every: Option<u64>,
     /// The sim layer's network model and failures.
     #[command(flatten)]
     pub sim: SimArgs,
@@ -209,6 +213,7 @@ impl Default for Config {
             tree_arity: 4,
             stats: None,
             pes_per_rank: 1,
+            fault_corrupt_every: None,
             sim: SimArgs::default(),
         }
     }
@@ -280,6 +285,14 @@ impl Config {
                     return Err(format!("{flag} must be a finite number >= 0, got {v}"));
                 }
             }
+        }
+        if self.fault_corrupt_every == Some(0) {
+            return Err(
+                "--fault-corrupt-every must be at least 1 (1 damages every user message)".into(),
+            );
+        }
+        if self.fault_corrupt_every.is_some() && self.layer == Layer::Sim {
+            return Err("--fault-corrupt-every needs a layer whose PEs exchange bytes (threads or mpi); on sim use --sim-kill".into());
         }
         if self.trace_flow_every == 0 {
             return Err(

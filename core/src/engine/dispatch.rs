@@ -3,6 +3,7 @@
 
 use super::{PeRuntime, Via};
 use crate::api::proxy::SendOpts;
+use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::base::tree;
 use crate::engine::location::Loc;
@@ -235,6 +236,11 @@ impl PeRuntime {
                 }
             }
             Outcome::AnotherWave => self.start_wave(),
+            Outcome::Stalled => self.core.abort(RuntimeError::Stalled(
+                "every PE waits for a message and none is on its way, and no PE saw an exit; \
+                 end the program with ctx.exit(), ctx.exit_on_quiescence() or Callback::Exit"
+                    .into(),
+            )),
         }
     }
 }

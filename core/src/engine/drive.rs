@@ -14,6 +14,10 @@ pub(crate) const BATCH: usize = 64;
 /// holds at most eight envelopes of 512 KiB or more, so a stream of long messages
 /// keeps reusing the port's receive buffers instead of faulting in fresh pages.
 const PASS_BYTES: usize = 4 << 20;
+/// Seconds PE 0 waits idle before it probes for a stall; a port's `wait` returns at
+/// least this often. A probe is two quiescence waves, which wait at busy PEs, so a
+/// job that is only slow pays about one wave a second.
+pub(crate) const STALL_PROBE_S: f64 = 1.0;
 
 impl PeRuntime {
     /// Run this PE until the job exits or its port closes.
@@ -25,6 +29,8 @@ impl PeRuntime {
         // Set when the port's wait handed over an arrival: it runs before anything
         // else is taken, as the first arrival after an idle spell does.
         let mut woken = false;
+        // When this PE last started to wait, or probed for a stall (root only).
+        let mut waiting_since: Option<f64> = None;
         while !self.exiting() {
             // Bounded, so a peer streaming faster than the handlers run cannot make
             // the PE hold ever more arrivals.
@@ -63,6 +69,7 @@ impl PeRuntime {
             idle = taken == 0 && ran == 0 && !progressed;
             if !idle {
                 idle_told = false;
+                waiting_since = None;
                 continue;
             }
             if !idle_told {
@@ -80,6 +87,10 @@ impl PeRuntime {
                 self.trace_idle();
                 continue;
             }
+            if self.stall_probe_due(&mut waiting_since) {
+                idle_told = false;
+                continue;
+            }
             match self.core.net.wait() {
                 Poll::Ready(a) => {
                     self.accept_arrival(a.what);
@@ -91,13 +102,43 @@ impl PeRuntime {
         }
     }
 
+    /// True if this PE, the root of the quiescence tree, has waited idle for
+    /// `STALL_PROBE_S` and started a probe for a stall (its own part in the wave runs
+    /// when it next tells quiescence detection it is idle).
+    fn stall_probe_due(&mut self, waiting_since: &mut Option<f64>) -> bool {
+        if self.core.tree_parent().is_some() {
+            return false;
+        }
+        let now = self.core.net.now();
+        let since = *waiting_since.get_or_insert(now);
+        if now - since < STALL_PROBE_S {
+            return false;
+        }
+        *waiting_since = Some(now);
+        if !self.core.qd.probe() {
+            return false;
+        }
+        self.start_wave();
+        self.core.net.flush();
+        true
+    }
+
     /// Take one arrival: envelopes go to the queue, a transport's error to the job's
     /// `--on-error` policy.
     fn accept_arrival(&mut self, what: Arrival) {
         match what {
             Arrival::One(env) => self.accept(env),
             Arrival::Many(envs) => envs.into_iter().for_each(|env| self.accept(env)),
-            Arrival::Failed(err) => self.core.fail(err),
+            Arrival::Failed {
+                err,
+                weight: Some(weight),
+            } => {
+                // Dropped with a reason is processed: the sender counted it as sent,
+                // and quiescence waits until every sent message is processed.
+                self.core.processed += weight;
+                self.core.fail(err);
+            }
+            Arrival::Failed { err, weight: None } => self.core.abort(err),
         }
     }
 }

@@ -149,16 +149,20 @@ impl PeCore {
             self.fail(err);
             return;
         }
-        if env.counted {
-            self.sent += env.weight();
-        }
+        let weight = if env.counted { env.weight() } else { 0 };
+        self.sent += weight;
         if let Some(t) = self.trace.as_deref_mut() {
             t.send(ns(self.net.now()), env.msg_id(), to, env.wire_bytes());
         }
         if to == self.me {
             let (prio, exp) = (env.prio, env.expedited);
             self.queue.push(env, prio, exp);
-        } else if let Err(e) = self.net.send(to, env) {
+            return;
+        }
+        if let Err(e) = self.net.send(to, env) {
+            // Counted as sent above and never to arrive: dropped with a reason, so
+            // processed, or quiescence would wait for it forever.
+            self.processed += weight;
             self.fail(e);
         }
     }
@@ -170,14 +174,17 @@ impl PeCore {
                 tracing::warn!(pe = self.me, "dropped: {err}");
                 self.report.errors.push(err);
             }
-            ErrorPolicy::Abort => {
-                tracing::error!(pe = self.me, "aborting job: {err}");
-                self.report.errors.push(err.clone());
-                self.report.aborted = true;
-                if !self.exiting {
-                    self.exit(Some(err));
-                }
-            }
+            ErrorPolicy::Abort => self.abort(err),
+        }
+    }
+
+    /// Record an error and end the job, whatever its policy.
+    pub(crate) fn abort(&mut self, err: RuntimeError) {
+        tracing::error!(pe = self.me, "aborting job: {err}");
+        self.report.errors.push(err.clone());
+        self.report.aborted = true;
+        if !self.exiting {
+            self.exit(Some(err));
         }
     }
 

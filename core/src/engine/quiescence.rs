@@ -5,6 +5,10 @@
 //! is idle; the job is quiescent when two consecutive waves see equal sums and
 //! sent == processed. Counters only grow, so equal sums mean no PE sent or processed
 //! anything between the waves. Waves themselves are not counted.
+//!
+//! The same waves find a stalled job: the root, idle for long, probes with waves of
+//! its own. Quiescence that nobody asked for means nothing will ever run again and no
+//! PE saw an exit: the job would wait forever.
 
 use crate::msg::callback::Callback;
 
@@ -20,6 +24,8 @@ pub(crate) enum Outcome {
     },
     /// The root found quiescence: fire these callbacks.
     Quiescent(Vec<Callback>),
+    /// The root's probe found quiescence nobody asked for: the job is stalled.
+    Stalled,
     /// The root must start another wave.
     AnotherWave,
 }
@@ -42,6 +48,8 @@ pub(crate) struct Quiescence {
     /// Sums of the previous completed wave (root only).
     previous: Option<(u64, u64)>,
     waves_run: u64,
+    /// Set while the root probes for a stall (waves nobody requested).
+    probing: bool,
 }
 
 impl Quiescence {
@@ -49,6 +57,17 @@ impl Quiescence {
     pub(crate) fn request(&mut self, cb: Callback) -> bool {
         self.requests.push(cb);
         self.wave.is_none() && self.requests.len() == 1
+    }
+
+    /// The root has been idle for long: true if it is to start a probe's wave (none
+    /// runs, and no request waits, whose waves would find the same).
+    pub(crate) fn probe(&mut self) -> bool {
+        if self.wave.is_some() || !self.requests.is_empty() || self.probing {
+            return false;
+        }
+        self.probing = true;
+        self.previous = None;
+        true
     }
 
     /// The root starts a new wave; returns its id.
@@ -120,7 +139,17 @@ impl Quiescence {
         }
         if total.0 == total.1 && self.previous == Some(total) {
             self.previous = None;
+            let probed = std::mem::take(&mut self.probing);
+            if probed && self.requests.is_empty() {
+                return Outcome::Stalled;
+            }
             Outcome::Quiescent(std::mem::take(&mut self.requests))
+        } else if self.probing && self.requests.is_empty() && self.previous.is_some() {
+            // Something ran or travelled between the probe's waves: not stalled. The
+            // next long idle spell probes again.
+            self.previous = None;
+            self.probing = false;
+            Outcome::Nothing
         } else {
             self.previous = Some(total);
             Outcome::AnotherWave
@@ -169,6 +198,43 @@ mod tests {
         q.on_idle((4, 4), true);
         assert_eq!(
             q.child_reply(w, 2, 2, true),
+            Outcome::Quiescent(vec![Callback::Exit])
+        );
+    }
+
+    #[test]
+    fn a_probe_finds_a_stall_only_in_quiescence_nobody_asked_for() {
+        let mut q = Quiescence::default();
+        assert!(q.probe());
+        assert!(!q.probe(), "one probe at a time");
+        let w = q.begin_wave();
+        q.join_wave(w, 0);
+        assert_eq!(q.on_idle((5, 5), true), Outcome::AnotherWave);
+        let w = q.begin_wave();
+        q.join_wave(w, 0);
+        assert_eq!(q.on_idle((5, 5), true), Outcome::Stalled);
+
+        assert!(q.probe());
+        let w = q.begin_wave();
+        q.join_wave(w, 0);
+        assert_eq!(q.on_idle((6, 6), true), Outcome::AnotherWave);
+        let w = q.begin_wave();
+        q.join_wave(w, 0);
+        assert_eq!(
+            q.on_idle((7, 7), true),
+            Outcome::Nothing,
+            "activity ends it"
+        );
+
+        assert!(q.probe());
+        let w = q.begin_wave();
+        q.join_wave(w, 0);
+        assert!(!q.request(Callback::Exit), "the probe's waves serve it");
+        assert_eq!(q.on_idle((7, 7), true), Outcome::AnotherWave);
+        let w = q.begin_wave();
+        q.join_wave(w, 0);
+        assert_eq!(
+            q.on_idle((7, 7), true),
             Outcome::Quiescent(vec![Callback::Exit])
         );
     }

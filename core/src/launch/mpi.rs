@@ -60,7 +60,12 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
     let (start, comm) = RankStart::new(world, &job, 1)?;
     let link = Rc::new(RefCell::new(Link::new(comm, true)));
     let setup = start.pe_setup(&job.config, start.rank);
-    let net = MpiNet::new(start.rank, link.clone(), start.epoch);
+    let net = MpiNet::new(
+        start.rank,
+        link.clone(),
+        start.epoch,
+        job.config.fault_corrupt_every,
+    );
     let mut rt = PeRuntime::new(setup, job.registry.clone(), Box::new(net));
     if start.rank == 0 {
         rt.run_main(job.main);

@@ -47,15 +47,19 @@ pub(super) fn run_rank(
         let pe = first + i as Pe;
         let setup = start.pe_setup(&job.config, pe);
         let tx = out_tx.clone();
-        let remote: RemoteSend = Box::new(move |to, env| {
-            let encoded = Encoded::new(&env, to, Vec::with_capacity)?;
+        let remote: RemoteSend = Box::new(move |to, env, damage| {
+            let mut encoded = Encoded::new(&env, to, Vec::with_capacity)?;
+            if damage {
+                encoded.damage();
+            }
             tx.send((to, encoded)).map_err(|_| {
                 RuntimeError::Invalid(format!(
                     "PE {pe}: the rank's communication thread has stopped"
                 ))
             })
         });
-        let net = ThreadNet::new(rx, peers.clone(), first, Some(remote), clock_start, offset);
+        let net = ThreadNet::new(rx, peers.clone(), first, Some(remote), clock_start, offset)
+            .with_faults(pe, job.config.fault_corrupt_every);
         let reg = job.registry.clone();
         let main = if pe == 0 { main.take() } else { None };
         let watch = DeathWatch(died.clone());

@@ -37,7 +37,8 @@ impl MachineLayer for Threads {
                 pe as Pe,
                 trace.as_ref().map(|t| t.pe(pe as Pe, 0)),
             );
-            let net = ThreadNet::new(rx, peers.clone(), 0, None, start, 0.0);
+            let net = ThreadNet::new(rx, peers.clone(), 0, None, start, 0.0)
+                .with_faults(pe as Pe, cfg.fault_corrupt_every);
             let reg = job.registry.clone();
             let main = if pe == 0 { main.take() } else { None };
             let handle = std::thread::Builder::new()

@@ -1,5 +1,6 @@
 //! Machine layers: what moves envelopes between PEs and keeps time.
 
+pub(crate) mod fault;
 #[cfg(feature = "mpi")]
 #[allow(unsafe_code)]
 pub mod mpi;
@@ -20,7 +21,25 @@ pub enum Arrival {
     /// Every envelope one handler elsewhere sent to this PE, in order.
     Many(Vec<Envelope>),
     /// A message for this PE that the transport could not turn into an envelope.
-    Failed(RuntimeError),
+    Failed {
+        /// What was wrong.
+        err: RuntimeError,
+        /// Messages its sender counted for quiescence detection, which the receiver
+        /// counts as processed (dropped); `None` when nothing can be told, and the
+        /// job ends whatever its `--on-error` policy, as quiescence could never come.
+        weight: Option<u64>,
+    },
+}
+
+impl Arrival {
+    /// What arrives for `bytes` that did not decode: `err`, and the messages the
+    /// sender counted for them as far as the header can say.
+    pub(crate) fn undecodable(bytes: &[u8], err: RuntimeError) -> Self {
+        Arrival::Failed {
+            err,
+            weight: crate::wire::counted_weight(bytes),
+        }
+    }
 }
 
 /// An arrival and the bytes it took on the wire (0 within a process).

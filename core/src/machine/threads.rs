@@ -2,21 +2,25 @@
 //! inbox per PE and crossbeam channels between them (also the mpi layer's SMP
 //! workers' port, with a way out to other ranks).
 
+use super::fault::{damaged_arrival, Corrupter};
 use super::{real_work, Arrival, Poll, Port};
 use crate::base::config::WorkMode;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::msg::envelope::Envelope;
-use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Polls of an empty inbox before yielding, then yields before parking.
 const SPIN_POLLS: u32 = 200;
 const YIELD_POLLS: u32 = 20;
+/// Longest a PE blocks on its inbox at a time: well under `drive::STALL_PROBE_S`.
+const WAIT_AT_MOST: Duration = Duration::from_millis(250);
 
-/// Where a PE sends envelopes for PEs outside its process (the mpi layer's SMP mode).
-pub(crate) type RemoteSend = Box<dyn FnMut(Pe, Envelope) -> Result<(), RuntimeError> + Send>;
+/// Where a PE sends envelopes for PEs outside its process (the mpi layer's SMP mode);
+/// the flag says to damage it on the wire (`--fault-corrupt-every`).
+pub(crate) type RemoteSend = Box<dyn FnMut(Pe, Envelope, bool) -> Result<(), RuntimeError> + Send>;
 
 /// A PE's transport among the PEs of one process, and beyond it through `remote`.
 pub(crate) struct ThreadNet {
@@ -35,6 +39,9 @@ pub(crate) struct ThreadNet {
     held: Vec<Vec<Envelope>>,
     /// Destinations with something held, in first-send order.
     dirty: Vec<Pe>,
+    /// This PE, and which of its messages arrive damaged (`--fault-corrupt-every`).
+    me: Pe,
+    fault: Option<Corrupter>,
 }
 
 impl ThreadNet {
@@ -56,7 +63,23 @@ impl ThreadNet {
             start,
             offset,
             dirty: Vec::new(),
+            me: first,
+            fault: None,
         }
+    }
+
+    /// Put `packet` into the inbox of local PE `i`.
+    fn deliver(&self, i: usize, packet: Arrival) {
+        // A send fails only when the receiving PE has already exited; the job is
+        // ending and the message is dropped on purpose.
+        let _ = self.peers[i].send(packet);
+    }
+
+    /// Damage every `every`th user message PE `me` sends (`--fault-corrupt-every`).
+    pub(crate) fn with_faults(mut self, me: Pe, every: Option<u64>) -> Self {
+        self.me = me;
+        self.fault = Corrupter::new(every);
+        self
     }
 
     /// Index of `to` among this process's PEs.
@@ -70,7 +93,10 @@ impl Port for ThreadNet {
     fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
         let Some(i) = self.local(to) else {
             return match self.remote.as_mut() {
-                Some(remote) => remote(to, env),
+                Some(remote) => {
+                    let damage = self.fault.as_mut().is_some_and(|f| f.hit(&env));
+                    remote(to, env, damage)
+                }
                 None => Err(RuntimeError::Invalid(format!(
                     "PE {to} is not in this process"
                 ))),
@@ -96,6 +122,21 @@ impl Port for ThreadNet {
             let to = self.dirty[d];
             let Some(i) = self.local(to) else { continue };
             let slot = &mut self.held[i];
+            if let Some(fault) = self.fault.as_mut() {
+                // Judged here, not in `send`: a run held for `to` grows until now.
+                let packets: Vec<Arrival> = std::mem::take(slot)
+                    .into_iter()
+                    .map(|env| {
+                        if fault.hit(&env) {
+                            damaged_arrival(&env, self.me, to)
+                        } else {
+                            Arrival::One(env)
+                        }
+                    })
+                    .collect();
+                packets.into_iter().for_each(|p| self.deliver(i, p));
+                continue;
+            }
             let packet = if slot.len() == 1 {
                 match slot.pop() {
                     Some(env) => Arrival::One(env),
@@ -104,9 +145,7 @@ impl Port for ThreadNet {
             } else {
                 Arrival::Many(std::mem::take(slot))
             };
-            // A send fails only when the receiving PE has already exited; the job is
-            // ending and the message is dropped on purpose.
-            let _ = self.peers[i].send(packet);
+            self.deliver(i, packet);
         }
         self.dirty.clear();
     }
@@ -137,9 +176,11 @@ impl Port for ThreadNet {
                 Err(TryRecvError::Empty) => std::thread::yield_now(),
             }
         }
-        match self.inbox.recv() {
+        // Bounded, so the drive loop can probe for a stall while it waits.
+        match self.inbox.recv_timeout(WAIT_AT_MOST) {
             Ok(a) => Poll::Ready(a.into()),
-            Err(_) => Poll::Closed,
+            Err(RecvTimeoutError::Timeout) => Poll::Empty,
+            Err(RecvTimeoutError::Disconnected) => Poll::Closed,
         }
     }
 }

@@ -17,6 +17,28 @@ pub(crate) fn destination(bytes: &[u8]) -> Option<Pe> {
     (bytes.len() >= HEADER_BYTES).then(|| u32_at(bytes, 12))
 }
 
+/// Messages the sender counted for quiescence in `bytes`, read from the header alone,
+/// for bytes that did not decode: `Some(0)` for an uncounted envelope, `None` when the
+/// header itself is unreadable (too short, wrong magic or version, or a run's count
+/// beyond its bytes), so nothing can be told.
+pub(crate) fn counted_weight(bytes: &[u8]) -> Option<u64> {
+    if bytes.len() < HEADER_BYTES || bytes[..4] != MAGIC || u16_at(bytes, 4) != VERSION {
+        return None;
+    }
+    let flags = bytes[6];
+    if flags & COUNTED == 0 {
+        return Some(0);
+    }
+    if bytes[7] != USER || flags & RUN == 0 {
+        return Some(1);
+    }
+    let start = HEADER_BYTES + u32_at(bytes, 24) as usize;
+    let count = bytes.get(start..start + 8)?;
+    let count = u64::from_le_bytes(count.try_into().ok()?);
+    // A count no sender reaches (a run is capped far below it) is as garbled as the rest.
+    (count <= u64::from(u32::MAX)).then_some(count)
+}
+
 /// Decode one envelope received by PE `me`; the payload stays in `buf`.
 pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     let bytes = &buf[..];

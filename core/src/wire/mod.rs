@@ -34,7 +34,7 @@ mod tests;
 pub(crate) mod user_body;
 
 pub use decode::check;
-#[cfg(any(feature = "mpi", test))]
+pub(crate) use decode::counted_weight;
 pub(crate) use decode::decode;
 #[cfg(feature = "mpi")]
 pub(crate) use decode::destination;

@@ -7,6 +7,7 @@ use chorus_core::Layer;
 
 pub mod arrays;
 pub mod bad_input;
+pub mod faults;
 pub mod messaging;
 pub mod migration;
 pub mod quiescence;
@@ -20,6 +21,7 @@ pub fn all() -> Vec<Test> {
     [
         arrays::TESTS,
         bad_input::TESTS,
+        faults::TESTS,
         messaging::TESTS,
         migration::TESTS,
         quiescence::TESTS,

@@ -99,6 +99,14 @@ pub(crate) struct Encoded {
 }
 
 impl Encoded {
+    /// Damage the envelope as a fault on the wire would (`--fault-corrupt-every`); a
+    /// segmented one is left whole, since its segments are matched by their lengths.
+    pub(crate) fn damage(&mut self) {
+        if self.segments.is_empty() {
+            crate::machine::fault::damage(&mut self.buf);
+        }
+    }
+
     /// `env` encoded for PE `to` into a buffer from `buffer`, which gets the size the
     /// envelope wants (0 for a segmented one) and returns an empty buffer.
     pub(crate) fn new(
@@ -146,8 +154,18 @@ impl Link {
         }
     }
 
-    pub(crate) fn send(&mut self, to: Pe, env: &Envelope) -> Result<(), RuntimeError> {
-        let encoded = Encoded::new(env, to, |want| self.spare_buffer(want))?;
+    /// Encode `env` and start sending it to `to`, damaged on the way if `damage`
+    /// (`--fault-corrupt-every`).
+    pub(crate) fn send(
+        &mut self,
+        to: Pe,
+        env: &Envelope,
+        damage: bool,
+    ) -> Result<(), RuntimeError> {
+        let mut encoded = Encoded::new(env, to, |want| self.spare_buffer(want))?;
+        if damage {
+            encoded.damage();
+        }
         self.post_encoded(to, encoded);
         Ok(())
     }

@@ -28,6 +28,7 @@ pub(crate) mod smp;
 pub(crate) use backoff::Backoff;
 use link::Link;
 
+use super::fault::Corrupter;
 use super::{real_work, Arrival, Arrived, Poll, Port};
 use crate::base::config::WorkMode;
 use crate::base::error::RuntimeError;
@@ -129,23 +130,32 @@ pub(crate) struct MpiNet {
     epoch: f64,
     /// How long the PE waits once idle.
     backoff: Backoff,
+    /// Which of its messages arrive damaged (`--fault-corrupt-every`).
+    fault: Option<Corrupter>,
 }
 
 impl MpiNet {
     /// The port of PE `me`, the only one of its rank, over `link`.
-    pub(crate) fn new(me: Pe, link: Rc<RefCell<Link>>, epoch: f64) -> Self {
+    pub(crate) fn new(
+        me: Pe,
+        link: Rc<RefCell<Link>>,
+        epoch: f64,
+        fault_corrupt_every: Option<u64>,
+    ) -> Self {
         MpiNet {
             me,
             link,
             epoch,
             backoff: Backoff(0),
+            fault: Corrupter::new(fault_corrupt_every),
         }
     }
 }
 
 impl Port for MpiNet {
     fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
-        self.link.borrow_mut().send(to, &env)
+        let damage = self.fault.as_mut().is_some_and(|f| f.hit(&env));
+        self.link.borrow_mut().send(to, &env, damage)
     }
 
     fn flush(&mut self) {
@@ -168,9 +178,9 @@ impl Port for MpiNet {
         };
         self.backoff.reset();
         let len = bytes.len();
-        let what = match wire::decode(bytes, self.me) {
+        let what = match wire::decode(bytes.clone(), self.me) {
             Ok(env) => Arrival::One(env),
-            Err(e) => Arrival::Failed(e.at(self.me, &format!("rank {source}"))),
+            Err(e) => Arrival::undecodable(&bytes, e.at(self.me, &format!("rank {source}"))),
         };
         Poll::Ready(Arrived { what, bytes: len })
     }

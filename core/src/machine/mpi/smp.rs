@@ -41,9 +41,9 @@ impl Route {
         let to = wire::destination(&bytes)
             .filter(|&pe| ours(pe).is_some())
             .unwrap_or(self.first);
-        let packet = match wire::decode(bytes, to) {
+        let packet = match wire::decode(bytes.clone(), to) {
             Ok(env) => Arrival::One(env),
-            Err(e) => Arrival::Failed(e.at(to, &format!("rank {source}"))),
+            Err(e) => Arrival::undecodable(&bytes, e.at(to, &format!("rank {source}"))),
         };
         // A PE that has exited drops what still arrives, as on one PE per rank.
         let _ = self.peers[(to - self.first) as usize].send(packet);

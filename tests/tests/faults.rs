@@ -1,0 +1,26 @@
+//! Faults end the way the job's policy says, never in a hang: damaged and
+//! unencodable messages, and a job that waits forever, reported as stalled (bodies
+//! in `chorus_tests::suite::faults`).
+
+use chorus_tests::{layers, suite::faults};
+
+#[test]
+fn damaged_messages_are_dropped_with_an_error_and_quiescence_still_comes() {
+    for layer in layers() {
+        faults::damaged_messages_are_dropped_with_an_error_and_quiescence_still_comes(layer);
+    }
+}
+
+#[test]
+fn an_unencodable_message_is_dropped_and_quiescence_still_comes() {
+    for layer in layers() {
+        faults::an_unencodable_message_is_dropped_and_quiescence_still_comes(layer);
+    }
+}
+
+#[test]
+fn a_job_that_never_exits_is_reported_stalled_under_either_policy() {
+    for layer in layers() {
+        faults::a_job_that_never_exits_is_reported_stalled_under_either_policy(layer);
+    }
+}
