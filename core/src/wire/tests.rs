@@ -251,3 +251,34 @@ fn a_long_notice_names_its_length_and_never_decodes_as_an_envelope() {
     assert_eq!(noticed_len(&old), None, "another version's notice");
     assert_eq!(noticed_len(&long_notice(5)[..15]), None, "a short one");
 }
+
+#[test]
+fn a_damaged_envelope_still_tells_the_weight_its_sender_counted() {
+    let mut env = user(vec![]);
+    if let Kind::User { payload, .. } = &mut env.kind {
+        *payload = Payload::new(5u64);
+        payload.absorb(6u64).expect("same type");
+        payload.absorb(7u64).expect("same type");
+    }
+    let mut run = Vec::new();
+    encode(&env, 1, &mut run).expect("encodes");
+    run.push(0xEE);
+    assert!(decode(Arc::new(run.clone()), 1).is_err(), "damaged");
+    assert_eq!(counted_weight(&run), Some(3), "a run of three");
+
+    let mut one = Vec::new();
+    encode(&user(vec![1]), 1, &mut one).expect("encodes");
+    assert_eq!(counted_weight(&one), Some(1));
+    let mut uncounted = user(vec![1]);
+    uncounted.counted = false;
+    let mut out = Vec::new();
+    encode(&uncounted, 1, &mut out).expect("encodes");
+    assert_eq!(counted_weight(&out), Some(0));
+
+    assert_eq!(counted_weight(&one[..HEADER_BYTES - 1]), None, "too short");
+    let mut garbled = one.clone();
+    garbled[0] ^= 0xFF;
+    assert_eq!(counted_weight(&garbled), None, "no magic");
+    let body_end = HEADER_BYTES + u32_at(&run, 24) as usize;
+    assert_eq!(counted_weight(&run[..body_end + 4]), None, "run count cut off");
+}
