@@ -29,7 +29,10 @@ pub use base::hash::mix64;
 pub use bytes::Bytes;
 pub use callback::Callback;
 pub use chare::Chare;
-pub use config::{Config, ErrorPolicy, KillSpec, Layer, SimArgs, SimPreset, StatsFormat, WorkMode};
+pub use config::{
+    mpi_launch_size, Config, ErrorPolicy, KillSpec, Layer, SimArgs, SimPreset, StatsFormat,
+    WorkMode, DEFAULT_PES,
+};
 pub use ctx::Ctx;
 pub use error::{RegistryMismatch, RuntimeError};
 pub use ids::{ChareId, CollectionId, Pe};

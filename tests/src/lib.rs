@@ -49,12 +49,9 @@ pub fn pes(layer: Layer, wanted: u32) -> u32 {
 }
 
 /// The number of ranks of the MPI job this process belongs to, as its launcher
-/// announced it (OpenMPI: `OMPI_COMM_WORLD_SIZE`; MPICH and other PMI launchers:
-/// `PMI_SIZE`), or `None` outside mpirun.
+/// announced it, or `None` outside mpirun (the runtime's own reading).
 pub fn mpi_world_size() -> Option<u32> {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
-        .iter()
-        .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
+    chorus_core::mpi_launch_size()
 }
 
 /// This process's rank in its MPI job, as its launcher announced it

@@ -153,11 +153,23 @@ pub const MAX_THREAD_PES: u32 = 4096;
 /// Most PEs one MPI rank runs (one thread each).
 pub const MAX_PES_PER_RANK: u32 = 256;
 
+/// PEs of a job that does not say (`--pes`).
+pub const DEFAULT_PES: u32 = 4;
+
+/// The number of ranks of the MPI job this process was started in, as its launcher
+/// announces it (OpenMPI, MPICH/Intel MPI and other PMI launchers, MVAPICH), or
+/// `None` when no MPI launcher started it.
+pub fn mpi_launch_size() -> Option<u32> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
+}
+
 /// Job configuration; flatten it into an app's clap parser.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
-    /// Number of processing elements (threads layer: at most 4096; mpi: one per rank, this is ignored).
-    #[arg(long, env = "CHORUS_PES", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+    /// Number of processing elements (threads layer: at most 4096; mpi: ranks x --pes-per-rank, set by mpirun).
+    #[arg(long, env = "CHORUS_PES", default_value_t = DEFAULT_PES, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
     pub pes: u32,
     /// Machine layer to run on.
     #[arg(long, env = "CHORUS_LAYER", value_enum, default_value_t = Layer::Threads)]
@@ -202,7 +214,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            pes: 4,
+            pes: DEFAULT_PES,
             layer: Layer::Threads,
             seed: 1,
             trace: None,
@@ -228,10 +240,36 @@ impl Config {
         }
     }
 
-    /// Check values that the parser cannot (for configurations built in code).
+    /// Check values that the parser cannot (for configurations built in code), and
+    /// that the layer suits how the process was started (`mpi_launch_size`).
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_in(mpi_launch_size())
+    }
+
+    /// `validate` for a process started as one of `mpi_ranks` MPI ranks, if any.
+    fn validate_in(&self, mpi_ranks: Option<u32>) -> Result<(), String> {
         if self.pes == 0 {
             return Err("--pes must be at least 1".into());
+        }
+        if let Some(ranks) = mpi_ranks.filter(|&n| n > 1) {
+            if self.layer != Layer::Mpi {
+                let how = if cfg!(feature = "mpi") {
+                    "pass --layer mpi"
+                } else {
+                    "rebuild with `cargo build --release --features mpi` and pass --layer mpi"
+                };
+                return Err(format!(
+                    "this process is one of {ranks} MPI ranks (started by mpirun), but --layer is {}: every rank would run a job of its own; {how}",
+                    self.layer.name()
+                ));
+            }
+            let pes = ranks.saturating_mul(self.pes_per_rank);
+            if self.pes != pes && self.pes != DEFAULT_PES {
+                return Err(format!(
+                    "--pes {} under mpirun -n {ranks}: the mpi layer runs --pes-per-rank ({}) PEs on each rank, {pes} in all; drop --pes or pass --pes {pes}",
+                    self.pes, self.pes_per_rank
+                ));
+            }
         }
         if self.layer == Layer::Mpi && !cfg!(feature = "mpi") {
             return Err("--layer mpi: this program was built without MPI; rebuild it with `cargo build --release --features mpi` (scripts/install-mpi.sh installs OpenMPI)".into());
@@ -306,5 +344,50 @@ impl Config {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_started_by_mpirun_must_run_the_mpi_layer_with_the_ranks_pes() {
+        let threads = Config::default();
+        let err = threads
+            .validate_in(Some(4))
+            .expect_err("threads under mpirun");
+        assert!(
+            err.contains("one of 4 MPI ranks") && err.contains("--layer mpi"),
+            "{err}"
+        );
+        assert!(
+            threads.validate_in(Some(1)).is_ok(),
+            "mpirun -n 1 runs one job"
+        );
+        assert!(threads.validate_in(None).is_ok());
+
+        let mpi = Config {
+            layer: Layer::Mpi,
+            pes: 3,
+            ..Config::default()
+        };
+        if cfg!(feature = "mpi") {
+            let err = mpi.validate_in(Some(2)).expect_err("--pes 3 on 2 ranks");
+            assert!(err.contains("pass --pes 2"), "{err}");
+            let matching = Config {
+                pes: 2,
+                ..mpi.clone()
+            };
+            assert!(matching.validate_in(Some(2)).is_ok());
+            let unsaid = Config {
+                pes: DEFAULT_PES,
+                ..mpi
+            };
+            assert!(
+                unsaid.validate_in(Some(2)).is_ok(),
+                "the default is not a claim"
+            );
+        }
     }
 }
