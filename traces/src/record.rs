@@ -332,7 +332,7 @@ pub fn flow_kept(msg_id: u64, every: u64) -> bool {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
-    z % every == 0
+    z.is_multiple_of(every)
 }
 
 #[cfg(test)]
