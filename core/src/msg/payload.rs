@@ -1,5 +1,6 @@
 //! Message values and their type-erased form.
 
+pub use super::local::LocalMsg;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::any::Any;
@@ -14,8 +15,6 @@ impl<T: Serialize + DeserializeOwned + Clone + Send + 'static> Message for T {}
 
 /// A message whose type is known only to its receiver.
 pub trait AnyMsg: Send {
-    /// Copy for a broadcast to several receivers.
-    fn clone_box(&self) -> Box<dyn AnyMsg>;
     /// Encode for a process boundary.
     fn encode(&self) -> Result<Vec<u8>, String>;
     /// Bytes `encode` would produce.
@@ -24,18 +23,11 @@ pub trait AnyMsg: Send {
     fn encode_into(&self, out: &mut Vec<u8>) -> Result<(), String>;
     /// Write the encoding to `out`.
     fn encode_to(&self, out: &mut dyn Write) -> Result<(), String>;
-    /// Give up the erased box to downcast it.
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
-    /// Look at the concrete value.
-    fn as_any(&self) -> &dyn Any;
     /// Name of the concrete type, for error messages.
     fn type_name(&self) -> &'static str;
 }
 
 impl<T: Message> AnyMsg for T {
-    fn clone_box(&self) -> Box<dyn AnyMsg> {
-        Box::new(self.clone())
-    }
     fn encode(&self) -> Result<Vec<u8>, String> {
         bincode::serialize(self).map_err(|e| e.to_string())
     }
@@ -49,12 +41,6 @@ impl<T: Message> AnyMsg for T {
     }
     fn encode_to(&self, out: &mut dyn Write) -> Result<(), String> {
         bincode::serialize_into(out, self).map_err(|e| e.to_string())
-    }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
     fn type_name(&self) -> &'static str {
         std::any::type_name::<T>()
@@ -106,7 +92,7 @@ impl<T: Message> AnyRun for Vec<T> {
 /// A message body as it travels: a moved value inside one process, bytes across processes.
 pub enum Payload {
     /// The value itself; never serialized.
-    Local(Box<dyn AnyMsg>),
+    Local(LocalMsg),
     /// The bincode encoding of one value, as it came from another process.
     Bytes(WireBytes),
     /// Several values of one type, delivered in order.
@@ -172,7 +158,7 @@ const RUN_LEN_BYTES: usize = 8;
 impl Payload {
     /// Wrap a typed value.
     pub fn new<T: Message>(value: T) -> Self {
-        Payload::Local(Box::new(value))
+        Payload::Local(LocalMsg::new(value))
     }
 
     /// An empty payload that allocates nothing: a slot `wire::decode` is about to fill.
@@ -185,7 +171,7 @@ impl Payload {
     /// Copy the payload for another receiver.
     pub fn duplicate(&self) -> Self {
         match self {
-            Payload::Local(b) => Payload::Local(b.clone_box()),
+            Payload::Local(b) => Payload::Local(b.clone()),
             Payload::Bytes(v) => Payload::Bytes(v.clone()),
             Payload::Run(r) => Payload::Run(r.clone_box()),
             Payload::RunBytes(v) => Payload::RunBytes(v.clone()),
@@ -207,7 +193,7 @@ impl Payload {
     /// Append the payload's encoding to `out`; true if it is a run.
     pub(crate) fn encode_into(&self, out: &mut Vec<u8>) -> Result<bool, String> {
         match self {
-            Payload::Local(b) => b.encode_into(out).map(|()| false),
+            Payload::Local(b) => b.msg().encode_into(out).map(|()| false),
             Payload::Run(r) => r.encode_into(out).map(|()| true),
             Payload::Bytes(v) => {
                 out.extend_from_slice(v);
@@ -223,7 +209,7 @@ impl Payload {
     /// Write the payload's encoding to `out`; true if it is a run.
     pub(crate) fn encode_to(&self, out: &mut dyn Write) -> Result<bool, String> {
         match self {
-            Payload::Local(b) => b.encode_to(out).map(|()| false),
+            Payload::Local(b) => b.msg().encode_to(out).map(|()| false),
             Payload::Run(r) => r.encode_to(out).map(|()| true),
             Payload::Bytes(v) => out.write_all(v).map(|()| false).map_err(|e| e.to_string()),
             Payload::RunBytes(v) => out.write_all(v).map(|()| true).map_err(|e| e.to_string()),
@@ -278,7 +264,7 @@ impl Payload {
                 }
                 _ => Err(value),
             },
-            Payload::Local(b) if b.as_any().is::<T>() => {
+            Payload::Local(b) if b.is::<T>() => {
                 self.start_run(value);
                 Ok(())
             }
@@ -294,10 +280,10 @@ impl Payload {
         else {
             unreachable!("absorb matched Local")
         };
-        match first.into_any().downcast::<T>() {
+        match first.take::<T>() {
             Ok(first) => {
                 let mut run = Vec::with_capacity(RUN_START);
-                run.push(*first);
+                run.push(first);
                 run.push(value);
                 *self = Payload::Run(Box::new(run));
             }
@@ -308,7 +294,7 @@ impl Payload {
     /// Size in bytes when it crosses a process boundary.
     pub fn wire_len(&self) -> u64 {
         match self {
-            Payload::Local(b) => b.encoded_len(),
+            Payload::Local(b) => b.msg().encoded_len(),
             Payload::Bytes(v) | Payload::RunBytes(v) => v.len() as u64,
             Payload::Run(r) => r.encoded_len(),
         }
@@ -317,13 +303,13 @@ impl Payload {
     /// Recover the typed value, decoding if it arrived as bytes.
     pub fn take<T: Message>(self) -> Result<T, String> {
         match self {
-            Payload::Local(b) => {
-                let found = b.type_name();
-                b.into_any()
-                    .downcast::<T>()
-                    .map(|b| *b)
-                    .map_err(|_| format!("expected {}, found {found}", std::any::type_name::<T>()))
-            }
+            Payload::Local(b) => b.take::<T>().map_err(|b| {
+                format!(
+                    "expected {}, found {}",
+                    std::any::type_name::<T>(),
+                    b.msg().type_name()
+                )
+            }),
             Payload::Bytes(v) => v.decode::<T>().map_err(|e| {
                 format!(
                     "{} bytes are not a valid {}: {e}",
@@ -343,7 +329,7 @@ impl Payload {
 impl std::fmt::Debug for Payload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Payload::Local(b) => write!(f, "Local({})", b.type_name()),
+            Payload::Local(b) => write!(f, "Local({})", b.msg().type_name()),
             Payload::Bytes(v) => write!(f, "Bytes({} B)", v.len()),
             Payload::Run(r) => write!(f, "Run({})", r.len()),
             Payload::RunBytes(v) => write!(f, "RunBytes({} B)", v.len()),
