@@ -1,6 +1,6 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
-use chorus_apps::bench::{messaging, sections, sim_scale};
+use chorus_apps::bench::{messaging, replay, sections, sim_scale};
 use chorus_core::{Config, Layer, SimArgs, SimPreset, TraceReport};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -105,6 +105,25 @@ enum Command {
     SimScale {
         #[command(flatten)]
         config: Config,
+        /// Print one JSON object instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A reproducible sim job (array broadcasts, random messages, migrations, sum
+    /// reductions) and the digest of every delivery: two runs with the same flags
+    /// print the same digest, in any process (needs --layer sim).
+    Replay {
+        #[command(flatten)]
+        config: Config,
+        /// Array elements per PE.
+        #[arg(long = "per-pe", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+        per_pe: u32,
+        /// Messages each element sends to drawn elements per round.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=64))]
+        tokens: u32,
+        /// Broadcast rounds.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        rounds: u32,
         /// Print one JSON object instead of lines.
         #[arg(long)]
         json: bool,
@@ -259,6 +278,36 @@ fn sim_scale_cmd(config: Config, as_json: bool) -> Result<(), String> {
         if let Some(t) = &r.trace {
             println!("{t}");
         }
+    }
+    Ok(())
+}
+
+fn replay_cmd(config: Config, spec: replay::ReplaySpec, as_json: bool) -> Result<(), String> {
+    let seed = config.seed;
+    let r = replay::run(config, spec).map_err(|e| e.to_string())?;
+    let out = json!({
+        "digest": format!("{:016x}", r.digest),
+        "events": r.events,
+        "pes": r.pes,
+        "seed": seed,
+        "per_pe": spec.per_pe,
+        "tokens": spec.tokens,
+        "rounds": spec.rounds,
+        "tokens_received": r.tokens_received,
+        "sim_events": r.stats.events,
+        "event_log_digest": format!("{:016x}", r.stats.digest),
+        "messages": r.stats.messages,
+        "makespan_us": r.stats.makespan_us,
+        "wall_s": r.stats.wall_s,
+    });
+    if as_json {
+        println!("{out}");
+    } else {
+        println!(
+            "{} PEs, seed {seed}: {} deliveries, delivery digest {:016x}",
+            r.pes, r.events, r.digest
+        );
+        println!("{}", r.stats.to_text());
     }
     Ok(())
 }
@@ -474,6 +523,28 @@ fn main() -> ExitCode {
             trace,
         } => messaging(messages, rounds, reps, json, trace.as_deref()),
         Command::SimScale { config, json } => sim_scale_cmd(config, json),
+        Command::Replay {
+            config,
+            per_pe,
+            tokens,
+            rounds,
+            json,
+        } => {
+            if config.layer != Layer::Sim {
+                // The digest is the sim layer's: other layers' timing is real.
+                eprintln!(
+                    "chorus-bench: replay runs on the sim layer only; add --layer sim (got --layer {})",
+                    config.layer.name()
+                );
+                return ExitCode::from(2);
+            }
+            let spec = replay::ReplaySpec {
+                per_pe,
+                tokens,
+                rounds,
+            };
+            replay_cmd(config, spec, json)
+        }
         Command::SectionsVsMpi {
             config,
             reps,

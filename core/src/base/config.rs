@@ -146,6 +146,10 @@ pub struct SimArgs {
     /// Stop PE at a virtual time, e.g. 7@150us (repeatable).
     #[arg(long = "sim-kill", value_name = "PE@TIME")]
     pub kill: Vec<KillSpec>,
+    /// Digest every delivered message (time, PE, chare, encoded payload) into the
+    /// run's SimStats; costs one encoding per message.
+    #[arg(long = "sim-digest")]
+    pub digest: bool,
 }
 
 /// Most PEs the threads layer runs (one OS thread each).
