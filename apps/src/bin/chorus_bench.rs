@@ -1,6 +1,7 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
 use chorus_apps::bench::{messaging, replay, sections, sim_scale};
+use chorus_apps::cli;
 use chorus_core::{Config, Layer, SimArgs, SimPreset, TraceReport};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -28,14 +29,14 @@ enum Command {
         /// Machine layer (sim for scale; threads for at most 4096 PEs).
         #[arg(long, value_enum, default_value_t = Layer::Sim)]
         layer: Layer,
-        /// PE counts, one job each.
-        #[arg(long, value_delimiter = ',', default_value = "2048,8192")]
+        /// PE counts, one job each (each 1..=16777216).
+        #[arg(long, value_delimiter = ',', default_value = "2048,8192", value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
         pes: Vec<u32>,
-        /// Membership fractions.
-        #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,0.5")]
+        /// Membership fractions (each 0..=1).
+        #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,0.5", value_parser = |s: &str| cli::f64_in(s, 0.0, 1.0))]
         fractions: Vec<f64>,
         /// Branching factor of the trees, 2..=16.
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=16))]
         k: u32,
         /// `all` or a comma list of names (centralized, shrink-and-hash/leaf, ...).
         #[arg(long, default_value = "all")]
@@ -323,12 +324,6 @@ fn sections_cmd(
     sim: SimArgs,
     as_json: bool,
 ) -> Result<(), String> {
-    if let Some(bad) = fractions.iter().find(|f| !(0.0..=1.0).contains(*f)) {
-        return Err(format!("--fractions: {bad} is outside 0..=1"));
-    }
-    if !(2..=16).contains(&k) {
-        return Err(format!("--k {k} is outside 2..=16"));
-    }
     let plan = sections::Plan {
         layer,
         pes,
@@ -513,7 +508,13 @@ fn baselines(_: u64, _: u64, _: u32) -> Result<(f64, f64, f64), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = cli::parse(|c: &Cli| match &c.command {
+        Command::MpiPingpong { config, .. }
+        | Command::SectionsVsMpi { config, .. }
+        | Command::SimScale { config, .. }
+        | Command::Replay { config, .. } => Some(config),
+        Command::Sections { .. } | Command::Messaging { .. } => None,
+    });
     let result = match cli.command {
         Command::Messaging {
             messages,
