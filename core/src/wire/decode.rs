@@ -93,7 +93,10 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     let run = flags & RUN != 0;
     match (payload_mut(&mut kind), has_payload) {
         (Some(slot), true) => {
-            *slot = Payload::from_wire(buf, body_end, run);
+            *slot = Payload::from_wire(buf, body_end, run).map_err(|claimed| WireError::Run {
+                claimed,
+                max: crate::msg::payload::MAX_RUN_MESSAGES,
+            })?;
         }
         (None, false) if payload_len == 0 => {}
         _ => {

@@ -251,3 +251,27 @@ fn a_long_notice_names_its_length_and_never_decodes_as_an_envelope() {
     assert_eq!(noticed_len(&old), None, "another version's notice");
     assert_eq!(noticed_len(&long_notice(5)[..15]), None, "a short one");
 }
+
+#[test]
+fn a_run_claiming_more_messages_than_a_run_holds_is_refused() {
+    let mut env = user(vec![]);
+    if let Kind::User { payload, .. } = &mut env.kind {
+        *payload = Payload::new(5u64);
+        payload.absorb(6u64).expect("same type");
+    }
+    let mut out = Vec::new();
+    encode(&env, 1, &mut out).expect("encodes");
+    // The run's count is the first 8 bytes of the payload, which ends the envelope
+    // after its two 8-byte messages.
+    let at = out.len() - 16 - 8;
+    assert_eq!(out[at..at + 8], 2u64.to_le_bytes());
+    for claimed in [0, u64::MAX, crate::msg::payload::MAX_RUN_MESSAGES + 1] {
+        out[at..at + 8].copy_from_slice(&claimed.to_le_bytes());
+        // Accepted, the count reached `Envelope::weight` and quiescence counting.
+        let err = decode(Arc::new(out.clone()), 1).err();
+        assert!(
+            matches!(err, Some(WireError::Run { claimed: Some(c), .. }) if c == claimed),
+            "{claimed}: {err:?}"
+        );
+    }
+}
