@@ -366,7 +366,11 @@ mod tests {
             on_error: ErrorPolicy::Drop,
             ..Config::with_pes(4)
         };
-        PeRuntime::new(PeSetup::new(&cfg, 4, 1, None), Arc::new(reg), Box::new(Nowhere))
+        PeRuntime::new(
+            PeSetup::new(&cfg, 4, 1, None),
+            Arc::new(reg),
+            Box::new(Nowhere),
+        )
     }
 
     fn from(src: Pe, kind: Kind) -> Envelope {
@@ -403,7 +407,11 @@ mod tests {
         };
         rt.process(from(0, create()));
         rt.process(from(0, create()));
-        assert_eq!(rt.chare_slab.len(), 1, "the second creation replaced nothing");
+        assert_eq!(
+            rt.chare_slab.len(),
+            1,
+            "the second creation replaced nothing"
+        );
         let coll = CollectionId { creator: 0, seq: 0 };
         let group = || Kind::CreateGroup {
             coll,
