@@ -1,6 +1,7 @@
 //! chorus-apps: programs users run on chorus, and the measurements behind chorus-bench.
 
 pub mod bench;
+pub mod cli;
 pub mod job;
 pub mod jquick;
 pub mod radix;

@@ -444,6 +444,9 @@ fn sim_flags_parse_and_wrong_ones_are_named() {
         (vec!["x", "--sim-kill", "3@soon"], "not a time"),
         (vec!["x", "--sim-kill", "x@1us"], "not a PE number"),
         (vec!["x", "--sim-preset", "cray"], "--sim-preset"),
+        (vec!["x", "--sim-alpha-us=-1"], "0..=1000000"),
+        (vec!["x", "--sim-beta-ns-per-byte", "1e300"], "0..=1000000"),
+        (vec!["x", "--sim-kill", "0@1us"], "PE 0 runs main"),
     ] {
         let err = Cli::try_parse_from(&args).expect_err("invalid");
         assert!(err.to_string().contains(says), "{args:?}: {err}");
@@ -454,10 +457,6 @@ fn sim_flags_parse_and_wrong_ones_are_named() {
             "names PE 4",
         ),
         (vec!["x", "--sim-kill", "1@1us"], "needs --layer sim"),
-        (
-            vec!["x", "--layer", "sim", "--sim-alpha-us=-1"],
-            "--sim-alpha-us",
-        ),
         (vec!["x", "--pes", "100000"], "--layer sim"),
     ] {
         let c = Cli::try_parse_from(&args).expect("parses").chorus;

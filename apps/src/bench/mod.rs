@@ -5,6 +5,7 @@ pub mod baselines;
 pub mod messaging;
 #[cfg(feature = "mpi")]
 pub mod mpi_pingpong;
+pub mod replay;
 pub mod sections;
 #[cfg(feature = "mpi")]
 pub mod sections_vs_mpi;

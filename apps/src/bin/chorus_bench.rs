@@ -1,6 +1,7 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
-use chorus_apps::bench::{messaging, sections, sim_scale};
+use chorus_apps::bench::{messaging, replay, sections, sim_scale};
+use chorus_apps::cli;
 use chorus_core::{Config, Layer, SimArgs, SimPreset, TraceReport};
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -28,14 +29,14 @@ enum Command {
         /// Machine layer (sim for scale; threads for at most 4096 PEs).
         #[arg(long, value_enum, default_value_t = Layer::Sim)]
         layer: Layer,
-        /// PE counts, one job each.
-        #[arg(long, value_delimiter = ',', default_value = "2048,8192")]
+        /// PE counts, one job each (each 1..=16777216).
+        #[arg(long, value_delimiter = ',', default_value = "2048,8192", value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
         pes: Vec<u32>,
-        /// Membership fractions.
-        #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,0.5")]
+        /// Membership fractions (each 0..=1).
+        #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,0.5", value_parser = |s: &str| cli::f64_in(s, 0.0, 1.0))]
         fractions: Vec<f64>,
         /// Branching factor of the trees, 2..=16.
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=16))]
         k: u32,
         /// `all` or a comma list of names (centralized, shrink-and-hash/leaf, ...).
         #[arg(long, default_value = "all")]
@@ -105,6 +106,25 @@ enum Command {
     SimScale {
         #[command(flatten)]
         config: Config,
+        /// Print one JSON object instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A reproducible sim job (array broadcasts, random messages, migrations, sum
+    /// reductions) and the digest of every delivery: two runs with the same flags
+    /// print the same digest, in any process (needs --layer sim).
+    Replay {
+        #[command(flatten)]
+        config: Config,
+        /// Array elements per PE.
+        #[arg(long = "per-pe", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+        per_pe: u32,
+        /// Messages each element sends to drawn elements per round.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=64))]
+        tokens: u32,
+        /// Broadcast rounds.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        rounds: u32,
         /// Print one JSON object instead of lines.
         #[arg(long)]
         json: bool,
@@ -263,6 +283,36 @@ fn sim_scale_cmd(config: Config, as_json: bool) -> Result<(), String> {
     Ok(())
 }
 
+fn replay_cmd(config: Config, spec: replay::ReplaySpec, as_json: bool) -> Result<(), String> {
+    let seed = config.seed;
+    let r = replay::run(config, spec).map_err(|e| e.to_string())?;
+    let out = json!({
+        "digest": format!("{:016x}", r.digest),
+        "events": r.events,
+        "pes": r.pes,
+        "seed": seed,
+        "per_pe": spec.per_pe,
+        "tokens": spec.tokens,
+        "rounds": spec.rounds,
+        "tokens_received": r.tokens_received,
+        "sim_events": r.stats.events,
+        "event_log_digest": format!("{:016x}", r.stats.digest),
+        "messages": r.stats.messages,
+        "makespan_us": r.stats.makespan_us,
+        "wall_s": r.stats.wall_s,
+    });
+    if as_json {
+        println!("{out}");
+    } else {
+        println!(
+            "{} PEs, seed {seed}: {} deliveries, delivery digest {:016x}",
+            r.pes, r.events, r.digest
+        );
+        println!("{}", r.stats.to_text());
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn sections_cmd(
     layer: Layer,
@@ -274,12 +324,6 @@ fn sections_cmd(
     sim: SimArgs,
     as_json: bool,
 ) -> Result<(), String> {
-    if let Some(bad) = fractions.iter().find(|f| !(0.0..=1.0).contains(*f)) {
-        return Err(format!("--fractions: {bad} is outside 0..=1"));
-    }
-    if !(2..=16).contains(&k) {
-        return Err(format!("--k {k} is outside 2..=16"));
-    }
     let plan = sections::Plan {
         layer,
         pes,
@@ -464,7 +508,13 @@ fn baselines(_: u64, _: u64, _: u32) -> Result<(f64, f64, f64), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = cli::parse(|c: &Cli| match &c.command {
+        Command::MpiPingpong { config, .. }
+        | Command::SectionsVsMpi { config, .. }
+        | Command::SimScale { config, .. }
+        | Command::Replay { config, .. } => Some(config),
+        Command::Sections { .. } | Command::Messaging { .. } => None,
+    });
     let result = match cli.command {
         Command::Messaging {
             messages,
@@ -474,6 +524,28 @@ fn main() -> ExitCode {
             trace,
         } => messaging(messages, rounds, reps, json, trace.as_deref()),
         Command::SimScale { config, json } => sim_scale_cmd(config, json),
+        Command::Replay {
+            config,
+            per_pe,
+            tokens,
+            rounds,
+            json,
+        } => {
+            if config.layer != Layer::Sim {
+                // The digest is the sim layer's: other layers' timing is real.
+                eprintln!(
+                    "chorus-bench: replay runs on the sim layer only; add --layer sim (got --layer {})",
+                    config.layer.name()
+                );
+                return ExitCode::from(2);
+            }
+            let spec = replay::ReplaySpec {
+                per_pe,
+                tokens,
+                rounds,
+            };
+            replay_cmd(config, spec, json)
+        }
         Command::SectionsVsMpi {
             config,
             reps,

@@ -1,6 +1,7 @@
 //! jquick: Janus Quicksort on range sections, checked globally, with the paper's
 //! MPI_Comm_split baseline under MPI.
 
+use chorus_apps::cli;
 use chorus_apps::jquick::{self, InputKind, KeyType, Outcome, SectionMode, SortSpec};
 use chorus_core::{Config, Layer};
 use clap::Parser;
@@ -10,11 +11,11 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(about = "Janus Quicksort: perfectly balanced distributed quicksort on range sections")]
 struct Args {
-    /// Elements per PE (n = pes * this, unless --n is given).
-    #[arg(long, default_value_t = 1024)]
+    /// Elements per PE (n = pes * this, unless --n is given), 1..=2^30.
+    #[arg(long, default_value_t = 1024, value_parser = |s: &str| cli::u64_in(s, 1, 1 << 30))]
     n_per_pe: u64,
-    /// Elements in all (overrides --n-per-pe; need not be a multiple of the PEs).
-    #[arg(long)]
+    /// Elements in all (overrides --n-per-pe; need not be a multiple of the PEs), 1..=2^40.
+    #[arg(long, value_parser = |s: &str| cli::u64_in(s, 1, 1 << 40))]
     n: Option<u64>,
     /// Input: uniform, sorted, reverse, duplicates (16 values), equal (one value) or zipf.
     #[arg(long, default_value = "uniform")]
@@ -28,13 +29,13 @@ struct Args {
     #[arg(long, default_value = "range")]
     sections: SectionMode,
     /// Samples per pivot (the median is the pivot; 1 = one random element).
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     samples: u32,
     /// Branching factor of the section trees.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=16))]
     k: u32,
     /// Simulated cost of one element step of local work, ns (sim layer).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = |s: &str| cli::f64_in(s, 0.0, 1e6))]
     sim_ns_per_elem: f64,
     /// Fail (exit status 1) unless the output is sorted, balanced and a permutation.
     #[arg(long)]
@@ -54,7 +55,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = cli::parse(|a: &Args| Some(&a.chorus));
     match run(&args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -67,7 +68,6 @@ fn main() -> ExitCode {
 
 /// Sort, print, and say whether the check passed (or was not asked for).
 fn run(args: &Args) -> Result<bool, String> {
-    args.chorus.validate()?;
     let job = chorus_apps::job::JobProcess::start(&args.chorus)?;
     let (speaks, pes) = (job.speaks, job.pes);
     let spec = SortSpec {

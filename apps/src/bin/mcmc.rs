@@ -17,8 +17,9 @@ struct Args {
     /// PEs per initial walker group (G).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     group_size: u32,
-    /// Cost of one work item on one PE, in ms (T) [default: 100 on sim, 40 elsewhere].
-    #[arg(long)]
+    /// Cost of one work item on one PE, in ms (T), above 0 and at most 3600000 (an
+    /// hour) [default: 100 on sim, 40 elsewhere].
+    #[arg(long, value_parser = |s: &str| chorus_apps::cli::positive_f64_up_to(s, 3.6e6))]
     item_ms: Option<f64>,
     /// Chain lengths: `cyclic` (S = 10 * (leader mod 32)) or `random` (from --seed).
     #[arg(long, default_value = "cyclic")]
@@ -34,7 +35,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = chorus_apps::cli::parse(|a: &Args| Some(&a.chorus));
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -61,11 +62,6 @@ fn run(args: &Args) -> Result<(), String> {
         Layer::Sim => 100.0,
         Layer::Threads | Layer::Mpi => 40.0,
     });
-    if !(item_ms.is_finite() && item_ms > 0.0) {
-        return Err(format!(
-            "--item-ms {item_ms} must be a positive number of ms"
-        ));
-    }
     let params = McmcParams {
         group_size: args.group_size,
         item: Duration::from_secs_f64(item_ms / 1e3),

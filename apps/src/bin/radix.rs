@@ -2,6 +2,7 @@
 //! local key movement, against the blocking baseline, per allgather algorithm.
 #![forbid(unsafe_code)]
 
+use chorus_apps::cli;
 use chorus_apps::radix::{self, Comparison, RadixError, RadixParams, SortReport};
 use chorus_core::{Config, Layer, SimPreset};
 use chorus_sections::collectives::Allgather;
@@ -44,17 +45,17 @@ struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     ports: u32,
     /// Bits per digit (2^bits buckets per histogram; one round per digit).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=i64::from(radix::params::MAX_RADIX_BITS)))]
     radix_bits: u32,
-    /// Keys each PE starts with (uniform random from --seed).
-    #[arg(long, default_value_t = 10_000)]
+    /// Keys each PE starts with (uniform random from --seed), 1..=2^30.
+    #[arg(long, default_value_t = 10_000, value_parser = |s: &str| cli::u64_in(s, 1, 1 << 30).map(|v| v as usize))]
     keys_per_pe: usize,
     /// Keys moved per handler of the local movement (the allgather progresses between
     /// chunks: smaller chunks progress it sooner but pay a handler each).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = |s: &str| cli::u64_in(s, 1, 1 << 30).map(|v| v as usize))]
     chunk_keys: usize,
     /// Compute charged per key per pass, ns [default: sim 10 (bgp) or 2; threads/mpi 0].
-    #[arg(long)]
+    #[arg(long, value_parser = |s: &str| cli::f64_in(s, 0.0, 1e6))]
     key_ns: Option<f64>,
     /// Run each comparison this many times and report medians (noisy real layers).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -88,7 +89,7 @@ impl Outcome {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = cli::parse(|a: &Args| Some(&a.chorus));
     match run(&args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

@@ -1,11 +1,10 @@
 //! chorus-tune: the performance-guideline tuner of the section collectives.
 
 use chorus_apps::tune::{report, run, TuneArgs};
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = TuneArgs::parse();
+    let args: TuneArgs = chorus_apps::cli::parse(|a: &TuneArgs| Some(&a.chorus));
     match tune(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -146,6 +146,14 @@ impl Ctx<'_> {
         map: ArrayMap,
     ) -> ArrayProxy<C, I> {
         let coll = self.core.new_collection_id();
+        if let Err(e) = shape.check() {
+            let pe = self.core.me;
+            self.core.fail(RuntimeError::BadInput {
+                pe,
+                what: format!("{coll}: {e}"),
+            });
+            return ArrayProxy::new(coll);
+        }
         if matches!((&shape, map), (Shape::List(_), ArrayMap::Block)) {
             self.core.fail(RuntimeError::Invalid(format!(
                 "{coll}: the block map needs a dense (1-D or 2-D) array; use RoundRobin or a custom map"

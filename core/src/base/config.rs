@@ -1,5 +1,6 @@
 //! Settings shared by every chorus program, from flags or `CHORUS_*` variables.
 
+use super::cli::{self, MAX_SIM_NS_PER_BYTE, MAX_SIM_US};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -85,9 +86,15 @@ impl std::str::FromStr for KillSpec {
             .trim()
             .parse::<u32>()
             .map_err(|_| format!("{pe:?} in {s:?} is not a PE number"))?;
+        // PE 0 runs main and hears the job's exit first: killing it stalls any job.
+        if pe == 0 {
+            return Err(format!(
+                "{s:?}: PE 0 runs main and cannot be killed; name a PE in 1..pes"
+            ));
+        }
         let at_ns = parse_duration_ns(time.trim()).ok_or_else(|| {
             format!(
-                "{time:?} in {s:?} is not a time: use a number with ns, us, ms or s (e.g. 150us)"
+                "{time:?} in {s:?} is not a time of at most 1e6 s: use a number with ns, us, ms or s (e.g. 150us)"
             )
         })?;
         Ok(KillSpec { pe, at_ns })
@@ -106,7 +113,8 @@ fn parse_duration_ns(s: &str) -> Option<u64> {
         _ => return None,
     };
     let v: f64 = num.trim().parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| (v * scale).round() as u64)
+    // At most 1e6 s, so the time never saturates the 64-bit nanoseconds unnoticed.
+    (v.is_finite() && (0.0..=1e6).contains(&(v * scale / 1e9))).then(|| (v * scale).round() as u64)
 }
 
 /// Settings of the sim layer; unset costs come from the preset.
@@ -116,29 +124,29 @@ pub struct SimArgs {
     #[arg(long = "sim-preset", env = "CHORUS_SIM_PRESET", value_enum, default_value_t = SimPreset::Cluster)]
     pub preset: SimPreset,
     /// Network latency per message, microseconds (alpha).
-    #[arg(long = "sim-alpha-us")]
+    #[arg(long = "sim-alpha-us", value_parser = cli::sim_us)]
     pub alpha_us: Option<f64>,
     /// Network time per byte, nanoseconds (beta; 1/bandwidth).
-    #[arg(long = "sim-beta-ns-per-byte")]
+    #[arg(long = "sim-beta-ns-per-byte", value_parser = cli::sim_ns_per_byte)]
     pub beta_ns_per_byte: Option<f64>,
     /// CPU overhead to send and to receive a message, microseconds (sets both).
-    #[arg(long = "sim-overhead-us")]
+    #[arg(long = "sim-overhead-us", value_parser = cli::sim_us)]
     pub overhead_us: Option<f64>,
     /// CPU overhead to send a message, microseconds (o_send; overrides --sim-overhead-us).
-    #[arg(long = "sim-send-overhead-us")]
+    #[arg(long = "sim-send-overhead-us", value_parser = cli::sim_us)]
     pub send_overhead_us: Option<f64>,
     /// CPU overhead to receive a message, microseconds (o_recv; overrides --sim-overhead-us).
-    #[arg(long = "sim-recv-overhead-us")]
+    #[arg(long = "sim-recv-overhead-us", value_parser = cli::sim_us)]
     pub recv_overhead_us: Option<f64>,
     /// Receiver CPU time per byte (copying, decoding), nanoseconds (gamma).
-    #[arg(long = "sim-gamma-ns-per-byte")]
+    #[arg(long = "sim-gamma-ns-per-byte", value_parser = cli::sim_ns_per_byte)]
     pub gamma_ns_per_byte: Option<f64>,
     /// Fixed CPU cost of running any handler, microseconds.
-    #[arg(long = "sim-handler-us")]
+    #[arg(long = "sim-handler-us", value_parser = cli::sim_us)]
     pub handler_us: Option<f64>,
     /// Extra delay of each network message, microseconds, drawn from 0..=this by
     /// --seed: reorders messages (adversarial timing, reproducible per seed).
-    #[arg(long = "sim-jitter-us")]
+    #[arg(long = "sim-jitter-us", value_parser = cli::sim_us)]
     pub jitter_us: Option<f64>,
     /// Model contention: each PE's outgoing and incoming link carries one message at a time.
     #[arg(long = "sim-contention")]
@@ -146,6 +154,10 @@ pub struct SimArgs {
     /// Stop PE at a virtual time, e.g. 7@150us (repeatable).
     #[arg(long = "sim-kill", value_name = "PE@TIME")]
     pub kill: Vec<KillSpec>,
+    /// Digest every delivered message (time, PE, chare, encoded payload) into the
+    /// run's SimStats; costs one encoding per message.
+    #[arg(long = "sim-digest")]
+    pub digest: bool,
 }
 
 /// Most PEs the threads layer runs (one OS thread each).
@@ -304,23 +316,32 @@ impl Config {
                 ));
             }
         }
+        let us = MAX_SIM_US;
+        let per_byte = MAX_SIM_NS_PER_BYTE;
         let costs = [
-            ("--sim-alpha-us", self.sim.alpha_us),
-            ("--sim-beta-ns-per-byte", self.sim.beta_ns_per_byte),
-            ("--sim-overhead-us", self.sim.overhead_us),
-            ("--sim-send-overhead-us", self.sim.send_overhead_us),
-            ("--sim-recv-overhead-us", self.sim.recv_overhead_us),
-            ("--sim-gamma-ns-per-byte", self.sim.gamma_ns_per_byte),
-            ("--sim-handler-us", self.sim.handler_us),
-            ("--sim-jitter-us", self.sim.jitter_us),
+            ("--sim-alpha-us", self.sim.alpha_us, us),
+            (
+                "--sim-beta-ns-per-byte",
+                self.sim.beta_ns_per_byte,
+                per_byte,
+            ),
+            ("--sim-overhead-us", self.sim.overhead_us, us),
+            ("--sim-send-overhead-us", self.sim.send_overhead_us, us),
+            ("--sim-recv-overhead-us", self.sim.recv_overhead_us, us),
+            (
+                "--sim-gamma-ns-per-byte",
+                self.sim.gamma_ns_per_byte,
+                per_byte,
+            ),
+            ("--sim-handler-us", self.sim.handler_us, us),
+            ("--sim-jitter-us", self.sim.jitter_us, us),
         ];
-        if self.sim.jitter_us.is_some_and(|j| j > 1e6) {
-            return Err("--sim-jitter-us must be at most 1000000 (one second)".into());
-        }
-        for (flag, v) in costs {
+        for (flag, v, max) in costs {
             if let Some(v) = v {
-                if !v.is_finite() || v < 0.0 {
-                    return Err(format!("{flag} must be a finite number >= 0, got {v}"));
+                if !v.is_finite() || !(0.0..=max).contains(&v) {
+                    return Err(format!(
+                        "{flag} must be a finite number in 0..={max}, got {v}"
+                    ));
                 }
             }
         }

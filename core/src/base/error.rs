@@ -108,6 +108,16 @@ pub enum RuntimeError {
     /// The job can make no more progress and never exited.
     #[error("job stalled: {0}")]
     Stalled(String),
+    /// Values that cannot be used, from another PE's envelope or a caller: a tree
+    /// root outside the job, a quiescence reply no wave waits for, an array shape too
+    /// large, a second creation of one chare or collection. The input is dropped.
+    #[error("PE {pe}: bad input: {what}")]
+    BadInput {
+        /// The PE that found it.
+        pe: Pe,
+        /// What was wrong, and where it came from.
+        what: String,
+    },
 }
 
 /// Two registries that should be identical (one per process) differ.

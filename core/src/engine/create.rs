@@ -31,6 +31,14 @@ impl PeRuntime {
     }
 
     pub(super) fn create_chare(&mut self, id: ChareId, ty: u32, init: Payload) {
+        if self.chare_slot.contains_key(&id) {
+            // A second creation once replaced the first chare and its state.
+            let (pe, what) = (
+                self.core.me,
+                format!("{id} created twice; the first is kept"),
+            );
+            return self.core.fail(RuntimeError::BadInput { pe, what });
+        }
         self.chares_announced.insert(id.creator, id.seq);
         if let Some(chare) = self.construct(ty, init, Current::Chare(id)) {
             self.chare_slot.insert(id, self.chare_slab.len());
@@ -40,11 +48,28 @@ impl PeRuntime {
         self.requeue(waiting);
     }
 
+    /// True (and reported) if `coll` already has members here: a second creation
+    /// once replaced them and their state, and passed the creation on again.
+    fn created_twice(&mut self, coll: CollectionId) -> bool {
+        if !self.colls.contains_key(&coll) {
+            return false;
+        }
+        let (pe, what) = (
+            self.core.me,
+            format!("{coll} created twice; the first is kept"),
+        );
+        self.core.fail(RuntimeError::BadInput { pe, what });
+        true
+    }
+
     pub(super) fn announce_collection(&mut self, coll: CollectionId) {
         self.colls_announced.insert(coll.creator, coll.seq);
     }
 
     pub(super) fn create_group(&mut self, coll: CollectionId, ty: u32, root: Pe, init: Payload) {
+        if self.created_twice(coll) {
+            return;
+        }
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let kind = Kind::CreateGroup {
                 coll,
@@ -88,6 +113,9 @@ impl PeRuntime {
         shape: Arc<Shape>,
         map: ArrayMap,
     ) {
+        if self.created_twice(coll) {
+            return;
+        }
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let kind = Kind::CreateArray {
                 coll,
@@ -288,4 +316,140 @@ pub(super) const MAX_INSERT_HOPS: u8 = 4;
 
 pub(super) fn describe_index(addr: &ElemAddr) -> String {
     format!("with order key {} ({} bytes)", addr.order, addr.key.0.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::chare::Chare;
+    use crate::api::ctx::Ctx;
+    use crate::api::registry::Registry;
+    use crate::base::config::{Config, ErrorPolicy, WorkMode};
+    use crate::engine::PeSetup;
+    use crate::machine::Port;
+    use crate::msg::envelope::Envelope;
+    use std::time::Duration;
+
+    /// A port that drops what is sent: these tests look at one PE only.
+    struct Nowhere;
+
+    impl Port for Nowhere {
+        fn send(&mut self, _: Pe, _: Envelope) -> Result<(), RuntimeError> {
+            Ok(())
+        }
+        fn now(&self) -> f64 {
+            0.0
+        }
+        fn work(&mut self, _: Duration, _: WorkMode) {}
+    }
+
+    /// Counts the messages it got, so a replaced chare shows.
+    struct Counter(u64);
+
+    impl Chare for Counter {
+        type Init = ();
+        type Msg = ();
+        fn create(_: (), _: &mut Ctx) -> Self {
+            Counter(0)
+        }
+        fn handle(&mut self, _: (), ctx: &mut Ctx) {
+            self.0 += 1;
+            ctx.publish("count", &self.0);
+        }
+    }
+
+    /// PE 1 of 4, dropping errors into its report.
+    fn pe() -> PeRuntime {
+        let mut reg = Registry::new();
+        reg.chare::<Counter>("Counter");
+        let cfg = Config {
+            on_error: ErrorPolicy::Drop,
+            ..Config::with_pes(4)
+        };
+        PeRuntime::new(
+            PeSetup::new(&cfg, 4, 1, None),
+            Arc::new(reg),
+            Box::new(Nowhere),
+        )
+    }
+
+    fn from(src: Pe, kind: Kind) -> Envelope {
+        Envelope {
+            src,
+            seq: 0,
+            prio: 0,
+            expedited: true,
+            counted: false,
+            kind,
+        }
+    }
+
+    fn bad_inputs(rt: &PeRuntime) -> Vec<String> {
+        let errors = rt.core.report.errors.iter();
+        errors
+            .filter(|e| matches!(e, RuntimeError::BadInput { .. }))
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_second_creation_is_reported_and_keeps_the_first() {
+        let mut rt = pe();
+        let id = ChareId {
+            pe: 1,
+            creator: 0,
+            seq: 0,
+        };
+        let create = || Kind::CreateChare {
+            id,
+            ty: 0,
+            init: Payload::new(()),
+        };
+        rt.process(from(0, create()));
+        rt.process(from(0, create()));
+        assert_eq!(
+            rt.chare_slab.len(),
+            1,
+            "the second creation replaced nothing"
+        );
+        let coll = CollectionId { creator: 0, seq: 0 };
+        let group = || Kind::CreateGroup {
+            coll,
+            ty: 0,
+            root: 0,
+            init: Payload::new(()),
+        };
+        rt.process(from(0, group()));
+        rt.process(from(0, group()));
+        let bad = bad_inputs(&rt);
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(bad[0].contains("created twice"), "{bad:?}");
+        assert!(bad[1].contains("collection 0.0 created twice"), "{bad:?}");
+    }
+
+    #[test]
+    fn a_root_outside_the_job_is_bad_input_not_an_underflow() {
+        let mut rt = pe();
+        let kind = Kind::CreateGroup {
+            coll: CollectionId { creator: 0, seq: 0 },
+            ty: 0,
+            root: 99,
+            init: Payload::new(()),
+        };
+        rt.process(from(0, kind));
+        let kind = Kind::CreateArray {
+            coll: CollectionId { creator: 0, seq: 1 },
+            ty: 0,
+            root: 0,
+            init: Payload::new(()),
+            shape: Arc::new(Shape::Dense2(u64::MAX, 2)),
+            map: ArrayMap::Block,
+        };
+        rt.process(from(0, kind));
+        let bad = bad_inputs(&rt);
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(bad[0].contains("tree root 99"), "{bad:?}");
+        assert!(bad[1].contains("too large"), "{bad:?}");
+        assert!(rt.colls.is_empty());
+    }
 }

@@ -141,7 +141,13 @@ impl PeRuntime {
             Dest::Chare(id) => {
                 if let Some(slot) = self.find_chare(id) {
                     let chare = self.chare_slab[slot].as_mut();
-                    if let Some(rest) = invoke(&mut self.core, Current::Chare(id), chare, payload) {
+                    if let Some(rest) = invoke(
+                        &mut self.core,
+                        &mut self.delivered,
+                        Current::Chare(id),
+                        chare,
+                        payload,
+                    ) {
                         self.requeue_rest(Dest::Chare(id), rest, prio);
                     }
                 }
@@ -152,7 +158,13 @@ impl PeRuntime {
                     ..
                 }) => {
                     let cur = Current::Group(coll);
-                    if let Some(rest) = invoke(&mut self.core, cur, member.as_mut(), payload) {
+                    if let Some(rest) = invoke(
+                        &mut self.core,
+                        &mut self.delivered,
+                        cur,
+                        member.as_mut(),
+                        payload,
+                    ) {
                         self.requeue_rest(Dest::Group(coll), rest, prio);
                     }
                 }
@@ -200,7 +212,13 @@ impl PeRuntime {
         // Only a run can stop early; its address is kept for the rest.
         let keep = payload.is_run().then(|| addr.clone());
         let cur = Current::Element(coll, addr);
-        let rest = invoke(&mut self.core, cur, e.chare.as_mut(), payload);
+        let rest = invoke(
+            &mut self.core,
+            &mut self.delivered,
+            cur,
+            e.chare.as_mut(),
+            payload,
+        );
         if let (Some(rest), Some(addr)) = (rest, keep) {
             let dest = if moves == 0 {
                 Dest::Element(coll, addr)
@@ -261,6 +279,7 @@ impl PeRuntime {
             Members::Group { member, .. } => {
                 invoke(
                     &mut self.core,
+                    &mut self.delivered,
                     Current::Group(coll),
                     member.as_mut(),
                     payload,
@@ -294,6 +313,7 @@ impl PeRuntime {
                     };
                     invoke(
                         &mut self.core,
+                        &mut self.delivered,
                         Current::Element(coll, addr),
                         e.chare.as_mut(),
                         p,

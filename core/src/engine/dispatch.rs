@@ -24,10 +24,15 @@ impl PeRuntime {
                 t.runtime_begin(ts, what);
             }
         }
+        let src = env.src;
+        if let Err(what) = check_kind(&env.kind, self.core.npes) {
+            let pe = self.core.me;
+            let what = format!("envelope from PE {src}: {what}; dropped");
+            return self.core.fail(RuntimeError::BadInput { pe, what });
+        }
         if self.target_missing(&env) {
             return self.wait_or_fail(env);
         }
-        let src = env.src;
         match env.kind {
             Kind::User {
                 dest,
@@ -106,7 +111,7 @@ impl PeRuntime {
                 for &c in &children {
                     self.core.uncounted(c, Kind::QdWave { wave });
                 }
-                self.core.qd.join_wave(wave, children.len());
+                self.core.qd.join_wave(wave, children);
             }
             Kind::QdReply {
                 wave,
@@ -117,8 +122,15 @@ impl PeRuntime {
                 let out = self
                     .core
                     .qd
-                    .child_reply(wave, sent, processed, parent.is_none());
-                self.qd_outcome(out, parent);
+                    .child_reply(wave, src, sent, processed, parent.is_none());
+                match out {
+                    Ok(out) => self.qd_outcome(out, parent),
+                    Err(e) => {
+                        let pe = self.core.me;
+                        let what = e.to_string();
+                        self.core.fail(RuntimeError::BadInput { pe, what });
+                    }
+                }
             }
             Kind::Orphans { root } => self.report_orphans(root),
             Kind::Exit { root, error } => {
@@ -202,7 +214,7 @@ impl PeRuntime {
         for &c in &children {
             self.core.uncounted(c, Kind::QdWave { wave });
         }
-        self.core.qd.join_wave(wave, children.len());
+        self.core.qd.join_wave(wave, children);
     }
 
     pub(super) fn qd_outcome(
@@ -242,5 +254,26 @@ impl PeRuntime {
                     .into(),
             )),
         }
+    }
+}
+
+/// What `process` checks before acting on an envelope from elsewhere: the tree roots
+/// and array shapes it names (the rest is checked where it is used).
+fn check_kind(kind: &Kind, npes: usize) -> Result<(), String> {
+    let root = match kind {
+        Kind::CreateArray { root, shape, .. } => {
+            shape.check().map_err(|e| e.to_string())?;
+            Some(*root)
+        }
+        Kind::Bcast { root, .. }
+        | Kind::CreateGroup { root, .. }
+        | Kind::DoneInserting { root, .. }
+        | Kind::Orphans { root }
+        | Kind::Exit { root, .. } => Some(*root),
+        _ => None,
+    };
+    match root {
+        Some(r) => tree::check_root(r, npes).map_err(|e| e.to_string()),
+        None => Ok(()),
     }
 }

@@ -1,6 +1,7 @@
 //! Running user code (handlers, constructors, maps, reducers) so that a panic or
 //! an error becomes the job's `--on-error` policy instead of unwinding the PE.
 
+use super::digest::DeliveryLog;
 use super::{Current, PeCore};
 use crate::api::chare::AnyChare;
 use crate::api::ctx::Ctx;
@@ -38,13 +39,18 @@ pub(super) fn guarded<R>(
     }
 }
 
-/// Run a chare on a payload; returns the messages of a run it stopped before.
+/// Run a chare on a payload, first mixing it into `log` if the PE keeps one;
+/// returns the messages of a run it stopped before.
 pub(super) fn invoke(
     core: &mut PeCore,
+    log: &mut Option<Box<DeliveryLog>>,
     current: Current,
     chare: &mut dyn AnyChare,
     payload: Payload,
 ) -> Option<Payload> {
+    if let Some(log) = log {
+        log.record(core.net.now(), core.me, target(&current), &payload);
+    }
     core.current = current;
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         chare.deliver(payload, &mut Ctx { core: &mut *core })
@@ -66,5 +72,22 @@ pub(super) fn invoke(
             core.fail(err);
             None
         }
+    }
+}
+
+/// The receiving chare as the delivery digest names it: a kind, an id and the
+/// element's index bytes.
+fn target(current: &Current) -> (u64, u64, &[u8]) {
+    let coll = |c: &crate::base::ids::CollectionId| u64::from(c.creator) << 32 | u64::from(c.seq);
+    match current {
+        Current::Main => (0, 0, &[]),
+        // The kind's upper bits hold the chare's sequence number.
+        Current::Chare(id) => (
+            1 | u64::from(id.seq) << 8,
+            u64::from(id.pe) << 32 | u64::from(id.creator),
+            &[],
+        ),
+        Current::Group(c) => (2, coll(c), &[]),
+        Current::Element(c, addr) => (3, coll(c), &addr.key.0),
     }
 }

@@ -13,6 +13,7 @@ use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::engine::announced::Announced;
+use crate::engine::digest::DeliveryLog;
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
 use crate::engine::scheduler::ReadyQueue;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 pub(crate) mod announced;
 mod create;
 mod deliver;
+mod digest;
 mod dispatch;
 mod drive;
 mod guard;
@@ -98,6 +100,9 @@ pub(crate) struct PeRuntime {
     colls: HashMap<CollectionId, Box<Collection>>,
     colls_announced: Announced,
     waiting_for_coll: HashMap<CollectionId, Vec<Envelope>>,
+    /// The digest of deliveries, when the layer asked for one (boxed: most runs
+    /// keep none, and a simulated PE stays small).
+    delivered: Option<Box<DeliveryLog>>,
 }
 
 /// Settings a PE is built from.
@@ -167,7 +172,18 @@ impl PeRuntime {
             colls: HashMap::default(),
             colls_announced: Announced::default(),
             waiting_for_coll: HashMap::default(),
+            delivered: None,
         }
+    }
+
+    /// Digest every message this PE hands to user code from now on.
+    pub(crate) fn keep_delivery_digest(&mut self) {
+        self.delivered.get_or_insert_with(Box::default);
+    }
+
+    /// The digest of deliveries and how many it holds, if this PE keeps one.
+    pub(crate) fn delivery_digest(&self) -> Option<(u64, u64)> {
+        self.delivered.as_deref().map(DeliveryLog::value)
     }
 
     /// Run the program's main function on this PE (PE 0 of the job).

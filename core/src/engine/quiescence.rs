@@ -10,7 +10,20 @@
 //! its own. Quiescence that nobody asked for means nothing will ever run again and no
 //! PE saw an exit: the job would wait forever.
 
+use crate::base::ids::Pe;
 use crate::msg::callback::Callback;
+
+/// A quiescence reply that no wave of this PE waits for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum QdError {
+    /// A reply from a PE that is not a child still owing one in this wave (a
+    /// duplicate once underflowed the count of children left).
+    #[error("quiescence reply for wave {wave} from PE {from}, which owes this PE none")]
+    UnexpectedReply { wave: u64, from: Pe },
+    /// The subtree sums overflow 64 bits.
+    #[error("quiescence reply for wave {wave} from PE {from} overflows the counters")]
+    Overflow { wave: u64, from: Pe },
+}
 
 /// What the PE must do after a quiescence event.
 #[derive(Debug, PartialEq)]
@@ -34,7 +47,8 @@ pub(crate) enum Outcome {
 struct Wave {
     id: u64,
     snapshot: Option<(u64, u64)>,
-    children_left: usize,
+    /// Children that have not replied yet.
+    waiting: Vec<Pe>,
     sum: (u64, u64),
 }
 
@@ -77,12 +91,12 @@ impl Quiescence {
         self.next_wave
     }
 
-    /// This PE takes part in wave `id`, expecting replies from `children` PEs.
-    pub(crate) fn join_wave(&mut self, id: u64, children: usize) {
+    /// This PE takes part in wave `id`, expecting a reply from each of `children`.
+    pub(crate) fn join_wave(&mut self, id: u64, children: Vec<Pe>) {
         self.wave = Some(Wave {
             id,
             snapshot: None,
-            children_left: children,
+            waiting: children,
             sum: (0, 0),
         });
     }
@@ -98,23 +112,28 @@ impl Quiescence {
         }
     }
 
-    /// A child reported its subtree's sums.
+    /// Child `from` reported its subtree's sums. A reply for a wave that is over is
+    /// ignored (waves are not counted); one from a PE that owes none is an error.
     pub(crate) fn child_reply(
         &mut self,
         id: u64,
+        from: Pe,
         sent: u64,
         processed: u64,
         root: bool,
-    ) -> Outcome {
-        match &mut self.wave {
-            Some(w) if w.id == id => {
-                w.children_left -= 1;
-                w.sum.0 += sent;
-                w.sum.1 += processed;
-                self.finish_if_complete(root)
-            }
-            _ => Outcome::Nothing,
-        }
+    ) -> Result<Outcome, QdError> {
+        let Some(w) = self.wave.as_mut().filter(|w| w.id == id) else {
+            return Ok(Outcome::Nothing);
+        };
+        let Some(at) = w.waiting.iter().position(|&c| c == from) else {
+            return Err(QdError::UnexpectedReply { wave: id, from });
+        };
+        let (Some(s), Some(p)) = (w.sum.0.checked_add(sent), w.sum.1.checked_add(processed)) else {
+            return Err(QdError::Overflow { wave: id, from });
+        };
+        w.waiting.swap_remove(at);
+        w.sum = (s, p);
+        Ok(self.finish_if_complete(root))
     }
 
     fn finish_if_complete(&mut self, root: bool) -> Outcome {
@@ -124,10 +143,13 @@ impl Quiescence {
         let Some(snap) = w.snapshot else {
             return Outcome::Nothing;
         };
-        if w.children_left > 0 {
+        if !w.waiting.is_empty() {
             return Outcome::Nothing;
         }
-        let total = (snap.0 + w.sum.0, snap.1 + w.sum.1);
+        let total = (
+            snap.0.saturating_add(w.sum.0),
+            snap.1.saturating_add(w.sum.1),
+        );
         let id = w.id;
         self.wave = None;
         if !root {
@@ -171,10 +193,10 @@ mod tests {
         let mut q = Quiescence::default();
         assert!(q.request(Callback::Exit));
         let w = q.begin_wave();
-        q.join_wave(w, 0);
+        q.join_wave(w, vec![]);
         assert_eq!(q.on_idle((5, 5), true), Outcome::AnotherWave);
         let w = q.begin_wave();
-        q.join_wave(w, 0);
+        q.join_wave(w, vec![]);
         assert_eq!(
             q.on_idle((5, 5), true),
             Outcome::Quiescent(vec![Callback::Exit])
@@ -186,18 +208,24 @@ mod tests {
         let mut q = Quiescence::default();
         q.request(Callback::Exit);
         let w = q.begin_wave();
-        q.join_wave(w, 1);
+        q.join_wave(w, vec![7]);
         assert_eq!(q.on_idle((3, 3), true), Outcome::Nothing);
-        assert_eq!(q.child_reply(w, 2, 2, true), Outcome::AnotherWave);
+        assert_eq!(
+            q.child_reply(w, 7, 2, 2, true).expect("a child's reply"),
+            Outcome::AnotherWave
+        );
         let w = q.begin_wave();
-        q.join_wave(w, 1);
-        q.on_idle((4, 4), true);
-        assert_eq!(q.child_reply(w, 2, 2, true), Outcome::AnotherWave);
-        let w = q.begin_wave();
-        q.join_wave(w, 1);
+        q.join_wave(w, vec![7]);
         q.on_idle((4, 4), true);
         assert_eq!(
-            q.child_reply(w, 2, 2, true),
+            q.child_reply(w, 7, 2, 2, true).expect("a child's reply"),
+            Outcome::AnotherWave
+        );
+        let w = q.begin_wave();
+        q.join_wave(w, vec![7]);
+        q.on_idle((4, 4), true);
+        assert_eq!(
+            q.child_reply(w, 7, 2, 2, true).expect("a child's reply"),
             Outcome::Quiescent(vec![Callback::Exit])
         );
     }
@@ -245,8 +273,32 @@ mod tests {
         q.request(Callback::Exit);
         for _ in 0..3 {
             let w = q.begin_wave();
-            q.join_wave(w, 0);
+            q.join_wave(w, vec![]);
             assert_eq!(q.on_idle((6, 5), true), Outcome::AnotherWave);
         }
+    }
+
+    #[test]
+    fn a_duplicate_or_stray_reply_is_an_error_not_an_underflow() {
+        let mut q = Quiescence::default();
+        q.request(Callback::Exit);
+        let w = q.begin_wave();
+        q.join_wave(w, vec![7]);
+        assert_eq!(q.child_reply(w, 7, 1, 1, true), Ok(Outcome::Nothing));
+        assert_eq!(
+            q.child_reply(w, 7, 1, 1, true),
+            Err(QdError::UnexpectedReply { wave: w, from: 7 })
+        );
+        assert_eq!(
+            q.child_reply(w, 9, 1, 1, true),
+            Err(QdError::UnexpectedReply { wave: w, from: 9 })
+        );
+        let w = q.begin_wave();
+        q.join_wave(w, vec![7, 8]);
+        q.child_reply(w, 7, u64::MAX, 0, true).expect("first reply");
+        assert_eq!(
+            q.child_reply(w, 8, 1, 0, true),
+            Err(QdError::Overflow { wave: w, from: 8 })
+        );
     }
 }

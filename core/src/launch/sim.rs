@@ -121,11 +121,11 @@ impl Simulator {
                 pe,
                 trace.as_ref().map(|t| t.pe(pe, pe / SIM_PES_PER_GROUP)),
             );
-            Box::new(PeRuntime::new(
-                setup,
-                registry.clone(),
-                Box::new(SimPort(cursor.clone())),
-            ))
+            let mut rt = PeRuntime::new(setup, registry.clone(), Box::new(SimPort(cursor.clone())));
+            if cfg.sim.digest {
+                rt.keep_delivery_digest();
+            }
+            Box::new(rt)
         })
     }
 
@@ -269,6 +269,21 @@ impl Simulator {
         }
     }
 
+    /// The PEs' delivery digests folded in PE order, and the deliveries in them.
+    fn delivery_digest(&self) -> (u64, u64) {
+        let mut all = Digest::default();
+        let mut events = 0;
+        for (pe, p) in self.pes.iter().enumerate() {
+            if let Some((d, n)) = p.rt.as_ref().and_then(|rt| rt.delivery_digest()) {
+                all.add(pe as u64);
+                all.add(d);
+                all.add(n);
+                events += n;
+            }
+        }
+        (all.value(), events)
+    }
+
     fn finish(self, start: Instant, events_s: f64) -> Result<RunReport, RuntimeError> {
         let npes = self.pes.len();
         if !self.pes.iter().any(|p| p.exited) {
@@ -285,6 +300,7 @@ impl Simulator {
             )));
         }
         let busy: Vec<u64> = self.pes.iter().map(|p| p.busy_ns).collect();
+        let delivery = self.config.sim.digest.then(|| self.delivery_digest());
         let us = |ns: u64| ns as f64 / 1e3;
         let stats = SimStats {
             messages: self.messages,
@@ -301,6 +317,8 @@ impl Simulator {
             pes_killed: self.killed,
             dropped: self.dropped,
             digest: self.digest.value(),
+            delivery_digest: delivery.map(|d| d.0),
+            delivered: delivery.map_or(0, |d| d.1),
         };
         let per_pe = self
             .pes

@@ -73,20 +73,58 @@ pub(crate) enum Shape {
     List(Vec<ElemAddr>),
 }
 
+/// A dense shape no array can have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    /// A 2-D side does not fit the 32 bits its order key gives it, or x * y
+    /// elements overflow.
+    #[error(
+        "a {x} x {y} array is too large: each side must be below 2^32 and x * y at most 2^64 - 1"
+    )]
+    TooLarge {
+        /// Rows.
+        x: u64,
+        /// Columns.
+        y: u64,
+    },
+}
+
 impl Shape {
-    /// Row-major position of an order key in a dense shape, with the shape's size.
+    /// Check a shape made by a caller or read from the wire: a 2-D index's order
+    /// key holds each side in 32 bits, and the element count must fit 64 bits.
+    pub(crate) fn check(&self) -> Result<(), ShapeError> {
+        match *self {
+            Shape::Dense2(x, y)
+                if x > u64::from(u32::MAX) + 1
+                    || y > u64::from(u32::MAX) + 1
+                    || x.checked_mul(y).is_none() =>
+            {
+                Err(ShapeError::TooLarge { x, y })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Row-major position of an order key in a dense shape, with the shape's size
+    /// (saturating: an unchecked shape must not panic here).
     fn dense_position(&self, order: u64) -> Option<(u64, u64)> {
         match self {
             Shape::Dense1(n) => Some((order, *n)),
-            Shape::Dense2(_, y) => Some(((order >> 32) * y + (order & 0xffff_ffff), self.len())),
+            Shape::Dense2(_, y) => Some((
+                (order >> 32)
+                    .saturating_mul(*y)
+                    .saturating_add(order & 0xffff_ffff),
+                self.len(),
+            )),
             Shape::List(_) => None,
         }
     }
 
+    /// Elements in the shape (saturating for an unchecked 2-D shape).
     pub(crate) fn len(&self) -> u64 {
         match self {
             Shape::Dense1(n) => *n,
-            Shape::Dense2(x, y) => x * y,
+            Shape::Dense2(x, y) => x.saturating_mul(*y),
             Shape::List(l) => l.len() as u64,
         }
     }
@@ -155,6 +193,22 @@ mod tests {
         assert_eq!(home(0, 0), Some(0));
         assert_eq!(home(1, 0), Some(3));
         assert_eq!(home(1, 2), Some(1));
+    }
+
+    #[test]
+    fn a_2d_shape_too_large_is_an_error_not_an_overflow() {
+        let huge = Shape::Dense2(u64::MAX, 2);
+        assert_eq!(huge.len(), u64::MAX, "x * y once overflowed");
+        assert_eq!(
+            huge.check(),
+            Err(ShapeError::TooLarge { x: u64::MAX, y: 2 })
+        );
+        assert!(
+            Shape::Dense2(1 << 33, 1).check().is_err(),
+            "a side past 32 bits"
+        );
+        assert!(builtin_home(ArrayMap::Block, &huge, u64::MAX, 4).is_some());
+        assert_eq!(Shape::Dense2(1 << 20, 1 << 20).check(), Ok(()));
     }
 
     #[test]

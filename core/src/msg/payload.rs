@@ -130,6 +130,10 @@ impl WireBytes {
 /// thousands of messages spent most of its time faulting in fresh pages.
 const RUN_BYTES: usize = 16 << 10;
 
+/// The most messages any run holds (a run of zero-sized messages): a run from the
+/// wire that claims more is refused before its count reaches quiescence counting.
+pub(crate) const MAX_RUN_MESSAGES: u64 = RUN_BYTES as u64;
+
 /// Messages of type `T` one run may hold: `RUN_BYTES` worth, and at least 16.
 #[inline(always)]
 fn run_limit<T>() -> usize {
@@ -216,13 +220,25 @@ impl Payload {
         }
     }
 
-    /// A payload received as the bytes of `buf` from `start` on: one message, or a run.
-    pub(crate) fn from_wire(buf: Arc<Vec<u8>>, start: usize, run: bool) -> Self {
+    /// A payload received as the bytes of `buf` from `start` on: one message, or a
+    /// run, whose claimed count of messages is checked here (`count` trusts it); a
+    /// bad one is given back as the count found, or None if there is none.
+    pub(crate) fn from_wire(
+        buf: Arc<Vec<u8>>,
+        start: usize,
+        run: bool,
+    ) -> Result<Self, Option<u64>> {
         let bytes = WireBytes { buf, start };
-        if run {
-            Payload::RunBytes(bytes)
-        } else {
-            Payload::Bytes(bytes)
+        if !run {
+            return Ok(Payload::Bytes(bytes));
+        }
+        let claimed = bytes
+            .get(..RUN_LEN_BYTES)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes);
+        match claimed {
+            Some(n) if (1..=MAX_RUN_MESSAGES).contains(&n) => Ok(Payload::RunBytes(bytes)),
+            other => Err(other),
         }
     }
 

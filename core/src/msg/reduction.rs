@@ -33,8 +33,9 @@ pub enum Reducer {
 }
 
 /// A reduction value in the runtime's neutral form, so reductions combine across
-/// processes without knowing user types.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// processes without knowing user types. Decoding refuses lists nested deeper than
+/// [`MAX_LIST_DEPTH`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum RedData {
     /// Signed integers (a scalar is a vector of one).
     I64(Vec<i64>),
@@ -48,6 +49,61 @@ pub enum RedData {
     Bytes(Vec<u8>),
     /// One item per contributor (the result of `Gather`).
     List(Vec<RedData>),
+}
+
+/// Deepest nesting of `RedData::List` a decoded value may have: a gather of gathers
+/// of ... 64 deep. Bytes from the wire nesting lists a million deep (12 bytes a
+/// level) once overflowed the stack decoding them.
+pub const MAX_LIST_DEPTH: u32 = 64;
+
+/// `RedData` as serde derives it (same variants, names and order, so the encoding
+/// is unchanged); its lists hold `RedData`, whose `Deserialize` counts the depth.
+#[derive(Deserialize)]
+#[serde(rename = "RedData")]
+enum RedDataRepr {
+    I64(Vec<i64>),
+    U64(Vec<u64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    Bytes(Vec<u8>),
+    List(Vec<RedData>),
+}
+
+std::thread_local! {
+    /// Lists being decoded on this thread, outermost first.
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Leaves one level of `DEPTH` when dropped, also when decoding fails.
+struct Level;
+
+impl Drop for Level {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
+impl<'de> Deserialize<'de> for RedData {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let depth = DEPTH.with(|c| {
+            c.set(c.get() + 1);
+            c.get()
+        });
+        let _level = Level;
+        if depth > MAX_LIST_DEPTH + 1 {
+            return Err(serde::de::Error::custom(format!(
+                "reduction lists nested deeper than {MAX_LIST_DEPTH}"
+            )));
+        }
+        Ok(match RedDataRepr::deserialize(d)? {
+            RedDataRepr::I64(v) => RedData::I64(v),
+            RedDataRepr::U64(v) => RedData::U64(v),
+            RedDataRepr::F64(v) => RedData::F64(v),
+            RedDataRepr::Bool(v) => RedData::Bool(v),
+            RedDataRepr::Bytes(v) => RedData::Bytes(v),
+            RedDataRepr::List(v) => RedData::List(v),
+        })
+    }
 }
 
 impl RedData {
@@ -458,5 +514,28 @@ mod tests {
     fn result_type_mismatch_is_described() {
         let e = f64::from_data(RedData::I64(vec![1])).unwrap_err();
         assert!(e.contains("i64"), "{e}");
+    }
+
+    #[test]
+    fn lists_nested_past_the_limit_do_not_decode() {
+        // bincode: a List is variant 5 (u32) and a length (u64); U64(vec![]) ends it.
+        let nested = |depth: usize| {
+            let mut bytes = Vec::with_capacity(depth * 12 + 12);
+            for _ in 0..depth {
+                bytes.extend_from_slice(&5u32.to_le_bytes());
+                bytes.extend_from_slice(&1u64.to_le_bytes());
+            }
+            bytes.extend_from_slice(&1u32.to_le_bytes());
+            bytes.extend_from_slice(&0u64.to_le_bytes());
+            bytes
+        };
+        let ok: RedData =
+            bincode::deserialize(&nested(MAX_LIST_DEPTH as usize)).expect("at the limit");
+        assert_eq!(ok.kind(), "list");
+        // A million levels once overflowed the stack (an abort, not even a panic).
+        let err = bincode::deserialize::<RedData>(&nested(1_000_000)).expect_err("too deep");
+        assert!(err.to_string().contains("nested deeper"), "{err}");
+        let again: RedData = bincode::deserialize(&nested(3)).expect("the depth count recovers");
+        assert_eq!(again.kind(), "list");
     }
 }

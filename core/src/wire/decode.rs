@@ -35,8 +35,10 @@ pub(crate) fn counted_weight(bytes: &[u8]) -> Option<u64> {
     let start = HEADER_BYTES + u32_at(bytes, 24) as usize;
     let count = bytes.get(start..start + 8)?;
     let count = u64::from_le_bytes(count.try_into().ok()?);
-    // A count no sender reaches (a run is capped far below it) is as garbled as the rest.
-    (count <= u64::from(u32::MAX)).then_some(count)
+    // A count no run holds is as garbled as the rest.
+    (1..=crate::msg::payload::MAX_RUN_MESSAGES)
+        .contains(&count)
+        .then_some(count)
 }
 
 /// Decode one envelope received by PE `me`; the payload stays in `buf`.
@@ -115,7 +117,10 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     let run = flags & RUN != 0;
     match (payload_mut(&mut kind), has_payload) {
         (Some(slot), true) => {
-            *slot = Payload::from_wire(buf, body_end, run);
+            *slot = Payload::from_wire(buf, body_end, run).map_err(|claimed| WireError::Run {
+                claimed,
+                max: crate::msg::payload::MAX_RUN_MESSAGES,
+            })?;
         }
         (None, false) if payload_len == 0 => {}
         _ => {

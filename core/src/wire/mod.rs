@@ -129,6 +129,14 @@ pub enum WireError {
     /// A segmented envelope's table is inconsistent, or its segments were not received.
     #[error("bad segmented envelope: {reason}")]
     Segments { reason: String },
+    /// A run's count of messages is missing or outside what a run can hold.
+    #[error("a run of messages claims {claimed:?} messages; a run holds 1..={max}")]
+    Run {
+        /// The count the payload's first 8 bytes give, if it has them.
+        claimed: Option<u64>,
+        /// The most a run holds.
+        max: u64,
+    },
     /// A message could not be encoded for sending.
     #[error("could not encode a {kind} envelope: {reason}")]
     Encode { kind: &'static str, reason: String },

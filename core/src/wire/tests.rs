@@ -286,3 +286,27 @@ fn a_damaged_envelope_still_tells_the_weight_its_sender_counted() {
         "run count cut off"
     );
 }
+
+#[test]
+fn a_run_claiming_more_messages_than_a_run_holds_is_refused() {
+    let mut env = user(vec![]);
+    if let Kind::User { payload, .. } = &mut env.kind {
+        *payload = Payload::new(5u64);
+        payload.absorb(6u64).expect("same type");
+    }
+    let mut out = Vec::new();
+    encode(&env, 1, &mut out).expect("encodes");
+    // The run's count is the first 8 bytes of the payload, which ends the envelope
+    // after its two 8-byte messages.
+    let at = out.len() - 16 - 8;
+    assert_eq!(out[at..at + 8], 2u64.to_le_bytes());
+    for claimed in [0, u64::MAX, crate::msg::payload::MAX_RUN_MESSAGES + 1] {
+        out[at..at + 8].copy_from_slice(&claimed.to_le_bytes());
+        // Accepted, the count reached `Envelope::weight` and quiescence counting.
+        let err = decode(Arc::new(out.clone()), 1).err();
+        assert!(
+            matches!(err, Some(WireError::Run { claimed: Some(c), .. }) if c == claimed),
+            "{claimed}: {err:?}"
+        );
+    }
+}

@@ -34,6 +34,11 @@ pub struct SimStats {
     pub dropped: u64,
     /// Digest of the event log: equal for runs with the same program, flags and seed.
     pub digest: u64,
+    /// Digest of every message handed to user code (virtual time, PE, chare,
+    /// encoded payload), PE by PE; only under `--sim-digest`.
+    pub delivery_digest: Option<u64>,
+    /// Handler invocations in `delivery_digest` (a run of messages is one).
+    pub delivered: u64,
 }
 
 impl SimStats {
@@ -58,7 +63,12 @@ impl SimStats {
             self.pes_killed,
             self.dropped,
             self.digest
-        )
+        ) + &self.delivery_digest.map_or_else(String::new, |d| {
+            format!(
+                "\nsim: {} deliveries, delivery digest {d:016x}",
+                self.delivered
+            )
+        })
     }
 }
 

@@ -1,0 +1,53 @@
+//! Command-line checks every app binary shares: a configuration `Config::validate`
+//! refuses, or a `--trace` file that cannot be created, is a usage error (exit code
+//! 2, as clap's own range checks are), found before the job starts.
+
+/// The range-checked number parsers, for the apps' own flags.
+pub use chorus_core::cli::{f64_in, positive_f64_up_to, u64_in};
+use chorus_core::Config;
+use clap::error::ErrorKind;
+use clap::Parser;
+use std::fs::OpenOptions;
+use std::path::Path;
+
+/// Parse `A` from the command line and check the job configuration `config` finds
+/// in it (none for commands without a job); exits with code 2 on a usage error.
+pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<&Config>) -> A {
+    let args = A::parse();
+    if let Some(c) = config(&args) {
+        if let Err(e) = check(c) {
+            A::command().error(ErrorKind::ValueValidation, e).exit();
+        }
+    }
+    args
+}
+
+/// `Config::validate`, and that its output files can be created.
+pub fn check(config: &Config) -> Result<(), String> {
+    config.validate()?;
+    let outputs = [
+        ("--trace", &config.trace),
+        ("--debug-trace", &config.debug_trace),
+    ];
+    for (flag, path) in outputs {
+        if let Some(p) = path {
+            creatable(p).map_err(|e| format!("{flag} {}: cannot be created: {e}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Open `path` for writing as the trace writer will, and remove it again if this
+/// made it (the run writes it at the end, possibly minutes later).
+fn creatable(path: &Path) -> std::io::Result<()> {
+    let existed = path.exists();
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! Bad numbers on the command line of every app binary are usage errors: exit code
+//! 2 and a message that names the flag's allowed range, never a panic, a value that
+//! silently wraps, or a hang.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Run `bin` with `args`; its exit code and stderr. A run that takes a minute is a
+/// hang: it is killed and the test fails.
+fn run(bin: &str, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            child.kill().expect("kill");
+            panic!("{bin} {args:?} still ran after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).expect("stderr");
+    }
+    (status.code(), err)
+}
+
+/// A regular file: a path below it can never be created.
+fn blocked_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("chorus-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"not a directory").expect("temp file");
+    file
+}
+
+#[test]
+fn bad_numbers_are_usage_errors_that_name_the_range() {
+    let hello = env!("CARGO_BIN_EXE_hello");
+    let mcmc = env!("CARGO_BIN_EXE_mcmc");
+    let jquick = env!("CARGO_BIN_EXE_jquick");
+    let radix = env!("CARGO_BIN_EXE_radix");
+    let bench = env!("CARGO_BIN_EXE_chorus-bench");
+    let tune = env!("CARGO_BIN_EXE_chorus-tune");
+    let blocked = blocked_dir().join("trace.json");
+    let blocked = blocked.to_str().expect("a UTF-8 temp path");
+    let sim = ["--layer", "sim"];
+    let cases: Vec<(&str, Vec<&str>, &str)> = vec![
+        (
+            hello,
+            [&sim[..], &["--sim-alpha-us", "1e30"]].concat(),
+            "0..=1000000",
+        ),
+        (
+            hello,
+            [&sim[..], &["--sim-alpha-us", "inf"]].concat(),
+            "0..=1000000",
+        ),
+        (
+            hello,
+            [&sim[..], &["--sim-alpha-us", "nan"]].concat(),
+            "0..=1000000",
+        ),
+        (
+            hello,
+            [&sim[..], &["--sim-beta-ns-per-byte", "1e300"]].concat(),
+            "0..=1000000",
+        ),
+        (
+            hello,
+            [&sim[..], &["--sim-jitter-us=-1"]].concat(),
+            "0..=1000000",
+        ),
+        (
+            mcmc,
+            [&sim[..], &["--item-ms", "1e30"]].concat(),
+            "above 0 and at most 3600000",
+        ),
+        (
+            mcmc,
+            [&sim[..], &["--item-ms", "inf"]].concat(),
+            "above 0 and at most 3600000",
+        ),
+        (
+            mcmc,
+            [&sim[..], &["--item-ms", "nan"]].concat(),
+            "above 0 and at most 3600000",
+        ),
+        (
+            mcmc,
+            [&sim[..], &["--item-ms", "0"]].concat(),
+            "above 0 and at most 3600000",
+        ),
+        (
+            jquick,
+            [&sim[..], &["--n-per-pe", "1e30"]].concat(),
+            "1..=1073741824",
+        ),
+        (
+            jquick,
+            [&sim[..], &["--n", "99999999999999999999"]].concat(),
+            "1..=",
+        ),
+        (jquick, [&sim[..], &["--k", "100"]].concat(), "2..=16"),
+        (
+            radix,
+            [&sim[..], &["--keys-per-pe", "99999999999999999999"]].concat(),
+            "1..=1073741824",
+        ),
+        (
+            radix,
+            [&sim[..], &["--radix-bits", "64"]].concat(),
+            "1..=16",
+        ),
+        (
+            radix,
+            [&sim[..], &["--key-ns", "inf"]].concat(),
+            "0..=1000000",
+        ),
+        (hello, vec!["--tree-arity", "100000"], "2..=64"),
+        (bench, vec!["sections", "--fractions", "0.5,1.5"], "0..=1"),
+        (bench, vec!["sections", "--pes", "0"], "1..=16777216"),
+        (hello, vec!["--pes", "0"], "1..=16777216"),
+        (
+            hello,
+            [&sim[..], &["--sim-kill", "0@1us"]].concat(),
+            "1..pes",
+        ),
+        (
+            hello,
+            [&sim[..], &["--pes", "4", "--sim-kill", "4@1us"]].concat(),
+            "(0..4)",
+        ),
+        (
+            hello,
+            [&sim[..], &["--sim-kill", "1@1e30s"]].concat(),
+            "at most 1e6 s",
+        ),
+        (hello, vec!["--trace", blocked], "cannot be created"),
+        (mcmc, vec!["--trace", blocked], "cannot be created"),
+        (
+            bench,
+            vec!["replay", "--layer", "sim", "--trace", blocked],
+            "cannot be created",
+        ),
+        (
+            tune,
+            [&sim[..], &["--pes", "4", "--trace", blocked]].concat(),
+            "cannot be created",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (bin, args, says) in &cases {
+        let (code, err) = run(bin, args);
+        let name = bin.rsplit('/').next().unwrap_or(bin);
+        if code != Some(2) || !err.contains(says) || err.contains("panicked") {
+            wrong.push(format!(
+                "{name} {args:?}: exit {code:?}, wanted 2 and {says:?}: {err}"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
