@@ -10,12 +10,13 @@ use clap::Parser;
 use std::fs::OpenOptions;
 use std::path::Path;
 
-/// Parse `A` from the command line and check the job configuration `config` finds
-/// in it (none for commands without a job); exits with code 2 on a usage error.
-pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<&Config>) -> A {
+/// Parse `A` from the command line and check the job configuration `config` makes
+/// of it, as the job will run it (none for commands without a job); exits with code
+/// 2 on a usage error.
+pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<Config>) -> A {
     let args = A::parse();
     if let Some(c) = config(&args) {
-        if let Err(e) = check(c) {
+        if let Err(e) = check(&c) {
             A::command().error(ErrorKind::ValueValidation, e).exit();
         }
     }

@@ -509,10 +509,14 @@ fn baselines(_: u64, _: u64, _: u32) -> Result<(f64, f64, f64), String> {
 
 fn main() -> ExitCode {
     let cli: Cli = cli::parse(|c: &Cli| match &c.command {
-        Command::MpiPingpong { config, .. }
-        | Command::SectionsVsMpi { config, .. }
-        | Command::SimScale { config, .. }
-        | Command::Replay { config, .. } => Some(config),
+        // These run on the mpi layer whatever --layer says.
+        Command::MpiPingpong { config, .. } | Command::SectionsVsMpi { config, .. } => {
+            Some(Config {
+                layer: Layer::Mpi,
+                ..config.clone()
+            })
+        }
+        Command::SimScale { config, .. } | Command::Replay { config, .. } => Some(config.clone()),
         Command::Sections { .. } | Command::Messaging { .. } => None,
     });
     let result = match cli.command {

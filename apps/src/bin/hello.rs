@@ -93,7 +93,7 @@ impl Chare for Hello {
 }
 
 fn main() -> ExitCode {
-    let args: Args = chorus_apps::cli::parse(|a: &Args| Some(&a.chorus));
+    let args: Args = chorus_apps::cli::parse(|a: &Args| Some(a.chorus.clone()));
     // Under MPI the session lives for the whole job, and only rank 0 prints the summary.
     let job = match JobProcess::start(&args.chorus) {
         Ok(job) => job,

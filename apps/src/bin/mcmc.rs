@@ -35,7 +35,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args: Args = chorus_apps::cli::parse(|a: &Args| Some(&a.chorus));
+    let args: Args = chorus_apps::cli::parse(|a: &Args| Some(a.chorus.clone()));
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

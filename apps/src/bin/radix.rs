@@ -89,7 +89,7 @@ impl Outcome {
 }
 
 fn main() -> ExitCode {
-    let args: Args = cli::parse(|a: &Args| Some(&a.chorus));
+    let args: Args = cli::parse(|a: &Args| Some(a.chorus.clone()));
     match run(&args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

@@ -4,7 +4,7 @@ use chorus_apps::tune::{report, run, TuneArgs};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: TuneArgs = chorus_apps::cli::parse(|a: &TuneArgs| Some(&a.chorus));
+    let args: TuneArgs = chorus_apps::cli::parse(|a: &TuneArgs| Some(a.chorus.clone()));
     match tune(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -236,18 +236,18 @@ mod tests {
         assert!(q.probe());
         assert!(!q.probe(), "one probe at a time");
         let w = q.begin_wave();
-        q.join_wave(w, 0);
+        q.join_wave(w, vec![]);
         assert_eq!(q.on_idle((5, 5), true), Outcome::AnotherWave);
         let w = q.begin_wave();
-        q.join_wave(w, 0);
+        q.join_wave(w, vec![]);
         assert_eq!(q.on_idle((5, 5), true), Outcome::Stalled);
 
         assert!(q.probe());
         let w = q.begin_wave();
-        q.join_wave(w, 0);
+        q.join_wave(w, vec![]);
         assert_eq!(q.on_idle((6, 6), true), Outcome::AnotherWave);
         let w = q.begin_wave();
-        q.join_wave(w, 0);
+        q.join_wave(w, vec![]);
         assert_eq!(
             q.on_idle((7, 7), true),
             Outcome::Nothing,
@@ -256,11 +256,11 @@ mod tests {
 
         assert!(q.probe());
         let w = q.begin_wave();
-        q.join_wave(w, 0);
+        q.join_wave(w, vec![]);
         assert!(!q.request(Callback::Exit), "the probe's waves serve it");
         assert_eq!(q.on_idle((7, 7), true), Outcome::AnotherWave);
         let w = q.begin_wave();
-        q.join_wave(w, 0);
+        q.join_wave(w, vec![]);
         assert_eq!(
             q.on_idle((7, 7), true),
             Outcome::Quiescent(vec![Callback::Exit])

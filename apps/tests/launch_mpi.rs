@@ -1,0 +1,55 @@
+//! Programs under mpirun: one that would run a job per rank on another layer is
+//! refused with a clear error, and the benchmarks that always run on the mpi layer
+//! start without `--layer mpi`, as the README shows them. Built only with the `mpi`
+//! feature; says "SKIPPED: mpirun not found" and passes when MPI is not installed.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use common::{have_mpirun, json_of};
+use std::process::{Command, Output};
+
+/// `mpirun -n 2 bin args`, exactly as a user types it.
+fn mpirun_2(bin: &str, args: &[&str]) -> Output {
+    Command::new("timeout")
+        .args(["120", "mpirun", "-n", "2", bin])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("start mpirun")
+}
+
+#[test]
+fn a_threads_job_under_mpirun_is_refused_with_the_flag_to_pass() {
+    if !have_mpirun() {
+        eprintln!("SKIPPED: mpirun not found");
+        return;
+    }
+    let out = mpirun_2(env!("CARGO_BIN_EXE_hello"), &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused\n{stderr}");
+    assert!(
+        stderr.contains("one of 2 MPI ranks") && stderr.contains("pass --layer mpi"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn mpi_pingpong_runs_under_mpirun_without_a_layer_flag() {
+    if !have_mpirun() {
+        eprintln!("SKIPPED: mpirun not found");
+        return;
+    }
+    let out = mpirun_2(
+        env!("CARGO_BIN_EXE_chorus-bench"),
+        &["mpi-pingpong", "--sizes", "8,1024", "--json"],
+    );
+    let v = json_of(&out);
+    assert_eq!(v["sizes"].as_array().map(Vec::len), Some(2), "{v}");
+    assert!(
+        v["latency_ratio"][0].as_f64().is_some_and(|r| r > 0.0),
+        "{v}"
+    );
+}
