@@ -4,21 +4,16 @@
 //! feature; says "SKIPPED: mpirun not found" and passes when MPI is not installed.
 #![cfg(feature = "mpi")]
 
+// This test uses only some of the shared helpers.
+#[allow(dead_code)]
 mod common;
 
 use common::{have_mpirun, json_of};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// `mpirun -n 2 bin args`, exactly as a user types it.
 fn mpirun_2(bin: &str, args: &[&str]) -> Output {
-    Command::new("timeout")
-        .args(["120", "mpirun", "-n", "2", bin])
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("RUST_LOG", "off")
-        .output()
-        .expect("start mpirun")
+    common::mpirun_as_typed(&["-n", "2"], bin, args)
 }
 
 #[test]

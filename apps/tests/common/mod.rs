@@ -16,11 +16,17 @@ pub fn have_mpirun() -> bool {
 
 /// `mpirun <mpirun_args> <bin> --layer mpi <args>`, killed after two minutes.
 pub fn mpirun(mpirun_args: &[&str], bin: &str, args: &[&str]) -> Output {
+    let mut with_layer = vec!["--layer", "mpi"];
+    with_layer.extend_from_slice(args);
+    mpirun_as_typed(mpirun_args, bin, &with_layer)
+}
+
+/// `mpirun <mpirun_args> <bin> <args>`, killed after two minutes.
+pub fn mpirun_as_typed(mpirun_args: &[&str], bin: &str, args: &[&str]) -> Output {
     Command::new("timeout")
         .args(["120", "mpirun"])
         .args(mpirun_args)
         .arg(bin)
-        .args(["--layer", "mpi"])
         .args(args)
         // CI runs as root, which OpenMPI refuses unless told it is intended.
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
