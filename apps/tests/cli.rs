@@ -169,3 +169,12 @@ fn bad_numbers_are_usage_errors_that_name_the_range() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+#[test]
+fn a_subcommand_with_a_layer_of_its_own_is_checked_on_that_layer() {
+    // sim-scale always runs on sim: more PEs than the threads layer allows are fine
+    // without --layer sim, as the README and CI run it.
+    let bench = env!("CARGO_BIN_EXE_chorus-bench");
+    let (code, err) = run(bench, &["sim-scale", "--pes", "5000", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+}

@@ -516,7 +516,12 @@ fn main() -> ExitCode {
                 ..config.clone()
             })
         }
-        Command::SimScale { config, .. } | Command::Replay { config, .. } => Some(config.clone()),
+        // sim-scale runs on the sim layer whatever --layer says.
+        Command::SimScale { config, .. } => Some(Config {
+            layer: Layer::Sim,
+            ..config.clone()
+        }),
+        Command::Replay { config, .. } => Some(config.clone()),
         Command::Sections { .. } | Command::Messaging { .. } => None,
     });
     let result = match cli.command {
