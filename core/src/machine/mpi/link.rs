@@ -38,6 +38,9 @@ pub(crate) struct Link {
     /// Receives of envelopes, posted in this order, so MPI fills them in this order.
     /// Declared before `comm`, so they are cancelled before it is freed.
     posted: VecDeque<PostedReceive>,
+    /// The receive the last envelope came in, read and waiting to be posted again at
+    /// the next look (also dropped before `comm`).
+    unposted: Option<PostedReceive>,
     pub(crate) comm: SimpleCommunicator,
     pending: Vec<PendingSend>,
     /// Bytes of the sends in `pending`.
@@ -143,6 +146,7 @@ impl Link {
             posted: (0..POSTED)
                 .map(|_| PostedReceive::new(&comm, POSTED_BYTES, ENVELOPE_TAG))
                 .collect(),
+            unposted: None,
             comm,
             pending: Vec::new(),
             in_flight: 0,
@@ -305,8 +309,15 @@ impl Link {
 
     /// Take the next envelope that has arrived, with its source rank.
     fn probe(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
+        // Posting the last arrival's receive again waits until now, the next look:
+        // done before that arrival was handed on, the MPI call sat on the path of
+        // every reply. The other posted receives take arrivals meanwhile, in order.
+        if let Some(mut again) = self.unposted.take() {
+            again.post(&self.comm);
+            self.posted.push_back(again);
+        }
         let status = self.posted.front_mut()?.test()?;
-        let mut posted = self.posted.pop_front().expect("tested just above");
+        let posted = self.posted.pop_front().expect("tested just above");
         let source = status.source_rank();
         let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
         let got = posted.bytes(len);
@@ -314,10 +325,7 @@ impl Link {
             Some(long) => Err(long),
             None => Ok(self.filled(got.len(), |buf| buf.copy_from_slice(got))),
         };
-        // Posted again before anything else is received, so arrivals keep landing in
-        // the posted buffers in order.
-        posted.post(&self.comm);
-        self.posted.push_back(posted);
+        self.unposted = Some(posted);
         let buf = match arrived {
             Ok(buf) => buf,
             Err(long) => self.receive_long(source, long),
