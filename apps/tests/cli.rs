@@ -178,3 +178,23 @@ fn a_subcommand_with_a_layer_of_its_own_is_checked_on_that_layer() {
     let (code, err) = run(bench, &["sim-scale", "--pes", "5000", "--json"]);
     assert_eq!(code, Some(0), "{err}");
 }
+
+#[test]
+fn every_binary_answers_version() {
+    for bin in [
+        env!("CARGO_BIN_EXE_hello"),
+        env!("CARGO_BIN_EXE_mcmc"),
+        env!("CARGO_BIN_EXE_jquick"),
+        env!("CARGO_BIN_EXE_radix"),
+        env!("CARGO_BIN_EXE_chorus-bench"),
+        env!("CARGO_BIN_EXE_chorus-tune"),
+    ] {
+        let out = Command::new(bin).arg("--version").output().expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(env!("CARGO_PKG_VERSION")),
+            "{bin} --version: {} {stdout}",
+            out.status
+        );
+    }
+}

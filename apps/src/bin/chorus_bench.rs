@@ -15,7 +15,10 @@ use std::process::ExitCode;
 static ALLOC: cap::Cap<mimalloc::MiMalloc> = cap::Cap::new(mimalloc::MiMalloc, usize::MAX);
 
 #[derive(Parser)]
-#[command(about = "chorus performance measurements, each against a baseline in the same run")]
+#[command(
+    version,
+    about = "chorus performance measurements, each against a baseline in the same run"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(about = "chares + group broadcast + reduction + quiescence detection")]
+#[command(
+    version,
+    about = "chares + group broadcast + reduction + quiescence detection"
+)]
 struct Args {
     #[command(flatten)]
     chorus: Config,

@@ -9,7 +9,10 @@ use serde_json::json;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(about = "Janus Quicksort: perfectly balanced distributed quicksort on range sections")]
+#[command(
+    version,
+    about = "Janus Quicksort: perfectly balanced distributed quicksort on range sections"
+)]
 struct Args {
     /// Elements per PE (n = pes * this, unless --n is given), 1..=2^30.
     #[arg(long, default_value_t = 1024, value_parser = |s: &str| cli::u64_in(s, 1, 1 << 30))]

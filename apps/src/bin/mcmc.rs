@@ -11,6 +11,7 @@ use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
+    version,
     about = "MCMC walker groups load-balanced by none, collective regrouping or asynchronous merge"
 )]
 struct Args {

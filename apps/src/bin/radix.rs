@@ -18,6 +18,7 @@ enum KeyType {
 
 #[derive(Parser)]
 #[command(
+    version,
     about = "Parallel LSD radix sort (Zagha-Blelloch) whose histogram allgather overlaps the local key movement",
     after_help = "By default every algorithm runs twice on the same input: the blocking baseline \
 (allgather, then local key movement) and the overlapped sort (allgather started, keys moved \

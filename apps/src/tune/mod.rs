@@ -16,6 +16,7 @@ use std::sync::Arc;
 /// The command line of chorus-tune.
 #[derive(Parser, Debug)]
 #[command(
+    version,
     about = "Check section collectives against their performance guidelines, write a profile that repairs violations, re-measure the tuned runtime"
 )]
 pub struct TuneArgs {
