@@ -3,6 +3,7 @@
 //! partition must pass before PEs act on it.
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use thiserror::Error;
 
 /// A walker group: a contiguous range of world PEs and the chain it works on.
@@ -64,11 +65,20 @@ pub fn check(before: &[GroupLoad], after: &[GroupLoad], npes: u32) -> Result<(),
             detail: format!("the groups end at PE {next}"),
         });
     }
+    // Counted once, not searched per chain: every PE checks every partition, so a
+    // search per chain cost each regroup O(groups^2) per PE, and mcmc on 8192
+    // simulated PEs minutes.
+    // Only looked up, never iterated: its per-process seed cannot reach behaviour.
+    let mut walking_by_chain: HashMap<(Option<u32>, u64), usize> = HashMap::new();
+    walking_by_chain.reserve(after.len());
+    for a in after {
+        *walking_by_chain.entry((a.chain, a.left)).or_default() += 1;
+    }
     for b in before.iter().filter(|g| g.busy()) {
-        let walking = after
-            .iter()
-            .filter(|a| a.chain == b.chain && a.left == b.left)
-            .count();
+        let walking = walking_by_chain
+            .get(&(b.chain, b.left))
+            .copied()
+            .unwrap_or(0);
         if walking != 1 {
             return Err(BadPartition::Chain {
                 chain: b.chain.unwrap_or_default(),
