@@ -140,7 +140,24 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     })
 }
 
-/// Decode `bytes` as an envelope for PE `me` and drop it: what a fuzzer drives.
+/// Run every reader of received bytes over `bytes` as PE `me` would, and drop what
+/// they make: the long-envelope notice, the segment table and the reassembly it
+/// plans, the envelope decoder, and the quiescence weight of bytes that do not
+/// decode. What a fuzzer drives; the decoder's answer is returned.
 pub fn check(bytes: &[u8], me: Pe) -> Result<(), WireError> {
-    decode(Arc::new(bytes.to_vec()), me).map(drop)
+    /// Largest reassembly tried: a receiver allocates only what really arrived,
+    /// which a fuzzer's claimed total need not be.
+    const MAX_WHOLE: usize = 1 << 20;
+    let _ = super::noticed_len(bytes);
+    if let Ok(Some(plan)) = super::segment_plan(bytes) {
+        if plan.total <= MAX_WHOLE {
+            let mut whole = vec![0; plan.total];
+            plan.assemble(bytes, &mut whole);
+        }
+    }
+    let decoded = decode(Arc::new(bytes.to_vec()), me).map(drop);
+    if decoded.is_err() {
+        let _ = counted_weight(bytes);
+    }
+    decoded
 }
