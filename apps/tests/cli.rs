@@ -109,7 +109,11 @@ fn bad_numbers_are_usage_errors_that_name_the_range() {
             [&sim[..], &["--n", "99999999999999999999"]].concat(),
             "1..=",
         ),
-        (jquick, [&sim[..], &["--k", "100"]].concat(), "2..=16"),
+        (
+            jquick,
+            [&sim[..], &["--section-arity", "100"]].concat(),
+            "2..=16",
+        ),
         (
             radix,
             [&sim[..], &["--keys-per-pe", "99999999999999999999"]].concat(),

@@ -2,7 +2,7 @@
 
 use chorus_apps::bench::{messaging, replay, sections, sim_scale};
 use chorus_apps::cli;
-use chorus_core::{Config, Layer, SimArgs, SimPreset, TraceReport};
+use chorus_core::{Config, Layer, SimArgs, TraceReport};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -38,8 +38,8 @@ enum Command {
         /// Membership fractions (each 0..=1).
         #[arg(long, value_delimiter = ',', default_value = "0.01,0.1,0.5", value_parser = |s: &str| cli::f64_in(s, 0.0, 1.0))]
         fractions: Vec<f64>,
-        /// Branching factor of the trees, 2..=16.
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=16))]
+        /// Branching factor of the section trees, 2..=16.
+        #[arg(long = "section-arity", alias = "k", default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..=16))]
         k: u32,
         /// `all` or a comma list of names (centralized, shrink-and-hash/leaf, ...).
         #[arg(long, default_value = "all")]
@@ -47,9 +47,6 @@ enum Command {
         /// Seed of the membership draw.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Sim network preset (same as --sim-preset).
-        #[arg(long = "preset", id = "sections_preset", value_enum)]
-        preset: Option<SimPreset>,
         /// The sim layer's model.
         #[command(flatten)]
         sim: SimArgs,
@@ -97,8 +94,8 @@ enum Command {
         /// Repetitions of each measurement (medians are reported).
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         reps: u32,
-        /// Branching factor of the chorus trees, 2..=16.
-        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=16))]
+        /// Branching factor of the section trees, 2..=16.
+        #[arg(long = "section-arity", alias = "k", default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=16))]
         k: u32,
         /// Print one JSON object instead of lines.
         #[arg(long)]
@@ -571,15 +568,9 @@ fn main() -> ExitCode {
             k,
             algorithms,
             seed,
-            preset,
-            mut sim,
+            sim,
             json,
-        } => {
-            if let Some(p) = preset {
-                sim.preset = p;
-            }
-            sections_cmd(layer, pes, fractions, k, &algorithms, seed, sim, json)
-        }
+        } => sections_cmd(layer, pes, fractions, k, &algorithms, seed, sim, json),
         Command::MpiPingpong {
             config,
             sizes,

@@ -34,8 +34,8 @@ struct Args {
     /// Samples per pivot (the median is the pivot; 1 = one random element).
     #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     samples: u32,
-    /// Branching factor of the section trees.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=16))]
+    /// Branching factor of the section trees, 2..=16.
+    #[arg(long = "section-arity", alias = "k", default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=16))]
     k: u32,
     /// Simulated cost of one element step of local work, ns (sim layer).
     #[arg(long, default_value_t = 2.0, value_parser = |s: &str| cli::f64_in(s, 0.0, 1e6))]

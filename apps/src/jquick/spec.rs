@@ -74,7 +74,7 @@ impl SortSpec {
             return Err(format!("--samples {} is outside 1..=65536", self.samples));
         }
         if !(2..=16).contains(&self.k) {
-            return Err(format!("--k {} is outside 2..=16", self.k));
+            return Err(format!("--section-arity {} is outside 2..=16", self.k));
         }
         if let Some(ns) = self.sim_ns_per_elem {
             if !(ns.is_finite() && ns >= 0.0) {

@@ -27,7 +27,12 @@ pub struct TuneArgs {
     #[arg(long, default_value = "8,64,512,4096")]
     pub sizes: String,
     /// Where to write the profile.
-    #[arg(long, default_value = "chorus-tune.profile")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        alias = "out",
+        default_value = "chorus-tune.profile"
+    )]
     pub out: PathBuf,
     /// Only re-measure the tuned runtime with this profile (no tuning, nothing written).
     #[arg(long)]
