@@ -280,5 +280,9 @@ fn a_damaged_envelope_still_tells_the_weight_its_sender_counted() {
     garbled[0] ^= 0xFF;
     assert_eq!(counted_weight(&garbled), None, "no magic");
     let body_end = HEADER_BYTES + u32_at(&run, 24) as usize;
-    assert_eq!(counted_weight(&run[..body_end + 4]), None, "run count cut off");
+    assert_eq!(
+        counted_weight(&run[..body_end + 4]),
+        None,
+        "run count cut off"
+    );
 }

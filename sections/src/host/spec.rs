@@ -30,7 +30,9 @@ pub enum Membership {
         /// Seed of the draw.
         seed: u64,
     },
-    /// Exactly these PEs join (sorted, without repeats).
+    /// Exactly these PEs join. The creator sorts the list and drops repeats before
+    /// the start leaves it, so any order is accepted; every PE holds the whole list,
+    /// so it suits small sections (split by colour and key at scale: `crate::Sections`).
     Pes(Vec<Pe>),
     /// Split by colour in one pass: each PE names a colour or none, and one section
     /// is made per colour.
@@ -211,6 +213,14 @@ pub enum HostError {
         /// The merge.
         token: u64,
     },
+    /// A member list names a PE the job does not have.
+    #[error("the member list names PE {pe}, but the job has PEs 0..{pes}")]
+    NoSuchPe {
+        /// The PE named.
+        pe: Pe,
+        /// PEs in the job.
+        pes: u32,
+    },
     /// A message for a creation this PE has no record of.
     #[error("PE {pe}: {what} for unknown creation {token:#x}")]
     UnknownCreation {
@@ -235,6 +245,19 @@ pub(crate) fn check_algorithm(alg: Algorithm) -> Result<(), HostError> {
 }
 
 impl Request {
+    /// Sort and deduplicate a member list (every PE looks itself up in it by binary
+    /// search) and check it names PEs of a job of `npes`.
+    pub fn normalize(&mut self, npes: u32) -> Result<(), HostError> {
+        if let Membership::Pes(pes) = &mut self.membership {
+            pes.sort_unstable();
+            pes.dedup();
+            if let Some(&pe) = pes.last().filter(|&&pe| pe >= npes) {
+                return Err(HostError::NoSuchPe { pe, pes: npes });
+            }
+        }
+        Ok(())
+    }
+
     /// Check the parts a creator can check alone.
     pub fn validate(&self) -> Result<(), HostError> {
         if !(crate::kary::MIN_K..=crate::kary::MAX_K).contains(&self.k) {

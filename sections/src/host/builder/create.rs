@@ -4,8 +4,9 @@
 use super::*;
 
 impl Builder {
-    pub(super) fn on_create(&mut self, ctx: &mut Ctx, req: Request) -> Result<(), HostError> {
+    pub(super) fn on_create(&mut self, ctx: &mut Ctx, mut req: Request) -> Result<(), HostError> {
         req.validate()?;
+        req.normalize(self.npes)?;
         let token = SectionId::token(self.me, self.counter);
         self.counter += req.membership.sections();
         match req.parent {
