@@ -2,6 +2,7 @@
 //! spanning-tree construction, and range sections.
 #![forbid(unsafe_code)]
 
+pub mod callback;
 pub mod collectives;
 pub mod creation;
 pub mod hash;

@@ -210,7 +210,10 @@ impl CollectivesHost {
             Ok(Step::Pending) => {
                 self.running.insert(key, run);
             }
-            Ok(Step::Done(Some(v))) => ctx.send_to_callback(&run.callback, v),
+            Ok(Step::Done(Some(v))) => {
+                let cb = crate::callback::for_member(&run.callback, run.member.my_pe());
+                ctx.send_to_callback(&cb, v)
+            }
             Ok(Step::Done(None)) => {}
             Err(cause) => self.end_failed(ctx, key, run, cause, None),
         }

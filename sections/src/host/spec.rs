@@ -122,7 +122,8 @@ pub struct Request {
     /// Which of them join.
     pub membership: Membership,
     /// Each member's `Section` (as `Encoded<Section>`) goes here; a group callback
-    /// made with `Callback::group_all` reaches the group's member on each member PE.
+    /// made with `Callback::group_all` reaches the group's member on each member PE
+    /// ([`crate::callback`]).
     pub on_member: Callback,
     /// The `CreationReport` (as `Encoded<CreationReport>`) goes here, once.
     pub on_report: Callback,

@@ -171,17 +171,9 @@ impl Chare for Builder {
     }
 }
 
-/// Where a member's callback goes on PE `pe`: a group-wide callback means the local
-/// member of that group; any other callback is used as given.
+/// Where a member's callback goes on PE `pe` (the crate's rule: [`crate::callback`]).
 fn local_callback(cb: &Callback, pe: Pe) -> Callback {
-    match cb {
-        Callback::GroupAll { coll, entry } => Callback::GroupMember {
-            coll: *coll,
-            pe,
-            entry: *entry,
-        },
-        other => other.clone(),
-    }
+    crate::callback::for_member(cb, pe)
 }
 
 /// A member's view of the section it was placed in (ids are PEs on the builder).
