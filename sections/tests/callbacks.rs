@@ -83,7 +83,7 @@ fn a_group_callback_reaches_the_members_own_pe_once() {
             .collect();
         heard.sort_unstable();
         let last: Vec<(u32, u64, u64)> = (0..6)
-            .map(|pe| *heard.iter().filter(|h| h.0 == pe).last().expect("heard"))
+            .map(|pe| *heard.iter().rfind(|h| h.0 == pe).expect("heard"))
             .collect();
         assert_eq!(
             last,

@@ -45,7 +45,7 @@ fn a_list_naming_a_pe_outside_the_job_is_an_error() {
     match batch::run(config(Layer::Threads), stages, true) {
         Err(BatchError::Runtime(e)) => {
             let want = "PE 8";
-            assert!(e.to_string().contains(&want), "{e}");
+            assert!(e.to_string().contains(want), "{e}");
         }
         other => panic!(
             "expected an error naming PE 8, got {:?}",

@@ -206,6 +206,7 @@ impl Builder {
             on_member: meta.on_member,
             on_report: meta.on_report,
             tag: meta.tag,
+            key: None,
             algorithm: None,
             parts: vec![Part {
                 proto: Engine::Merge(Box::new(state)),

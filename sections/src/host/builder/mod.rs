@@ -9,7 +9,8 @@ use crate::hash::mix64;
 use crate::host::algo::{self, Proto, ProtoMsg};
 use crate::host::merge::{Hop, MergeRequest, MergeState, Route, Way};
 use crate::host::rebuild::{self, Patched};
-use crate::host::spec::{CreationReport, HostError, Parent, Request};
+use crate::host::spec::{CreationReport, HostError, Membership, Parent, Request};
+use crate::host::split::Split;
 use crate::host::tally::Tally;
 use crate::kary;
 use crate::section::{Placement, Section, SectionId};
@@ -24,7 +25,9 @@ mod create;
 mod finish;
 mod merging;
 mod msg;
+mod rank;
 mod repair;
+mod split;
 mod wait;
 
 pub use msg::BuilderMsg;
@@ -72,6 +75,9 @@ impl Engine {
 /// count on arrival).
 type Item = (Pe, Pe, u32, Wire<ProtoMsg>, u64);
 
+/// A member's (key, PE) in a split by colour and key.
+type Keyed = (i64, Pe);
+
 /// Where a section's members and report go; kept for rebuilds.
 #[derive(Debug, Clone)]
 struct Meta {
@@ -103,6 +109,8 @@ struct Run {
     on_member: Callback,
     on_report: Callback,
     tag: u64,
+    /// This PE's key in a split by colour and key: its sections are ranked by it.
+    key: Option<i64>,
     algorithm: Option<Algorithm>,
     parts: Vec<Part>,
     up: Option<Pe>,
@@ -134,6 +142,16 @@ pub struct Builder {
     outgoing: Vec<(Pe, u32, Wire<ProtoMsg>)>,
     /// Starts of creations from a parent section not stored here yet: (token, from, request).
     waiting: HashMap<SectionId, Vec<(u64, Pe, Request)>>,
+    /// Splits by colour and key this PE has called, per parent: how many.
+    splits_called: HashMap<Parent, u64>,
+    /// This PE's calls whose start has not come yet, by (parent, number).
+    calls: HashMap<(Parent, u64), (Split, Callback)>,
+    /// Starts of splits this PE has not called yet, by (parent, number): (token, request).
+    held_splits: HashMap<(Parent, u64), (u64, Request)>,
+    /// Sections of splits being ranked by (key, PE) here.
+    rankings: HashMap<SectionId, rank::Ranking>,
+    /// Subtree lists that came before this PE's own part of the section was made.
+    early_ranks: HashMap<SectionId, Vec<(Pe, Vec<Keyed>)>>,
 }
 
 impl Chare for Builder {
@@ -161,6 +179,11 @@ impl Chare for Builder {
             pending_merges: HashMap::new(),
             outgoing: Vec::new(),
             waiting: HashMap::new(),
+            splits_called: HashMap::new(),
+            calls: HashMap::new(),
+            held_splits: HashMap::new(),
+            rankings: HashMap::new(),
+            early_ranks: HashMap::new(),
         }
     }
 
@@ -227,6 +250,10 @@ impl Builder {
     fn dispatch(&mut self, msg: BuilderMsg, ctx: &mut Ctx) -> Result<(), HostError> {
         match msg {
             BuilderMsg::Create(req) => self.on_create(ctx, req),
+            BuilderMsg::Split { split, on_member } => self.on_split(ctx, split, on_member),
+            BuilderMsg::RankUp { id, from, keys } => self.on_rank_up(ctx, id, from, keys),
+            BuilderMsg::RankDown { id, ranks } => self.on_rank_down(ctx, id, ranks),
+            BuilderMsg::RankChild { id, rank, pe } => self.on_rank_child(ctx, id, rank, pe),
             BuilderMsg::Start { token, from, req } => self.on_start(ctx, token, from, req),
             BuilderMsg::Proto {
                 token,
