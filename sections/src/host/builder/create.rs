@@ -80,9 +80,10 @@ impl Builder {
         // A split by colour and key runs once this PE has said its colour and key.
         let call = match req.membership {
             Membership::Called { seq, .. } => match self.calls.remove(&(req.parent, seq)) {
-                Some(call) => Some(call),
+                Some(call) => Some(*call),
                 None => {
-                    self.held_splits.insert((req.parent, seq), (token, req));
+                    self.held_splits
+                        .insert((req.parent, seq), Box::new((token, req)));
                     return Ok(());
                 }
             },
@@ -167,7 +168,7 @@ impl Builder {
             peak: 0,
             children_peaked: 0,
         };
-        self.runs.insert(token, run);
+        self.runs.insert(token, Box::new(run));
         let mut queue = VecDeque::new();
         for part in 0..sections {
             let mut out = Outbox::new();

@@ -135,7 +135,9 @@ pub struct Builder {
     meta: HashMap<SectionId, Meta>,
     failed: BTreeSet<Pe>,
     meetings: HashMap<(SectionId, u32), Vec<(u32, Pe)>>,
-    runs: HashMap<u64, Run>,
+    // Values boxed: a map holds at least 4 slots, and on sim 10^5 builders each hold
+    // one run, call or ranking at once, so slots as large as the value cost 1-2 KB per PE.
+    runs: HashMap<u64, Box<Run>>,
     early: HashMap<u64, Vec<Early>>,
     orphans: HashMap<(u64, u32), Intermediaries>,
     pending_merges: HashMap<u64, (MergeRequest, Section)>,
@@ -145,11 +147,11 @@ pub struct Builder {
     /// Splits by colour and key this PE has called, per parent: how many.
     splits_called: HashMap<Parent, u64>,
     /// This PE's calls whose start has not come yet, by (parent, number).
-    calls: HashMap<(Parent, u64), (Split, Callback)>,
+    calls: HashMap<(Parent, u64), Box<(Split, Callback)>>,
     /// Starts of splits this PE has not called yet, by (parent, number): (token, request).
-    held_splits: HashMap<(Parent, u64), (u64, Request)>,
+    held_splits: HashMap<(Parent, u64), Box<(u64, Request)>>,
     /// Sections of splits being ranked by (key, PE) here.
-    rankings: HashMap<SectionId, rank::Ranking>,
+    rankings: HashMap<SectionId, Box<rank::Ranking>>,
     /// Subtree lists that came before this PE's own part of the section was made.
     early_ranks: HashMap<SectionId, Vec<(Pe, Vec<Keyed>)>>,
 }
@@ -386,6 +388,7 @@ impl Builder {
         let pe = self.me;
         self.runs
             .get_mut(&token)
+            .map(|r| &mut **r)
             .ok_or(HostError::UnknownCreation { pe, token, what })
     }
 

@@ -50,7 +50,7 @@ impl Builder {
             mine: None,
             children: Vec::new(),
         };
-        self.rankings.insert(id, ranking);
+        self.rankings.insert(id, Box::new(ranking));
         for (from, keys) in self.early_ranks.remove(&id).unwrap_or_default() {
             self.take_list(id, from, keys)?;
         }
@@ -77,6 +77,7 @@ impl Builder {
         let pe = self.me;
         self.rankings
             .get_mut(&id)
+            .map(|r| &mut **r)
             .ok_or(HostError::UnknownCreation {
                 pe,
                 token: SectionId::token(id.creator, id.counter),

@@ -27,9 +27,13 @@ impl Builder {
         *counter += 1;
         let req = split.request(seq, parent_pes);
         match self.held_splits.remove(&(parent, seq)) {
-            Some((token, held)) => self.join(ctx, token, held, Some((split, on_member)))?,
+            Some(held) => {
+                let (token, held) = *held;
+                self.join(ctx, token, held, Some((split, on_member)))?
+            }
             None => {
-                self.calls.insert((parent, seq), (split, on_member));
+                self.calls
+                    .insert((parent, seq), Box::new((split, on_member)));
             }
         }
         if root {
