@@ -63,7 +63,9 @@ pub enum Colouring {
         /// Seed of the draw.
         seed: u64,
     },
-    /// PE p names colour `of[p]` (None, or p outside the list: no colour).
+    /// PE p names colour `of[p]` (None, or p outside the list: no colour). Every PE
+    /// receives the whole list (O(n) each, O(n²) over the job): at scale, let each
+    /// PE name its own colour with a [`crate::host::Split`].
     Listed {
         /// Number of colours (sections made), at least 1.
         colours: u32,
