@@ -19,6 +19,10 @@ struct Plan {
     seed: u64,
     algorithm: Option<Algorithm>,
     nested: bool,
+    /// Odd PEs call only once the job is quiet without them (the split's start
+    /// has reached them and waits for their call), then PE 0 ends the job at the
+    /// next quiescence.
+    late: bool,
 }
 
 impl Plan {
@@ -36,6 +40,7 @@ struct Init {
     plan: Plan,
     joined: Entry<Worker, Section>,
     sum: Entry<Worker, u64>,
+    late: Entry<Worker, ()>,
 }
 
 struct Worker {
@@ -47,6 +52,7 @@ struct Worker {
 #[derive(Clone, Serialize, Deserialize)]
 enum Msg {
     Go,
+    Late(()),
     Joined(Section),
     Sum(u64),
 }
@@ -64,7 +70,14 @@ impl Chare for Worker {
         let sections = self.init.sections;
         let joined = Callback::group_all(&me, self.init.joined);
         match msg {
-            Msg::Go => {
+            Msg::Go | Msg::Late(()) => {
+                let late = matches!(msg, Msg::Late(()));
+                if late && pe == 0 {
+                    ctx.exit_on_quiescence();
+                }
+                if plan.late && pe % 2 == 1 && !late || !plan.late && late || late && pe % 2 == 0 {
+                    return;
+                }
                 let (colour, key) = plan.of(pe);
                 let mut split = Split::new(plan.colours).key(key);
                 split = match colour {
@@ -104,6 +117,7 @@ fn run(layer: Layer, pes: u32, plan: Plan) -> RunReport {
     reg.chare::<Worker>("Worker");
     let joined = reg.entry::<Worker, Section>("Worker::joined", Msg::Joined);
     let sum = reg.entry::<Worker, u64>("Worker::sum", Msg::Sum);
+    let late = reg.entry::<Worker, ()>("Worker::late", Msg::Late);
     let cfg = Config {
         layer,
         ..Config::with_pes(pes)
@@ -116,9 +130,15 @@ fn run(layer: Layer, pes: u32, plan: Plan) -> RunReport {
                 plan,
                 joined,
                 sum,
+                late,
             };
-            ctx.create_group::<Worker>(init).broadcast(ctx, Msg::Go);
-            ctx.exit_on_quiescence();
+            let workers = ctx.create_group::<Worker>(init);
+            workers.broadcast(ctx, Msg::Go);
+            if plan.late {
+                ctx.start_quiescence(Callback::group_all(&workers, late));
+            } else {
+                ctx.exit_on_quiescence();
+            }
         })
         .unwrap_or_else(|e| panic!("{layer:?} {plan:?}: {e}"))
 }
@@ -227,6 +247,7 @@ fn every_algorithm_ranks_by_key_then_pe_on_threads_and_sim() {
                 seed: 17 + i as u64,
                 algorithm: Some(alg),
                 nested: false,
+                late: false,
             };
             let report = run(layer, 13, plan);
             verify(13, plan, &report);
@@ -242,6 +263,7 @@ fn a_section_made_by_a_split_splits_again() {
             seed: 5,
             algorithm: None,
             nested: true,
+            late: false,
         };
         let report = run(layer, 16, plan);
         verify(16, plan, &report);
@@ -255,9 +277,27 @@ fn the_default_algorithm_on_a_large_job() {
         seed: 3,
         algorithm: None,
         nested: false,
+        late: false,
     };
     let report = run(Layer::Sim, 300, plan);
     verify(300, plan, &report);
+}
+
+#[test]
+fn a_pe_that_calls_after_the_start_came_still_joins() {
+    for layer in [Layer::Threads, Layer::Sim] {
+        for algorithm in [Algorithm::Centralized, available()[3]] {
+            let plan = Plan {
+                colours: 2,
+                seed: 8,
+                algorithm: Some(algorithm),
+                nested: true,
+                late: true,
+            };
+            let report = run(layer, 12, plan);
+            verify(12, plan, &report);
+        }
+    }
 }
 
 #[test]
