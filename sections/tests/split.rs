@@ -75,7 +75,13 @@ impl Chare for Worker {
                 if late && pe == 0 {
                     ctx.exit_on_quiescence();
                 }
-                if plan.late && pe % 2 == 1 && !late || !plan.late && late || late && pe % 2 == 0 {
+                // Late odd PEs call at `Late`, everyone else at `Go`.
+                let my_turn = if plan.late && pe % 2 == 1 {
+                    late
+                } else {
+                    !late
+                };
+                if !my_turn {
                     return;
                 }
                 let (colour, key) = plan.of(pe);
