@@ -126,7 +126,8 @@ struct Running {
 pub struct CollectivesHost {
     profile: Option<Arc<Profile>>,
     next_seq: HashMap<SectionId, u64>,
-    running: HashMap<OpKey, Running>,
+    // Boxed: a map holds at least 4 slots, and on sim 10^5 hosts each run one.
+    running: HashMap<OpKey, Box<Running>>,
     early: HashMap<OpKey, Vec<(u32, u32, Piece)>>,
     /// Collectives that failed here: their late messages are dropped.
     failed: HashSet<OpKey>,
@@ -208,9 +209,12 @@ impl CollectivesHost {
     fn settle(&mut self, ctx: &mut Ctx, key: OpKey, run: Running, step: Stepped) {
         match step {
             Ok(Step::Pending) => {
-                self.running.insert(key, run);
+                self.running.insert(key, Box::new(run));
             }
-            Ok(Step::Done(Some(v))) => ctx.send_to_callback(&run.callback, v),
+            Ok(Step::Done(Some(v))) => {
+                let cb = crate::callback::for_member(&run.callback, run.member.my_pe());
+                ctx.send_to_callback(&cb, v)
+            }
             Ok(Step::Done(None)) => {}
             Err(cause) => self.end_failed(ctx, key, run, cause, None),
         }
@@ -287,7 +291,7 @@ impl CollectivesHost {
         let key = abort.key;
         if let Some(run) = self.running.remove(&key) {
             let cause = abort.error(false);
-            return self.end_failed(ctx, key, run, cause, Some((abort, from)));
+            return self.end_failed(ctx, key, *run, cause, Some((abort, from)));
         }
         let started = self.next_seq.get(&key.section).copied().unwrap_or(0) > key.seq;
         if !started {
@@ -344,7 +348,7 @@ impl Chare for CollectivesHost {
                     let view = Rerooted::new(&run.member, run.root);
                     let step = run.machine.receive(&view, from, tag, piece, &mut out);
                     Self::flush(ctx, key, run.member.rank(), out);
-                    self.settle(ctx, key, run, step);
+                    self.settle(ctx, key, *run, step);
                 }
                 None => self.early.entry(key).or_default().push((from, tag, piece)),
             },

@@ -5,7 +5,8 @@
 //! collectives that PE's members run. A member starts a collective from any handler
 //! on its own PE: the call returns at once, and the result arrives later at the
 //! member's [`Callback`] (a chare, a group member, an array element — never a
-//! closure). Values are chorus-core's neutral [`RedData`], so any `Reducible` goes in
+//! closure; a callback naming a whole group reaches its member on this member's PE,
+//! once: [`crate::callback`]). Values are chorus-core's neutral [`RedData`], so any `Reducible` goes in
 //! and any entry taking a `Reducible` receives the result.
 //!
 //! Every member of a section must start that section's collectives in the same order

@@ -24,6 +24,11 @@
 //!   none and one pass makes a section per colour: each PE runs one state machine
 //!   per colour, and what they send to one PE in one handler travels as one message,
 //!   so the upward pass is one wave carrying every colour's counts;
+//! - **split by colour and key** ([`Split`], `MPI_Comm_split`): every PE of the
+//!   parent calls with its own colour and key ([`BuilderMsg::Split`]); the parent's
+//!   root starts the split as above, each PE matching the start with its own call;
+//!   once a section is made its members rank themselves by (key, PE) over its tree
+//!   (`builder/rank.rs`) before anyone hears of it;
 //! - **group merge** ([`MergeRequest`], [`Builder::merge_sections`]): two sections
 //!   become one with only their members taking part ([`merge`]);
 //! - **rebuild after failure** (sim layer): when a member dies, the survivors make
@@ -45,14 +50,17 @@ mod hop;
 pub mod merge;
 pub mod rebuild;
 pub mod spec;
+pub mod split;
 pub mod tally;
 
 pub use algo::{available, protocol, Proto, ProtoMsg};
 pub use builder::{Builder, BuilderInit, BuilderMsg};
 pub use merge::MergeRequest;
 pub use spec::{
-    drawn, Colouring, CreationReport, HostError, Membership, Parent, Request, MAX_COLOURS,
+    default_algorithm, drawn, Colouring, CreationReport, HostError, Membership, Parent, Request,
+    DEFAULT_K, MAX_COLOURS,
 };
+pub use split::Split;
 pub use tally::Tally;
 
 use chorus_core::Registry;

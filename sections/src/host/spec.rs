@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// The PEs a creation runs over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Parent {
     /// Every PE of the job, over the balanced k-ary tree of PE numbers.
     World,
@@ -30,11 +30,24 @@ pub enum Membership {
         /// Seed of the draw.
         seed: u64,
     },
-    /// Exactly these PEs join (sorted, without repeats).
+    /// Exactly these PEs join. The creator sorts the list and drops repeats before
+    /// the start leaves it, so any order is accepted; every PE holds the whole list,
+    /// so it suits small sections (split by colour and key at scale: `crate::Sections`).
     Pes(Vec<Pe>),
     /// Split by colour in one pass: each PE names a colour or none, and one section
     /// is made per colour.
     Colours(Colouring),
+    /// Split by colour and key, `MPI_Comm_split` style: each PE of the parent names
+    /// its own colour (below `colours`, or none) and key in a call of its own
+    /// ([`crate::host::Split`]), so no PE learns another's; members are ranked by
+    /// (key, PE). `seq` numbers the splits of one parent (every PE of the parent
+    /// makes them in the same order) and matches the start with each PE's call.
+    Called {
+        /// Number of colours (sections made), at least 1.
+        colours: u32,
+        /// The split's number among the parent's splits, from 0.
+        seq: u64,
+    },
 }
 
 /// How each PE names its colour in a split.
@@ -50,7 +63,9 @@ pub enum Colouring {
         /// Seed of the draw.
         seed: u64,
     },
-    /// PE p names colour `of[p]` (None, or p outside the list: no colour).
+    /// PE p names colour `of[p]` (None, or p outside the list: no colour). Every PE
+    /// receives the whole list (O(n) each, O(n²) over the job): at scale, let each
+    /// PE name its own colour with a [`crate::host::Split`].
     Listed {
         /// Number of colours (sections made), at least 1.
         colours: u32,
@@ -68,7 +83,8 @@ impl Membership {
         self.colour(pe).is_some()
     }
 
-    /// The section `pe` joins: its colour in a split, 0 otherwise; None if it joins none.
+    /// The section `pe` joins: its colour in a split, 0 otherwise; None if it joins
+    /// none, or if only `pe` itself knows (`Called`).
     pub fn colour(&self, pe: Pe) -> Option<u32> {
         let yes = |b: bool| b.then_some(0);
         match self {
@@ -87,6 +103,7 @@ impl Membership {
                 Some((x % u64::from((*colours).max(1))) as u32)
             }
             Membership::Colours(Colouring::Listed { of, .. }) => of.get(pe as usize).copied()?,
+            Membership::Called { .. } => None,
         }
     }
 
@@ -94,7 +111,8 @@ impl Membership {
     pub fn sections(&self) -> u32 {
         match self {
             Membership::Colours(Colouring::Random { colours, .. })
-            | Membership::Colours(Colouring::Listed { colours, .. }) => *colours,
+            | Membership::Colours(Colouring::Listed { colours, .. })
+            | Membership::Called { colours, .. } => *colours,
             _ => 1,
         }
     }
@@ -120,7 +138,8 @@ pub struct Request {
     /// Which of them join.
     pub membership: Membership,
     /// Each member's `Section` (as `Encoded<Section>`) goes here; a group callback
-    /// made with `Callback::group_all` reaches the group's member on each member PE.
+    /// made with `Callback::group_all` reaches the group's member on each member PE
+    /// ([`crate::callback`]).
     pub on_member: Callback,
     /// The `CreationReport` (as `Encoded<CreationReport>`) goes here, once.
     pub on_report: Callback,
@@ -129,6 +148,88 @@ pub struct Request {
     /// Members keep the new section, so it can be a parent, merged or rebuilt
     /// (false: they only hear of it at `on_member`, and the builder holds nothing).
     pub keep: bool,
+}
+
+/// Branching factor of new trees unless a request says otherwise: shallow enough
+/// that a message crosses a 10^5-member section in 9 hops, narrow enough that no
+/// parent waits on many children.
+pub const DEFAULT_K: u32 = 4;
+
+/// Parents of at most this many PEs use the centralized algorithm by default.
+pub const CENTRALIZED_UP_TO: u32 = 64;
+
+/// The creation algorithm for a parent of `pes` PEs when the caller names none:
+/// Centralized on small parents (fewest messages; its root holds every member,
+/// which costs nothing at this size), Shrink-and-Hash on larger ones (O(1) state per
+/// PE, no PE holds the member list).
+pub fn default_algorithm(pes: u32) -> Algorithm {
+    if pes <= CENTRALIZED_UP_TO {
+        Algorithm::Centralized
+    } else {
+        Algorithm::ShrinkAndHash(Filler::None)
+    }
+}
+
+impl Default for Request {
+    /// Every PE of the world joins one section made by Shrink-and-Hash with
+    /// [`DEFAULT_K`]; members keep it; results go nowhere until set.
+    fn default() -> Self {
+        Request {
+            algorithm: Algorithm::ShrinkAndHash(Filler::None),
+            k: DEFAULT_K,
+            parent: Parent::World,
+            membership: Membership::All,
+            on_member: Callback::Ignore,
+            on_report: Callback::Ignore,
+            tag: 0,
+            keep: true,
+        }
+    }
+}
+
+impl Request {
+    /// A request for a section of `membership`, the rest as [`Request::default`].
+    pub fn new(membership: Membership) -> Self {
+        Request {
+            membership,
+            ..Request::default()
+        }
+    }
+
+    /// This request with creation algorithm `algorithm`.
+    pub fn algorithm(self, algorithm: Algorithm) -> Self {
+        Request { algorithm, ..self }
+    }
+
+    /// This request with branching factor `k`.
+    pub fn k(self, k: u32) -> Self {
+        Request { k, ..self }
+    }
+
+    /// This request made from `parent`.
+    pub fn parent(self, parent: Parent) -> Self {
+        Request { parent, ..self }
+    }
+
+    /// This request delivering each member's section to `on_member`.
+    pub fn on_member(self, on_member: Callback) -> Self {
+        Request { on_member, ..self }
+    }
+
+    /// This request delivering the creation's report to `on_report`.
+    pub fn on_report(self, on_report: Callback) -> Self {
+        Request { on_report, ..self }
+    }
+
+    /// This request with tag `tag`, echoed in the report.
+    pub fn tag(self, tag: u64) -> Self {
+        Request { tag, ..self }
+    }
+
+    /// This request with members keeping the section (`keep`) or not.
+    pub fn keep(self, keep: bool) -> Self {
+        Request { keep, ..self }
+    }
 }
 
 /// What one finished creation cost.
@@ -211,6 +312,14 @@ pub enum HostError {
         /// The merge.
         token: u64,
     },
+    /// A member list names a PE the job does not have.
+    #[error("the member list names PE {pe}, but the job has PEs 0..{pes}")]
+    NoSuchPe {
+        /// The PE named.
+        pe: Pe,
+        /// PEs in the job.
+        pes: u32,
+    },
     /// A message for a creation this PE has no record of.
     #[error("PE {pe}: {what} for unknown creation {token:#x}")]
     UnknownCreation {
@@ -235,6 +344,19 @@ pub(crate) fn check_algorithm(alg: Algorithm) -> Result<(), HostError> {
 }
 
 impl Request {
+    /// Sort and deduplicate a member list (every PE looks itself up in it by binary
+    /// search) and check it names PEs of a job of `npes`.
+    pub fn normalize(&mut self, npes: u32) -> Result<(), HostError> {
+        if let Membership::Pes(pes) = &mut self.membership {
+            pes.sort_unstable();
+            pes.dedup();
+            if let Some(&pe) = pes.last().filter(|&&pe| pe >= npes) {
+                return Err(HostError::NoSuchPe { pe, pes: npes });
+            }
+        }
+        Ok(())
+    }
+
     /// Check the parts a creator can check alone.
     pub fn validate(&self) -> Result<(), HostError> {
         if !(crate::kary::MIN_K..=crate::kary::MAX_K).contains(&self.k) {
@@ -321,6 +443,18 @@ mod tests {
         };
         assert!(matches!(req(bad).validate(), Err(HostError::BadColours(_))));
         assert!(req(m).validate().is_ok());
+    }
+
+    #[test]
+    fn a_default_request_with_a_few_fields_set_is_valid() {
+        let req = Request::new(Membership::Pes(vec![3, 1]))
+            .k(3)
+            .tag(7)
+            .algorithm(default_algorithm(100_000));
+        assert_eq!(req.algorithm, Algorithm::ShrinkAndHash(Filler::None));
+        assert_eq!((req.k, req.tag, req.keep), (3, 7, true));
+        assert!(req.validate().is_ok());
+        assert_eq!(default_algorithm(8), Algorithm::Centralized);
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use super::*;
 
 impl Builder {
-    pub(super) fn on_create(&mut self, ctx: &mut Ctx, req: Request) -> Result<(), HostError> {
+    pub(super) fn on_create(&mut self, ctx: &mut Ctx, mut req: Request) -> Result<(), HostError> {
         req.validate()?;
+        req.normalize(self.npes)?;
         let token = SectionId::token(self.me, self.counter);
         self.counter += req.membership.sections();
         match req.parent {
@@ -64,7 +65,7 @@ impl Builder {
                 return self.hold(token, from, id, req);
             }
         }
-        let (up, down, generation) = self.parent_tree(&req)?;
+        let (up, down, _) = self.parent_tree(&req)?;
         if let Parent::Section(_) = req.parent {
             // Flood the parent section's tree from wherever the creation began.
             for n in up.iter().chain(&down).copied().filter(|&n| Some(n) != from) {
@@ -76,6 +77,31 @@ impl Builder {
                 self.send(ctx, n, start);
             }
         }
+        // A split by colour and key runs once this PE has said its colour and key.
+        let call = match req.membership {
+            Membership::Called { seq, .. } => match self.calls.remove(&(req.parent, seq)) {
+                Some(call) => Some(*call),
+                None => {
+                    self.held_splits
+                        .insert((req.parent, seq), Box::new((token, req)));
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
+        self.join(ctx, token, req, call)
+    }
+
+    /// Take part in creation `token` (the start has passed on): make this PE's state
+    /// machines and run them. `call` is this PE's own part in a split by colour and key.
+    pub(super) fn join(
+        &mut self,
+        ctx: &mut Ctx,
+        token: u64,
+        req: Request,
+        call: Option<(Split, Callback)>,
+    ) -> Result<(), HostError> {
+        let (up, down, generation) = self.parent_tree(&req)?;
         // From a section, intermediaries are named by parent rank and reached by
         // routing over the parent's tree, so no PE outside the parent takes part.
         let (world, way) = match req.parent {
@@ -91,8 +117,19 @@ impl Builder {
                 (size, Some(Way::Joined(route)))
             }
         };
-        let colour = req.membership.colour(self.me);
         let sections = req.membership.sections();
+        let (colour, key, on_member) = match call {
+            Some((split, on_member)) => {
+                if split.colours != sections {
+                    return Err(HostError::BadColours(format!(
+                        "PE {} splits into {} colours, the parent's root into {sections}",
+                        self.me, split.colours
+                    )));
+                }
+                (split.colour, Some(split.key), on_member)
+            }
+            None => (req.membership.colour(self.me), None, req.on_member),
+        };
         let mut parts = Vec::with_capacity(sections as usize);
         for part in 0..sections {
             let setup = Setup {
@@ -115,9 +152,10 @@ impl Builder {
         let run = Run {
             keep: req.keep,
             way,
-            on_member: req.on_member,
+            on_member,
             on_report: req.on_report,
             tag: req.tag,
+            key,
             algorithm: Some(req.algorithm),
             parts,
             up,
@@ -130,7 +168,7 @@ impl Builder {
             peak: 0,
             children_peaked: 0,
         };
-        self.runs.insert(token, run);
+        self.runs.insert(token, Box::new(run));
         let mut queue = VecDeque::new();
         for part in 0..sections {
             let mut out = Outbox::new();

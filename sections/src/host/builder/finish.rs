@@ -31,6 +31,14 @@ impl Builder {
             on_report: run.on_report.clone(),
             tag: run.tag,
         };
+        if let Some(key) = run.key {
+            // A split by colour and key: members hear of their sections once ranked.
+            for section in placed {
+                let meta = keep.then(|| meta.clone());
+                self.start_ranking(ctx, section, key, cb.clone(), meta)?;
+            }
+            return self.try_up(ctx, token);
+        }
         let stored: Vec<SectionId> = placed.iter().filter(|_| keep).map(|s| s.id).collect();
         for section in placed {
             if keep {

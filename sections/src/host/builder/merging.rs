@@ -206,6 +206,7 @@ impl Builder {
             on_member: meta.on_member,
             on_report: meta.on_report,
             tag: meta.tag,
+            key: None,
             algorithm: None,
             parts: vec![Part {
                 proto: Engine::Merge(Box::new(state)),
@@ -222,7 +223,7 @@ impl Builder {
             peak: 0,
             children_peaked: 0,
         };
-        self.runs.insert(token, run);
+        self.runs.insert(token, Box::new(run));
         let mut queue = VecDeque::new();
         for (dest, msg) in sends {
             if let Some(msg) = self.route(ctx, token, 0, dest, msg)? {

@@ -9,7 +9,8 @@ use crate::hash::mix64;
 use crate::host::algo::{self, Proto, ProtoMsg};
 use crate::host::merge::{Hop, MergeRequest, MergeState, Route, Way};
 use crate::host::rebuild::{self, Patched};
-use crate::host::spec::{CreationReport, HostError, Parent, Request};
+use crate::host::spec::{CreationReport, HostError, Membership, Parent, Request};
+use crate::host::split::Split;
 use crate::host::tally::Tally;
 use crate::kary;
 use crate::section::{Placement, Section, SectionId};
@@ -24,7 +25,9 @@ mod create;
 mod finish;
 mod merging;
 mod msg;
+mod rank;
 mod repair;
+mod split;
 mod wait;
 
 pub use msg::BuilderMsg;
@@ -72,6 +75,9 @@ impl Engine {
 /// count on arrival).
 type Item = (Pe, Pe, u32, Wire<ProtoMsg>, u64);
 
+/// A member's (key, PE) in a split by colour and key.
+type Keyed = (i64, Pe);
+
 /// Where a section's members and report go; kept for rebuilds.
 #[derive(Debug, Clone)]
 struct Meta {
@@ -103,6 +109,8 @@ struct Run {
     on_member: Callback,
     on_report: Callback,
     tag: u64,
+    /// This PE's key in a split by colour and key: its sections are ranked by it.
+    key: Option<i64>,
     algorithm: Option<Algorithm>,
     parts: Vec<Part>,
     up: Option<Pe>,
@@ -127,13 +135,25 @@ pub struct Builder {
     meta: HashMap<SectionId, Meta>,
     failed: BTreeSet<Pe>,
     meetings: HashMap<(SectionId, u32), Vec<(u32, Pe)>>,
-    runs: HashMap<u64, Run>,
+    // Values boxed: a map holds at least 4 slots, and on sim 10^5 builders each hold
+    // one run, call or ranking at once, so slots as large as the value cost 1-2 KB per PE.
+    runs: HashMap<u64, Box<Run>>,
     early: HashMap<u64, Vec<Early>>,
     orphans: HashMap<(u64, u32), Intermediaries>,
     pending_merges: HashMap<u64, (MergeRequest, Section)>,
     outgoing: Vec<(Pe, u32, Wire<ProtoMsg>)>,
     /// Starts of creations from a parent section not stored here yet: (token, from, request).
     waiting: HashMap<SectionId, Vec<(u64, Pe, Request)>>,
+    /// Splits by colour and key this PE has called, per parent: how many.
+    splits_called: HashMap<Parent, u64>,
+    /// This PE's calls whose start has not come yet, by (parent, number).
+    calls: HashMap<(Parent, u64), Box<(Split, Callback)>>,
+    /// Starts of splits this PE has not called yet, by (parent, number): (token, request).
+    held_splits: HashMap<(Parent, u64), Box<(u64, Request)>>,
+    /// Sections of splits being ranked by (key, PE) here.
+    rankings: HashMap<SectionId, Box<rank::Ranking>>,
+    /// Subtree lists that came before this PE's own part of the section was made.
+    early_ranks: HashMap<SectionId, Vec<(Pe, Vec<Keyed>)>>,
 }
 
 impl Chare for Builder {
@@ -161,6 +181,11 @@ impl Chare for Builder {
             pending_merges: HashMap::new(),
             outgoing: Vec::new(),
             waiting: HashMap::new(),
+            splits_called: HashMap::new(),
+            calls: HashMap::new(),
+            held_splits: HashMap::new(),
+            rankings: HashMap::new(),
+            early_ranks: HashMap::new(),
         }
     }
 
@@ -171,17 +196,9 @@ impl Chare for Builder {
     }
 }
 
-/// Where a member's callback goes on PE `pe`: a group-wide callback means the local
-/// member of that group; any other callback is used as given.
+/// Where a member's callback goes on PE `pe` (the crate's rule: [`crate::callback`]).
 fn local_callback(cb: &Callback, pe: Pe) -> Callback {
-    match cb {
-        Callback::GroupAll { coll, entry } => Callback::GroupMember {
-            coll: *coll,
-            pe,
-            entry: *entry,
-        },
-        other => other.clone(),
-    }
+    crate::callback::for_member(cb, pe)
 }
 
 /// A member's view of the section it was placed in (ids are PEs on the builder).
@@ -235,6 +252,10 @@ impl Builder {
     fn dispatch(&mut self, msg: BuilderMsg, ctx: &mut Ctx) -> Result<(), HostError> {
         match msg {
             BuilderMsg::Create(req) => self.on_create(ctx, req),
+            BuilderMsg::Split { split, on_member } => self.on_split(ctx, split, on_member),
+            BuilderMsg::RankUp { id, from, keys } => self.on_rank_up(ctx, id, from, keys),
+            BuilderMsg::RankDown { id, ranks } => self.on_rank_down(ctx, id, ranks),
+            BuilderMsg::RankChild { id, rank, pe } => self.on_rank_child(ctx, id, rank, pe),
             BuilderMsg::Start { token, from, req } => self.on_start(ctx, token, from, req),
             BuilderMsg::Proto {
                 token,
@@ -367,6 +388,7 @@ impl Builder {
         let pe = self.me;
         self.runs
             .get_mut(&token)
+            .map(|r| &mut **r)
             .ok_or(HostError::UnknownCreation { pe, token, what })
     }
 

@@ -7,6 +7,41 @@ use super::*;
 pub enum BuilderMsg {
     /// From the application to the builder on its own PE: start a creation.
     Create(Request),
+    /// From the application to the builder on its own PE: this PE's part in a split
+    /// by colour and key; its section goes to `on_member` ([`crate::callback`]).
+    Split {
+        /// This PE's colour and key, and how to split.
+        split: Split,
+        /// Where this PE's section goes.
+        on_member: Callback,
+    },
+    /// (key, PE) of every member of a subtree of a split's new section, sorted, up
+    /// the tree the algorithm made.
+    RankUp {
+        /// The new section.
+        id: SectionId,
+        /// The child that sends it.
+        from: Pe,
+        /// The subtree's members.
+        keys: Vec<Keyed>,
+    },
+    /// Each member of a subtree's final rank and the PE of its tree parent, down the
+    /// tree the algorithm made.
+    RankDown {
+        /// The new section.
+        id: SectionId,
+        /// (PE, rank, parent PE) of each member of the receiver's subtree.
+        ranks: Vec<(Pe, u32, Option<Pe>)>,
+    },
+    /// A member tells its parent in the ranked tree that it is its child.
+    RankChild {
+        /// The new section.
+        id: SectionId,
+        /// The child's rank.
+        rank: u32,
+        /// The child's PE.
+        pe: Pe,
+    },
     /// The start of creation `token`, from the creator (world) or from a tree
     /// neighbour in the parent section (`from`).
     Start {

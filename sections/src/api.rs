@@ -1,0 +1,114 @@
+//! The few calls most programs need: [`Sections`], one handle to the section builder
+//! and the collectives, made once in `main`; a split by colour and key from inside any
+//! chare; collectives over what it made.
+//!
+//! ```ignore
+//! // every process, with the other registrations:
+//! let sections = Sections::register(&mut reg);
+//! // in main, on PE 0:
+//! let sections = sections.setup(ctx);
+//! // in a handler on every PE (MPI_Comm_split):
+//! sections.split(ctx, Split::new(2).colour(pe % 2).key(pe), Callback::group_all(&me, joined))?;
+//! // in `joined(section)`, on every member (MPI_Allreduce):
+//! sections.allreduce(ctx, &section, u64::from(pe), Reducer::Sum, Callback::group_all(&me, sum))?;
+//! ```
+//!
+//! Callbacks follow the crate's one rule ([`crate::callback`]): a callback naming a
+//! whole group reaches that group's member on the PE the result is for.
+
+use crate::collectives::{CollectiveError, Collectives, TreeMember};
+use crate::host::{self, Builder, BuilderInit, BuilderMsg, HostError, Request, Split};
+use crate::section::Section;
+use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
+use serde::{Deserialize, Serialize};
+
+/// What `Sections::register` returns: turn it into the handle once, in `main`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct SectionsInit {
+    builder: BuilderInit,
+}
+
+impl SectionsInit {
+    /// Create the builder and collectives groups (once per job, from PE 0's `main`).
+    pub fn setup(self, ctx: &mut Ctx) -> Sections {
+        Sections {
+            builder: ctx.create_group::<Builder>(self.builder),
+            collectives: Collectives::create(ctx),
+        }
+    }
+}
+
+/// Handle to the job's section builder and collectives: copy it into any chare's
+/// init or message and call it from any handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sections {
+    builder: GroupProxy<Builder>,
+    collectives: Collectives,
+}
+
+impl Sections {
+    /// Register the builder and the collectives host (every process, in the same
+    /// place of its registration order).
+    pub fn register(reg: &mut Registry) -> SectionsInit {
+        let builder = host::register(reg);
+        Collectives::register(reg);
+        SectionsInit { builder }
+    }
+
+    /// This PE's part in a split by colour and key, `MPI_Comm_split` style: every PE
+    /// of `split.parent` calls it, in the same order as its other splits of that
+    /// parent, with its own colour and key; each PE with a colour gets its
+    /// [`Section`] (rank by (key, PE), size) at `on_member`.
+    pub fn split(&self, ctx: &mut Ctx, split: Split, on_member: Callback) -> Result<(), HostError> {
+        split.validate()?;
+        let me = ctx.my_pe();
+        self.builder
+            .send(ctx, me, BuilderMsg::Split { split, on_member });
+        Ok(())
+    }
+
+    /// Create a section as `req` says (any PE of its parent asks; see
+    /// [`Request::default`]).
+    pub fn create(&self, ctx: &mut Ctx, req: Request) -> Result<(), HostError> {
+        req.validate()?;
+        Builder::create_section(&self.builder, ctx, req);
+        Ok(())
+    }
+
+    /// Reduce every member's `value` of `section` with `reducer`; every member's
+    /// `callback` gets the result (`MPI_Allreduce`). Call on each member's PE.
+    pub fn allreduce<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        section: &Section,
+        value: T,
+        reducer: Reducer,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let member = TreeMember::new(section.clone(), ctx.my_pe());
+        self.collectives
+            .allreduce(ctx, member, value, reducer, callback)
+    }
+
+    /// The collectives, for everything beyond an allreduce (members of a built
+    /// section: `TreeMember::new(section, ctx.my_pe())`).
+    pub fn collectives(&self) -> Collectives {
+        self.collectives
+    }
+
+    /// The builder group, for merges and the lower-level calls of [`crate::host`].
+    pub fn builder(&self) -> GroupProxy<Builder> {
+        self.builder
+    }
+}
+
+/// A section arrives at an entry taking `Section` (or `Encoded<Section>`: the same
+/// bytes).
+impl Reducible for Section {
+    fn into_data(self) -> RedData {
+        chorus_core::Encoded(self).into_data()
+    }
+    fn from_data(d: RedData) -> Result<Self, String> {
+        chorus_core::Encoded::<Section>::from_data(d).map(|e| e.0)
+    }
+}

@@ -1,0 +1,217 @@
+//! Ranking a split's new section by (key, PE), over the tree the algorithm made.
+//!
+//! The algorithms rank members in the order of the parent's tree, but a split
+//! promises `MPI_Comm_split`'s order. So each member sends its parent the sorted
+//! (key, PE) list of its subtree; the root, holding the section's whole list (O(m)
+//! at one PE, as the centralized algorithm's root), gives every member its rank and
+//! the PE of its parent in the new balanced tree, down the same tree, each PE
+//! passing each child only its subtree's part; then each member tells its new
+//! parent it is its child. Every PE holds the PEs of its subtree meanwhile: O(m·depth)
+//! over the section, never a list of all members at every PE.
+
+use super::*;
+
+/// One member's part in ranking one section.
+pub(super) struct Ranking {
+    /// The section as the algorithm made it.
+    made: Section,
+    key: i64,
+    on_member: Callback,
+    /// What to keep for rebuilds, if members keep the section.
+    meta: Option<Meta>,
+    /// Sorted lists from the children of the made tree, by child.
+    lists: Vec<Option<Vec<Keyed>>>,
+    /// Sorted PEs of each child's subtree, kept for the way down.
+    subtrees: Vec<Vec<Pe>>,
+    /// This member's rank and parent PE in the ranked tree, once known.
+    mine: Option<(u32, Option<Pe>)>,
+    /// (rank, PE) of this member's children in the ranked tree heard so far.
+    children: Vec<(u32, Pe)>,
+}
+
+impl Builder {
+    /// Start ranking the section `made` this PE is a member of.
+    pub(super) fn start_ranking(
+        &mut self,
+        ctx: &mut Ctx,
+        made: Section,
+        key: i64,
+        on_member: Callback,
+        meta: Option<Meta>,
+    ) -> Result<(), HostError> {
+        let id = made.id;
+        let ranking = Ranking {
+            lists: vec![None; made.children.len()],
+            subtrees: Vec::new(),
+            made,
+            key,
+            on_member,
+            meta,
+            mine: None,
+            children: Vec::new(),
+        };
+        self.rankings.insert(id, Box::new(ranking));
+        for (from, keys) in self.early_ranks.remove(&id).unwrap_or_default() {
+            self.take_list(id, from, keys)?;
+        }
+        self.try_rank_up(ctx, id)
+    }
+
+    /// A child's subtree list.
+    pub(super) fn on_rank_up(
+        &mut self,
+        ctx: &mut Ctx,
+        id: SectionId,
+        from: Pe,
+        keys: Vec<Keyed>,
+    ) -> Result<(), HostError> {
+        if !self.rankings.contains_key(&id) {
+            self.early_ranks.entry(id).or_default().push((from, keys));
+            return Ok(());
+        }
+        self.take_list(id, from, keys)?;
+        self.try_rank_up(ctx, id)
+    }
+
+    fn ranking(&mut self, id: SectionId, what: &'static str) -> Result<&mut Ranking, HostError> {
+        let pe = self.me;
+        self.rankings
+            .get_mut(&id)
+            .map(|r| &mut **r)
+            .ok_or(HostError::UnknownCreation {
+                pe,
+                token: SectionId::token(id.creator, id.counter),
+                what,
+            })
+    }
+
+    fn take_list(&mut self, id: SectionId, from: Pe, keys: Vec<Keyed>) -> Result<(), HostError> {
+        let me = self.me;
+        let r = self.ranking(id, "subtree list")?;
+        let slot = r.made.children.iter().position(|&c| c == from);
+        match slot.and_then(|i| r.lists.get_mut(i)) {
+            Some(list @ None) => {
+                *list = Some(keys);
+                Ok(())
+            }
+            _ => Err(unexpected(me, from, id_token(id), "subtree list")),
+        }
+    }
+
+    /// Once every child's list is in: pass the subtree's list up, or rank at the root.
+    fn try_rank_up(&mut self, ctx: &mut Ctx, id: SectionId) -> Result<(), HostError> {
+        let me = self.me;
+        let r = self.ranking(id, "ranking")?;
+        if r.lists.iter().any(Option::is_none) {
+            return Ok(());
+        }
+        let mut keys = vec![(r.key, me)];
+        r.subtrees = Vec::with_capacity(r.lists.len());
+        for list in r.lists.drain(..).flatten() {
+            let mut pes: Vec<Pe> = list.iter().map(|&(_, pe)| pe).collect();
+            pes.sort_unstable();
+            r.subtrees.push(pes);
+            keys.extend(list);
+        }
+        keys.sort_unstable();
+        match r.made.parent {
+            Some(p) => {
+                self.send(ctx, p, BuilderMsg::RankUp { id, from: me, keys });
+                Ok(())
+            }
+            None => {
+                let k = r.made.k as usize;
+                let ranks = (0..keys.len())
+                    .map(|i| {
+                        let parent = (i > 0).then(|| keys[(i - 1) / k].1);
+                        (keys[i].1, i as u32, parent)
+                    })
+                    .collect();
+                self.on_rank_down(ctx, id, ranks)
+            }
+        }
+    }
+
+    /// The ranks of this member's subtree: keep its own, pass the rest down.
+    pub(super) fn on_rank_down(
+        &mut self,
+        ctx: &mut Ctx,
+        id: SectionId,
+        ranks: Vec<(Pe, u32, Option<Pe>)>,
+    ) -> Result<(), HostError> {
+        let me = self.me;
+        let r = self.ranking(id, "ranks")?;
+        let mut parts: Vec<Vec<(Pe, u32, Option<Pe>)>> = vec![Vec::new(); r.subtrees.len()];
+        for (pe, rank, parent) in ranks {
+            if pe == me {
+                r.mine = Some((rank, parent));
+                continue;
+            }
+            let child = r.subtrees.iter().position(|s| s.binary_search(&pe).is_ok());
+            match child {
+                Some(c) => parts[c].push((pe, rank, parent)),
+                None => return Err(unexpected(me, pe, id_token(id), "rank of a stranger")),
+            }
+        }
+        r.subtrees = Vec::new();
+        let mine = r.mine;
+        let children = r.made.children.clone();
+        for (child, ranks) in children.into_iter().zip(parts) {
+            self.send(ctx, child, BuilderMsg::RankDown { id, ranks });
+        }
+        match mine {
+            Some((rank, Some(parent))) => {
+                let msg = BuilderMsg::RankChild { id, rank, pe: me };
+                self.send(ctx, parent, msg);
+            }
+            Some(_) => {}
+            None => return Err(unexpected(me, me, id_token(id), "ranks without mine")),
+        }
+        self.try_ranked(ctx, id)
+    }
+
+    /// A member of the ranked tree names this member its parent.
+    pub(super) fn on_rank_child(
+        &mut self,
+        ctx: &mut Ctx,
+        id: SectionId,
+        rank: u32,
+        pe: Pe,
+    ) -> Result<(), HostError> {
+        self.ranking(id, "child")?.children.push((rank, pe));
+        self.try_ranked(ctx, id)
+    }
+
+    /// Once this member knows its rank and every child: the section is made here.
+    fn try_ranked(&mut self, ctx: &mut Ctx, id: SectionId) -> Result<(), HostError> {
+        let r = self.ranking(id, "ranking")?;
+        let Some((rank, parent)) = r.mine else {
+            return Ok(());
+        };
+        let (size, k) = (r.made.size, r.made.k);
+        if r.children.len() < kary::children(rank, size, k).count() {
+            return Ok(());
+        }
+        let mut r = self.rankings.remove(&id).expect("looked up above");
+        r.children.sort_unstable();
+        let section = Section {
+            id,
+            rank,
+            size,
+            k,
+            parent,
+            children: r.children.into_iter().map(|(_, pe)| pe).collect(),
+        };
+        if let Some(meta) = r.meta {
+            self.meta.insert(id, meta);
+            self.sections.insert(id, section.clone());
+        }
+        ctx.send_to_callback(&r.on_member, Encoded(section));
+        self.resume(ctx, id)
+    }
+}
+
+/// The creation token a section's id was made from.
+fn id_token(id: SectionId) -> u64 {
+    SectionId::token(id.creator, id.counter)
+}
