@@ -332,8 +332,10 @@ fn flows_need_both_ends_and_forward_time() {
     assert_eq!(validate(&trace), Vec::<String>::new());
     assert_eq!(trace.flows.len(), 1);
     assert_eq!(trace.flows[0].id_u64(), Some(1));
+    // The send's holder is at its recorded time; the receive's 1 ns into the entry,
+    // so that it is not at the boundary the entry shares with what came before.
     assert_eq!(trace.flows[0].from.ts_ns, 10);
-    assert_eq!(trace.flows[0].to.ts_ns, 50);
+    assert_eq!(trace.flows[0].to.ts_ns, 51);
     assert!(trace.track(0, 2).unwrap().thread_name.is_some());
     let idle = trace
         .track(0, 1)
