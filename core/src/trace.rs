@@ -38,12 +38,14 @@ impl std::fmt::Display for TraceReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "trace {}: {} events, {} bytes ({:.1} bytes/event), written in {:.3} s; open it in ui.perfetto.dev or run `chorus-trace summary {}`",
+            "trace {}: {} events, {} arrows, {} bytes ({:.1} bytes/event), written in {:.3} s (events moved up to {} ns later for exact arrows); open it in ui.perfetto.dev or run `chorus-trace summary {}`",
             self.file.display(),
             self.stats.events,
+            self.stats.flows,
             self.stats.bytes,
             self.stats.bytes_per_event,
             self.write_s,
+            self.stats.max_shift_ns,
             self.file.display()
         )
     }
