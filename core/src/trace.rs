@@ -242,6 +242,9 @@ pub(crate) struct PeTrace {
     labels: HashMap<&'static str, NameId>,
     dynamic: HashMap<Box<str>, NameId>,
     incoming: Option<Incoming>,
+    /// When the delivery of the next message began, if before it is processed (the
+    /// sim charges receive and handler costs first, and they belong to the entry).
+    delivery_at: Option<u64>,
     /// Entry slices open now (a handler's constructor may run inside a runtime slice).
     open_entries: u32,
     idle: bool,
@@ -256,9 +259,21 @@ impl PeTrace {
             labels: HashMap::new(),
             dynamic: HashMap::new(),
             incoming: None,
+            delivery_at: None,
             open_entries: 0,
             idle: false,
         }
+    }
+
+    /// The next message processed began its delivery at `ts`.
+    pub(crate) fn delivery_starts(&mut self, ts: u64) {
+        self.delivery_at = Some(ts);
+    }
+
+    /// When the message being processed began its delivery, if a layer said so
+    /// (once per message).
+    pub(crate) fn take_delivery_start(&mut self) -> Option<u64> {
+        self.delivery_at.take()
     }
 
     /// A message of `bytes` from `src` named `msg_id` is about to be handled here at `ts`.

@@ -335,3 +335,50 @@ fn migrations_are_traced_as_arrivals_with_arrows_from_the_old_pe() {
         assert_eq!(arrivals, want, "{layer:?}");
     }
 }
+
+#[test]
+fn sim_entries_include_their_modelled_overhead() {
+    // Remote messages cost the receiver o_recv + handler before the handler runs; the
+    // entry's slice covers that cost instead of leaving it to idle.
+    let file = out_file("overhead.json");
+    let mut cfg = config(Layer::Sim, PES, ErrorPolicy::Abort);
+    cfg.trace = Some(file.clone());
+    cfg.sim.preset = chorus_core::SimPreset::Ideal;
+    cfg.sim.handler_us = Some(1.0);
+    cfg.sim.recv_overhead_us = Some(0.5);
+    let report = run_ring(cfg);
+    // The writer may start a slice a few ns late to make room for arrows before it.
+    let shift = report.trace.expect("traced").stats.max_shift_ns;
+    assert!(shift < 100, "moved {shift} ns");
+    let trace = read_chrome(&file).expect("the trace parses");
+    let problems = validate(&trace);
+    assert!(problems.is_empty(), "{problems:?}");
+    let tokens: Vec<(u32, &chorus_traces::Slice)> = trace
+        .tracks
+        .iter()
+        .flat_map(|t| {
+            t.slices
+                .iter()
+                .filter(|s| s.name == "Ringer::Token")
+                .map(move |s| (t.tid, s))
+        })
+        .collect();
+    assert_eq!(tokens.len(), HOPS as usize + 1);
+    for (pe, s) in tokens {
+        // A message to the PE itself costs the handler only.
+        let src = s.arg_u64("src_pe");
+        let want = if src == Some(u64::from(pe)) {
+            1_000
+        } else {
+            1_500
+        };
+        assert!(
+            s.dur_ns + shift >= want,
+            "{} [{}, {}] from PE {src:?} lasts {} ns, less than its modelled {want} ns",
+            s.name,
+            s.ts_ns,
+            s.end_ns(),
+            s.dur_ns
+        );
+    }
+}
