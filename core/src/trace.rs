@@ -72,8 +72,14 @@ impl JobTrace {
         let mut tc = TraceConfig::new(out);
         tc.flow_every = cfg.trace_flow_every;
         tc.process_label = process_label.to_owned();
+        tc.pes = cfg.trace_pes.as_ref().map(|l| l.ranges().to_vec());
+        tc.window = cfg.trace_window.map(|w| (w.from_ns, w.to_ns));
         if process_label == "node group" {
-            tc.buffer_events = (SIM_BUFFER_BUDGET / npes.max(1)).clamp(256, tc.buffer_events);
+            // The budget is shared by the PEs that record.
+            let traced = cfg.trace_pes.as_ref().map_or(npes, |l| {
+                usize::try_from(l.count()).unwrap_or(npes).min(npes)
+            });
+            tc.buffer_events = (SIM_BUFFER_BUDGET / traced.max(1)).clamp(256, tc.buffer_events);
         }
         let out = tc.output_file();
         let collector = Collector::new(tc).map_err(|e| trace_error(&out, e))?;
@@ -297,6 +303,10 @@ impl PeTrace {
 
     /// The entry of chare type `C` handling `msg` starts at `ts` (ns).
     pub(crate) fn entry_begin<C: 'static, M: Serialize>(&mut self, ts: u64, msg: &M) {
+        if !self.rec.is_recording() {
+            // A PE left out of --trace-pes: keep the count of open entries, no names.
+            return self.begin_named(ts, 0);
+        }
         let variant = variant_of(msg);
         let key = (TypeId::of::<C>(), variant.map_or(u32::MAX, |v| v.0));
         let name = match self.entries.get(&key) {
