@@ -271,6 +271,11 @@ impl PeTrace {
         }
     }
 
+    /// Whether this PE is traced (not left out by `--trace-pes`).
+    pub(crate) fn is_recording(&self) -> bool {
+        self.rec.is_recording()
+    }
+
     /// The next message processed began its delivery at `ts`.
     pub(crate) fn delivery_starts(&mut self, ts: u64) {
         self.delivery_at = Some(ts);
@@ -303,10 +308,6 @@ impl PeTrace {
 
     /// The entry of chare type `C` handling `msg` starts at `ts` (ns).
     pub(crate) fn entry_begin<C: 'static, M: Serialize>(&mut self, ts: u64, msg: &M) {
-        if !self.rec.is_recording() {
-            // A PE left out of --trace-pes: keep the count of open entries, no names.
-            return self.begin_named(ts, 0);
-        }
         let variant = variant_of(msg);
         let key = (TypeId::of::<C>(), variant.map_or(u32::MAX, |v| v.0));
         let name = match self.entries.get(&key) {

@@ -123,7 +123,8 @@ impl PeSetup {
             seed: cfg.seed,
             policy: cfg.on_error,
             work_mode: cfg.work,
-            trace,
+            // A PE left out of --trace-pes runs untraced: no cost at all.
+            trace: trace.filter(|t| t.is_recording()),
         }
     }
 }
