@@ -475,8 +475,9 @@ fn emit_track(
             1 => {
                 let h = &t.holders[i];
                 let (name, ph) = if h.send { ("send", 's') } else { ("recv", 'f') };
+                // The message id is the flow's id; the handling entry has it too.
                 write_x(w, pid, pe, "msg", name, h.t, h.t + 1)?;
-                write!(w.w, ",\"args\":{{\"msg_id\":{}}}}}", h.msg_id)?;
+                w.w.write_all(b"}")?;
                 stats.slices += 1;
                 stats.flow_slices += 1;
                 if !o.backwards.contains(&h.msg_id) {
