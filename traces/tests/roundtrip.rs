@@ -12,13 +12,15 @@ use chorus_traces::{
 use common::{record, scenario, scratch};
 use serde_json::Value;
 
-/// Checks the raw JSON without the crate's reader: per-track time order in file order,
+/// Checks the raw JSON without the crate's reader: per-track time order in file order
+/// (then the arrows' holders and flow events, in time order across tracks),
 /// proper nesting of X slices, paired flows inside slices, named tracks.
 fn check_raw(text: &str) {
     let v: Value = serde_json::from_str(text).unwrap();
     assert_eq!(v["displayTimeUnit"], "ns");
     let events = v["traceEvents"].as_array().unwrap();
     let mut last_ts: HashMap<(u64, u64), f64> = HashMap::new();
+    let mut last_arrow_ts = 0.0f64;
     let mut named: BTreeSet<(u64, u64)> = BTreeSet::new();
     let mut used: BTreeSet<(u64, u64)> = BTreeSet::new();
     let mut slices: HashMap<(u64, u64), Vec<(u64, u64)>> = HashMap::new();
@@ -36,7 +38,15 @@ fn check_raw(text: &str) {
         }
         used.insert(key);
         let ts = e["ts"].as_f64().unwrap();
-        let prev = last_ts.entry(key).or_insert(0.0);
+        // Tracks are in time order, then the arrows' holders and flow events, all
+        // tracks together in time order.
+        let arrow = e["cat"] == "msg";
+        let prev = if arrow {
+            &mut last_arrow_ts
+        } else {
+            assert_eq!(last_arrow_ts, 0.0, "a track's event after the arrows");
+            last_ts.entry(key).or_insert(0.0)
+        };
         assert!(ts >= *prev, "track {key:?}: ts {ts} after {prev}");
         *prev = ts;
         let ns = (ts * 1000.0).round() as u64;

@@ -13,12 +13,16 @@
 //!   would win), and the innermost slice strictly around `ts` must not be `idle`;
 //! - the arrow's end must lie in the entry that handled its message (an entry slice
 //!   whose `msg_id` argument is another message is the wrong one), and the end must
-//!   come strictly after the start, or Perfetto drops it.
+//!   come strictly after the start, or Perfetto drops it;
+//! - DevTools reads flow events in file order, dropping an `f` read before its `s`,
+//!   and draws the arrow from the bound slice written first: the `s` and its holder
+//!   must come before the `f` and its holder in the file.
 //!
-//! Besides: every track with events is named; slices are in start order, have a
-//! positive duration (catapult drops arrows bound to zero-length slices) and nest
-//! (two slices are disjoint or one contains the other; touching ends are fine);
-//! instants are in time order; every flow event has its partner.
+//! Besides: every track with events is named; slices have a positive duration
+//! (catapult drops arrows bound to zero-length slices) and nest (two slices are
+//! disjoint or one contains the other; touching ends are fine); instants are in time
+//! order; every flow event has its partner. Slices need not be in start order in the
+//! file: all three viewers sort them.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
@@ -37,8 +41,6 @@ pub enum Rule {
     DanglingFlow,
     /// A track with events but no `thread_name`.
     UnnamedTrack,
-    /// Slices not written in start order.
-    SliceOrder,
     /// Two slices overlap without one containing the other.
     PartialOverlap,
     /// A slice of zero duration.
@@ -61,6 +63,8 @@ pub enum Rule {
     FlowWrongEntry,
     /// The arrow ends at or before its start.
     FlowBackwards,
+    /// The `f` event or its holder comes before the `s` event or its holder in the file.
+    FlowFileOrder,
 }
 
 /// One problem: the rule broken and a sentence naming the events.
@@ -146,8 +150,18 @@ pub fn check(trace: &Trace) -> CheckReport {
         }
     }
     let mut bad = vec![false; trace.flows.len()];
-    check_flow_ends(trace, &mut bad, &mut r);
+    let holders = check_flow_ends(trace, &mut bad, &mut r);
     for (i, f) in trace.flows.iter().enumerate() {
+        let holders_reversed = matches!(holders[i], [Some(s), Some(e)] if e < s);
+        if f.to.seq < f.from.seq || holders_reversed {
+            bad[i] = true;
+            r.add(Rule::FlowFileOrder, || {
+                format!(
+                    "flow {}: its end (event {}) or end's slice is written before its start (event {}) or start's slice; DevTools drops or reverses such arrows",
+                    f.id, f.to.seq, f.from.seq
+                )
+            });
+        }
         if f.to.ts_ns <= f.from.ts_ns {
             bad[i] = true;
             r.add(Rule::FlowBackwards, || {
@@ -166,21 +180,9 @@ fn describe(s: &Slice) -> String {
     format!("'{}' ({}) [{}, {}] ns", s.name, s.cat, s.ts_ns, s.end_ns())
 }
 
-/// Order, zero length and nesting of one track's slices.
+/// Zero length and nesting of one track's slices.
 fn check_slices(t: &Track, r: &mut CheckReport) {
-    let mut prev_start = 0u64;
     for s in &t.slices {
-        if s.ts_ns < prev_start {
-            r.add(Rule::SliceOrder, || {
-                format!(
-                    "track pid {} tid {}: slice {} written after one starting at {prev_start} ns",
-                    t.pid,
-                    t.tid,
-                    describe(s)
-                )
-            });
-        }
-        prev_start = prev_start.max(s.ts_ns);
         if s.dur_ns == 0 {
             r.add(Rule::ZeroLength, || {
                 format!(
@@ -232,8 +234,14 @@ enum Side {
 /// A flow end on a track: its time, the flow's index and which end it is.
 type EndAt = (u64, usize, Side);
 
-/// The binding rules at every flow start and end, one sweep per track.
-fn check_flow_ends(trace: &Trace, bad: &mut [bool], r: &mut CheckReport) {
+/// The binding rules at every flow start and end, one sweep per track; returns each
+/// flow's holder slices' file positions (start, end), where there is one.
+fn check_flow_ends(
+    trace: &Trace,
+    bad: &mut [bool],
+    r: &mut CheckReport,
+) -> Vec<[Option<usize>; 2]> {
+    let mut holders = vec![[None, None]; trace.flows.len()];
     let mut by_track: HashMap<(u32, u32), Vec<EndAt>> = HashMap::new();
     for (i, f) in trace.flows.iter().enumerate() {
         for (end, side) in [(&f.from, Side::Start), (&f.to, Side::End)] {
@@ -278,10 +286,12 @@ fn check_flow_ends(trace: &Trace, bad: &mut [bool], r: &mut CheckReport) {
                 .rev()
                 .find(|s| s.ts_ns < ts && ts < s.end_ns())
                 .copied();
-            let found = binding_problems(&ctx, around, &starts_at, &ends_at, r);
+            let (found, holder) = binding_problems(&ctx, around, &starts_at, &ends_at, r);
             bad[i] |= found;
+            holders[i][usize::from(side == Side::End)] = holder;
         }
     }
+    holders
 }
 
 /// One flow end being checked.
@@ -304,14 +314,14 @@ impl Ctx<'_> {
     }
 }
 
-/// Checks one flow end; true if it breaks a rule.
+/// Checks one flow end: whether it breaks a rule, and its holder's file position.
 fn binding_problems(
     c: &Ctx<'_>,
     around: Option<&Slice>,
     starts_at: &HashMap<u64, Vec<&Slice>>,
     ends_at: &HashMap<u64, Vec<&Slice>>,
     r: &mut CheckReport,
-) -> bool {
+) -> (bool, Option<usize>) {
     let ts = c.at.ts_ns;
     let starting: &[&Slice] = starts_at.get(&ts).map_or(&[], Vec::as_slice);
     let ending: &[&Slice] = ends_at.get(&ts).map_or(&[], Vec::as_slice);
@@ -362,11 +372,12 @@ fn binding_problems(
             )
         });
     }
+    let holder_seq = holder.map(|h| h.seq);
     let Some(around) = around else {
         r.add(Rule::FlowOutsideSlice, || {
             format!("{}: not strictly inside any slice", c.what())
         });
-        return true;
+        return (true, holder_seq);
     };
     if around.cat == "idle" {
         found = true;
@@ -401,7 +412,7 @@ fn binding_problems(
             }
         }
     }
-    found
+    (found, holder_seq)
 }
 
 #[cfg(test)]

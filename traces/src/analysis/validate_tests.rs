@@ -151,3 +151,17 @@ fn counts_go_past_the_examples_kept() {
     assert_eq!(r.counts[&Rule::ZeroLength], 50);
     assert_eq!(r.problems.len(), super::EXAMPLES_PER_RULE);
 }
+
+#[test]
+fn an_end_written_before_its_start_is_reported() {
+    // DevTools reads flow events in file order: PE 1's track first loses the arrow.
+    let mut e = good_events();
+    e.rotate_left(3);
+    assert_eq!(rules_of(&e), [Rule::FlowFileOrder]);
+    // Flow events in order but the receive's holder first: DevTools reverses the arrow.
+    let mut e = good_events();
+    let (recv, send) = (e.remove(5), e.remove(1));
+    e.insert(0, recv);
+    e.push(send);
+    assert_eq!(rules_of(&e), [Rule::FlowFileOrder]);
+}

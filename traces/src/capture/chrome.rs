@@ -23,6 +23,10 @@
 //! clock: the recorded time wherever there is room, a few ns later where a holder or
 //! a minimum length of 1 ns needs it (zero-length sim entries).
 //!
+//! Holders and flow events come after every track, in time order (DevTools reads flow
+//! events in file order and draws an arrow from the slice written first); they are
+//! kept in memory until then, about 32 bytes per arrow end.
+//!
 //! Per track, events are written in timestamp order and slices nest properly: unpaired
 //! ends are ignored, slices left open are closed at the PE's last timestamp, and a
 //! phase that partially overlaps another slice is shortened. Flows are written only
@@ -76,6 +80,7 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
     let io = |e| TraceError::io(out, e);
     w.w.write_all(b"{\"traceEvents\":[\n").map_err(io)?;
     write_metadata(&mut w, view).map_err(io)?;
+    let mut holders: Vec<HolderOut> = Vec::with_capacity(2 * plan.sends.len());
     for (&pe, chunks) in &by_pe {
         let mut scratch = WriteStats::default();
         let track = reader.track(pe, chunks, &min_recv, &mut scratch)?;
@@ -94,7 +99,23 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
             arg_keys: &view.arg_keys,
             backwards: &backwards,
         };
-        emit_track(&mut w, &t, &track, &mut stats).map_err(io)?;
+        emit_track(&mut w, &t, &track, &mut holders, &mut stats).map_err(io)?;
+    }
+    // DevTools reads flow events in file order and draws each arrow from the slice
+    // written first, so every holder and flow event comes last, in time order: a
+    // send's before its receive's, whichever PE comes first.
+    holders.sort_unstable_by_key(|h| (h.t, h.pid, h.pe));
+    for h in &holders {
+        let (name, ph) = if h.send { ("send", 's') } else { ("recv", 'f') };
+        // The message id is the flow's id; the handling entry has it too.
+        write_x(&mut w, h.pid, h.pe, "msg", name, h.t, h.t + 1).map_err(io)?;
+        w.w.write_all(b"}").map_err(io)?;
+        stats.slices += 1;
+        stats.flow_slices += 1;
+        if h.flow {
+            write_flow(&mut w, h.pid, h.pe, ph, h.msg_id, h.t).map_err(io)?;
+            stats.flows += u64::from(!h.send);
+        }
     }
 
     w.w.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")
@@ -389,12 +410,24 @@ struct TrackOut<'a> {
     backwards: &'a HashSet<u64>,
 }
 
-/// Writes one PE's slices, holders (with their flow events) and instants in
-/// timestamp order, enclosing slices before the slices inside them.
+/// A holder slice and its flow event, written after every track.
+struct HolderOut {
+    t: u64,
+    pid: u32,
+    pe: u32,
+    msg_id: u64,
+    send: bool,
+    /// Whether its flow event is written (not for arrows that would point back).
+    flow: bool,
+}
+
+/// Writes one PE's slices and instants in timestamp order, enclosing slices before
+/// the slices inside them, and adds its holders to `holders`.
 fn emit_track(
     w: &mut JsonOut,
     o: &TrackOut<'_>,
     t: &TrackEvents,
+    holders: &mut Vec<HolderOut>,
     stats: &mut WriteStats,
 ) -> std::io::Result<()> {
     let (pe, pid, names) = (o.pe, o.pid, o.names);
@@ -474,16 +507,14 @@ fn emit_track(
             }
             1 => {
                 let h = &t.holders[i];
-                let (name, ph) = if h.send { ("send", 's') } else { ("recv", 'f') };
-                // The message id is the flow's id; the handling entry has it too.
-                write_x(w, pid, pe, "msg", name, h.t, h.t + 1)?;
-                w.w.write_all(b"}")?;
-                stats.slices += 1;
-                stats.flow_slices += 1;
-                if !o.backwards.contains(&h.msg_id) {
-                    write_flow(w, pid, pe, ph, h.msg_id, h.t)?;
-                    stats.flows += u64::from(!h.send);
-                }
+                holders.push(HolderOut {
+                    t: h.t,
+                    pid,
+                    pe,
+                    msg_id: h.msg_id,
+                    send: h.send,
+                    flow: !o.backwards.contains(&h.msg_id),
+                });
             }
             _ => {
                 let p = &t.instants[i];
