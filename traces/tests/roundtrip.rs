@@ -359,3 +359,41 @@ fn flows_need_both_ends_and_forward_time() {
         ("idle", 80, 10)
     );
 }
+
+#[test]
+fn receives_move_after_sends_that_moved() {
+    // Zero-time entries at one instant, as on the ideal sim: PE 0's third send gets
+    // its holder 5 ns in, after PE 1's receive of it would have been; PE 1's reply
+    // to PE 2 then moves too, which takes a third pass.
+    let out = scratch("moved").join("t.json");
+    let sink = Arc::new(Collector::new(TraceConfig::new(&out)).unwrap());
+    let names = Names::new();
+    let e = names.intern("E::e");
+    let mut p0 = Recorder::new(0, 0, sink.clone());
+    let mut p1 = Recorder::new(1, 0, sink.clone());
+    let mut p2 = Recorder::new(2, 0, sink.clone());
+    p0.entry_begin(100, e, 0, 0, None);
+    for m in 1..=3 {
+        p0.send(100, m, 1, 8);
+    }
+    p0.entry_end(100);
+    p1.entry_begin(100, e, 0, 8, Some(3));
+    p1.send(100, 4, 2, 8);
+    p1.entry_end(100);
+    p2.entry_begin(100, e, 1, 8, Some(4));
+    p2.entry_end(100);
+    for m in 1..=2 {
+        p1.entry_begin(100, e, 0, 8, Some(m));
+        p1.entry_end(100);
+    }
+    drop((p0, p1, p2));
+    let stats = sink.write_chrome(&names, &out).unwrap();
+    assert_eq!(stats.flows, 4);
+    assert_eq!(stats.skewed_flows, 0);
+    assert_eq!(stats.layout_passes, 3);
+    let trace = read_chrome(&out).unwrap();
+    assert_eq!(validate(&trace), Vec::<String>::new());
+    for f in &trace.flows {
+        assert!(f.to.ts_ns > f.from.ts_ns, "{f:?}");
+    }
+}
