@@ -26,6 +26,7 @@ pub use msg::{array, callback, reduction};
 
 pub use array::{ArrayIndex, ArrayMap};
 pub use base::hash::mix64;
+pub use base::trace_select::{PeList, TraceWindow};
 pub use bytes::Bytes;
 pub use callback::Callback;
 pub use chare::Chare;

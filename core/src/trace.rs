@@ -38,12 +38,14 @@ impl std::fmt::Display for TraceReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "trace {}: {} events, {} bytes ({:.1} bytes/event), written in {:.3} s; open it in ui.perfetto.dev or run `chorus-trace summary {}`",
+            "trace {}: {} events, {} arrows, {} bytes ({:.1} bytes/event), written in {:.3} s (events moved up to {} ns later for exact arrows); open it in ui.perfetto.dev or run `chorus-trace summary {}`",
             self.file.display(),
             self.stats.events,
+            self.stats.flows,
             self.stats.bytes,
             self.stats.bytes_per_event,
             self.write_s,
+            self.stats.max_shift_ns,
             self.file.display()
         )
     }
@@ -70,8 +72,14 @@ impl JobTrace {
         let mut tc = TraceConfig::new(out);
         tc.flow_every = cfg.trace_flow_every;
         tc.process_label = process_label.to_owned();
+        tc.pes = cfg.trace_pes.as_ref().map(|l| l.ranges().to_vec());
+        tc.window = cfg.trace_window.map(|w| (w.from_ns, w.to_ns));
         if process_label == "node group" {
-            tc.buffer_events = (SIM_BUFFER_BUDGET / npes.max(1)).clamp(256, tc.buffer_events);
+            // The budget is shared by the PEs that record.
+            let traced = cfg.trace_pes.as_ref().map_or(npes, |l| {
+                usize::try_from(l.count()).unwrap_or(npes).min(npes)
+            });
+            tc.buffer_events = (SIM_BUFFER_BUDGET / traced.max(1)).clamp(256, tc.buffer_events);
         }
         let out = tc.output_file();
         let collector = Collector::new(tc).map_err(|e| trace_error(&out, e))?;
@@ -240,6 +248,9 @@ pub(crate) struct PeTrace {
     labels: HashMap<&'static str, NameId>,
     dynamic: HashMap<Box<str>, NameId>,
     incoming: Option<Incoming>,
+    /// When the delivery of the next message began, if before it is processed (the
+    /// sim charges receive and handler costs first, and they belong to the entry).
+    delivery_at: Option<u64>,
     /// Entry slices open now (a handler's constructor may run inside a runtime slice).
     open_entries: u32,
     idle: bool,
@@ -254,9 +265,26 @@ impl PeTrace {
             labels: HashMap::new(),
             dynamic: HashMap::new(),
             incoming: None,
+            delivery_at: None,
             open_entries: 0,
             idle: false,
         }
+    }
+
+    /// Whether this PE is traced (not left out by `--trace-pes`).
+    pub(crate) fn is_recording(&self) -> bool {
+        self.rec.is_recording()
+    }
+
+    /// The next message processed began its delivery at `ts`.
+    pub(crate) fn delivery_starts(&mut self, ts: u64) {
+        self.delivery_at = Some(ts);
+    }
+
+    /// When the message being processed began its delivery, if a layer said so
+    /// (once per message).
+    pub(crate) fn take_delivery_start(&mut self) -> Option<u64> {
+        self.delivery_at.take()
     }
 
     /// A message of `bytes` from `src` named `msg_id` is about to be handled here at `ts`.

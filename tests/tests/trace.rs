@@ -335,3 +335,117 @@ fn migrations_are_traced_as_arrivals_with_arrows_from_the_old_pe() {
         assert_eq!(arrivals, want, "{layer:?}");
     }
 }
+
+#[test]
+fn sim_entries_include_their_modelled_overhead() {
+    // Remote messages cost the receiver o_recv + handler before the handler runs; the
+    // entry's slice covers that cost instead of leaving it to idle.
+    let file = out_file("overhead.json");
+    let mut cfg = config(Layer::Sim, PES, ErrorPolicy::Abort);
+    cfg.trace = Some(file.clone());
+    cfg.sim.preset = chorus_core::SimPreset::Ideal;
+    cfg.sim.handler_us = Some(1.0);
+    cfg.sim.recv_overhead_us = Some(0.5);
+    let report = run_ring(cfg);
+    // The writer may start a slice a few ns late to make room for arrows before it.
+    let shift = report.trace.expect("traced").stats.max_shift_ns;
+    assert!(shift < 100, "moved {shift} ns");
+    let trace = read_chrome(&file).expect("the trace parses");
+    let problems = validate(&trace);
+    assert!(problems.is_empty(), "{problems:?}");
+    let tokens: Vec<(u32, &chorus_traces::Slice)> = trace
+        .tracks
+        .iter()
+        .flat_map(|t| {
+            t.slices
+                .iter()
+                .filter(|s| s.name == "Ringer::Token")
+                .map(move |s| (t.tid, s))
+        })
+        .collect();
+    assert_eq!(tokens.len(), HOPS as usize + 1);
+    for (pe, s) in tokens {
+        // A message to the PE itself costs the handler only.
+        let src = s.arg_u64("src_pe");
+        let want = if src == Some(u64::from(pe)) {
+            1_000
+        } else {
+            1_500
+        };
+        assert!(
+            s.dur_ns + shift >= want,
+            "{} [{}, {}] from PE {src:?} lasts {} ns, less than its modelled {want} ns",
+            s.name,
+            s.ts_ns,
+            s.end_ns(),
+            s.dur_ns
+        );
+    }
+}
+
+#[test]
+fn trace_pes_records_only_those_pes() {
+    for layer in layers() {
+        let file = out_file(&format!("subset-{layer:?}.json"));
+        let mut cfg = config(layer, PES, ErrorPolicy::Abort);
+        cfg.trace = Some(file.clone());
+        cfg.trace_pes = Some("1..2,4".parse().expect("a PE list"));
+        run_ring(cfg);
+        let trace = read_chrome(&file).expect("the trace parses");
+        let problems = validate(&trace);
+        assert!(problems.is_empty(), "{layer:?}: {problems:?}");
+        let tids: Vec<u32> = trace.tracks.iter().map(|t| t.tid).collect();
+        assert_eq!(tids, [1, 2, 4], "{layer:?}");
+        // Every hop on a traced PE is there, and the arrows between traced PEs.
+        let tokens = token_slices(&trace);
+        let want = (0..=HOPS)
+            .filter(|k| [1, 2, 4].contains(&(k % PES)))
+            .count();
+        assert_eq!(tokens.len(), want, "{layer:?}");
+        assert!(
+            trace.flows.iter().any(|f| f.from.tid == 1 && f.to.tid == 2),
+            "{layer:?}: the 1 -> 2 arrows"
+        );
+    }
+}
+
+#[test]
+fn trace_window_records_only_that_span() {
+    // The whole ring on sim, to find its span, then its middle third.
+    let (_, whole) = traced(Layer::Sim, "window-all.json", 1);
+    let tokens = token_slices(&whole);
+    let (first, last) = (tokens[0].1, tokens[tokens.len() - 1].1);
+    let (t0, t1) = (first + (last - first) / 3, first + 2 * (last - first) / 3);
+    let file = out_file("window.json");
+    let mut cfg = config(Layer::Sim, PES, ErrorPolicy::Abort);
+    cfg.trace = Some(file.clone());
+    cfg.trace_window = Some(format!("{t0}ns..{t1}ns").parse().expect("a window"));
+    run_ring(cfg);
+    let trace = read_chrome(&file).expect("the trace parses");
+    let problems = validate(&trace);
+    assert!(problems.is_empty(), "{problems:?}");
+    let inside = token_slices(&trace);
+    let want = tokens
+        .iter()
+        .filter(|&&(_, ts)| (t0..=t1).contains(&ts))
+        .count();
+    assert!(
+        want > 5 && want < tokens.len() / 2,
+        "{want} of {}",
+        tokens.len()
+    );
+    assert_eq!(inside.len(), want);
+    for t in &trace.tracks {
+        for s in &t.slices {
+            assert!(s.ts_ns >= t0, "{} at {} ns, before {t0}", s.name, s.ts_ns);
+            // Slices end by the window's end, but for the writer's few ns of room.
+            assert!(
+                s.end_ns() <= t1 + 100,
+                "{} ends at {} ns",
+                s.name,
+                s.end_ns()
+            );
+        }
+    }
+    assert!(!trace.flows.is_empty());
+}

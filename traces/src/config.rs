@@ -20,6 +20,12 @@ pub struct TraceConfig {
     pub buffer_events: usize,
     /// Word in front of the pid in process track names: "rank" (MPI) or "node group" (sim).
     pub process_label: String,
+    /// Record only these PEs (inclusive ranges, sorted and disjoint); `None` records all.
+    /// The others get no track at all.
+    pub pes: Option<Vec<(u32, u32)>>,
+    /// Record only events timed in `[from, to]` ns (see [`crate::Recorder`] for slices
+    /// that cross its edges); `None` records the whole run.
+    pub window: Option<(u64, u64)>,
 }
 
 impl TraceConfig {
@@ -30,7 +36,17 @@ impl TraceConfig {
             flow_every: 1,
             buffer_events: DEFAULT_BUFFER_EVENTS,
             process_label: "rank".to_owned(),
+            pes: None,
+            window: None,
         }
+    }
+
+    /// Whether PE `pe` is recorded.
+    pub fn records_pe(&self, pe: u32) -> bool {
+        self.pes.as_ref().is_none_or(|ranges| {
+            let i = ranges.partition_point(|&(_, last)| last < pe);
+            ranges.get(i).is_some_and(|&(first, _)| first <= pe)
+        })
     }
 
     /// The file the trace is written to: `dir_or_file`, or `dir_or_file/chorus-trace.json`

@@ -51,4 +51,4 @@ pub use record::{flow_kept, Event, Record, RECORD_BYTES};
 pub use recorder::Recorder;
 pub use report_html::{render_report, ReportOptions};
 pub use summary::{render_text, summarize, EntryStats, MessageCell, PeUsage, Summary, TimeProfile};
-pub use validate::validate;
+pub use validate::{check, validate, CheckReport, Problem, Rule};

@@ -117,3 +117,34 @@ fn bad_input_fails_clearly() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("r.html"));
 }
+
+#[test]
+fn check_fails_on_an_arrow_viewers_misbind() {
+    let dir = scratch("cli_check");
+    // The arrow ends where the entry starts and idle ends, with no slice of its own.
+    let bad = dir.join("misbound.json");
+    std::fs::write(
+        &bad,
+        r#"{"traceEvents":[
+{"ph":"M","name":"thread_name","pid":0,"tid":0,"args":{"name":"PE 0"}},
+{"ph":"M","name":"thread_name","pid":0,"tid":1,"args":{"name":"PE 1"}},
+{"ph":"X","cat":"entry","name":"A::go","pid":0,"tid":0,"ts":1,"dur":1},
+{"ph":"s","cat":"msg","name":"msg","id":"0x7","pid":0,"tid":0,"ts":1.5},
+{"ph":"X","cat":"idle","name":"idle","pid":0,"tid":1,"ts":0,"dur":3},
+{"ph":"X","cat":"entry","name":"B::got","pid":0,"tid":1,"ts":3,"dur":1},
+{"ph":"f","cat":"msg","name":"msg","id":"0x7","pid":0,"tid":1,"ts":3,"bp":"e"}
+],"displayTimeUnit":"ns"}"#,
+    )
+    .unwrap();
+    let o = run(&["check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("FlowAtBoundary"), "{err}");
+    assert!(err.contains("'idle' (idle) [0, 3000] ns"), "{err}");
+    assert!(err.contains("1 of 1 arrows misbound"), "{err}");
+
+    let o = run(&["check", bad.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["misbound_flows"], 1);
+}

@@ -12,13 +12,15 @@ use chorus_traces::{
 use common::{record, scenario, scratch};
 use serde_json::Value;
 
-/// Checks the raw JSON without the crate's reader: per-track time order in file order,
+/// Checks the raw JSON without the crate's reader: per-track time order in file order
+/// (then the arrows' holders and flow events, in time order across tracks),
 /// proper nesting of X slices, paired flows inside slices, named tracks.
 fn check_raw(text: &str) {
     let v: Value = serde_json::from_str(text).unwrap();
     assert_eq!(v["displayTimeUnit"], "ns");
     let events = v["traceEvents"].as_array().unwrap();
     let mut last_ts: HashMap<(u64, u64), f64> = HashMap::new();
+    let mut last_arrow_ts = 0.0f64;
     let mut named: BTreeSet<(u64, u64)> = BTreeSet::new();
     let mut used: BTreeSet<(u64, u64)> = BTreeSet::new();
     let mut slices: HashMap<(u64, u64), Vec<(u64, u64)>> = HashMap::new();
@@ -36,7 +38,15 @@ fn check_raw(text: &str) {
         }
         used.insert(key);
         let ts = e["ts"].as_f64().unwrap();
-        let prev = last_ts.entry(key).or_insert(0.0);
+        // Tracks are in time order, then the arrows' holders and flow events, all
+        // tracks together in time order.
+        let arrow = e["cat"] == "msg";
+        let prev = if arrow {
+            &mut last_arrow_ts
+        } else {
+            assert_eq!(last_arrow_ts, 0.0, "a track's event after the arrows");
+            last_ts.entry(key).or_insert(0.0)
+        };
         assert!(ts >= *prev, "track {key:?}: ts {ts} after {prev}");
         *prev = ts;
         let ns = (ts * 1000.0).round() as u64;
@@ -332,8 +342,10 @@ fn flows_need_both_ends_and_forward_time() {
     assert_eq!(validate(&trace), Vec::<String>::new());
     assert_eq!(trace.flows.len(), 1);
     assert_eq!(trace.flows[0].id_u64(), Some(1));
+    // The send's holder is at its recorded time; the receive's 1 ns into the entry,
+    // so that it is not at the boundary the entry shares with what came before.
     assert_eq!(trace.flows[0].from.ts_ns, 10);
-    assert_eq!(trace.flows[0].to.ts_ns, 50);
+    assert_eq!(trace.flows[0].to.ts_ns, 51);
     assert!(trace.track(0, 2).unwrap().thread_name.is_some());
     let idle = trace
         .track(0, 1)
@@ -346,4 +358,42 @@ fn flows_need_both_ends_and_forward_time() {
         (idle.name.as_str(), idle.ts_ns, idle.dur_ns),
         ("idle", 80, 10)
     );
+}
+
+#[test]
+fn receives_move_after_sends_that_moved() {
+    // Zero-time entries at one instant, as on the ideal sim: PE 0's third send gets
+    // its holder 5 ns in, after PE 1's receive of it would have been; PE 1's reply
+    // to PE 2 then moves too, which takes a third pass.
+    let out = scratch("moved").join("t.json");
+    let sink = Arc::new(Collector::new(TraceConfig::new(&out)).unwrap());
+    let names = Names::new();
+    let e = names.intern("E::e");
+    let mut p0 = Recorder::new(0, 0, sink.clone());
+    let mut p1 = Recorder::new(1, 0, sink.clone());
+    let mut p2 = Recorder::new(2, 0, sink.clone());
+    p0.entry_begin(100, e, 0, 0, None);
+    for m in 1..=3 {
+        p0.send(100, m, 1, 8);
+    }
+    p0.entry_end(100);
+    p1.entry_begin(100, e, 0, 8, Some(3));
+    p1.send(100, 4, 2, 8);
+    p1.entry_end(100);
+    p2.entry_begin(100, e, 1, 8, Some(4));
+    p2.entry_end(100);
+    for m in 1..=2 {
+        p1.entry_begin(100, e, 0, 8, Some(m));
+        p1.entry_end(100);
+    }
+    drop((p0, p1, p2));
+    let stats = sink.write_chrome(&names, &out).unwrap();
+    assert_eq!(stats.flows, 4);
+    assert_eq!(stats.skewed_flows, 0);
+    assert_eq!(stats.layout_passes, 3);
+    let trace = read_chrome(&out).unwrap();
+    assert_eq!(validate(&trace), Vec::<String>::new());
+    for f in &trace.flows {
+        assert!(f.to.ts_ns > f.from.ts_ns, "{f:?}");
+    }
 }

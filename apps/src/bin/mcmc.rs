@@ -70,11 +70,12 @@ fn run(args: &Args) -> Result<(), String> {
     };
     let job = chorus_apps::job::JobProcess::start(&args.chorus)?;
     let speaks = job.speaks;
-    let many = strategies.len() > 1;
     let mut reports = Vec::new();
     for spec in strategies {
         let mut config = args.chorus.clone();
-        if let (Some(t), true) = (&args.chorus.trace, many) {
+        // One trace per strategy, named after it even when it runs alone, so the
+        // file name never depends on how many strategies ran.
+        if let Some(t) = &args.chorus.trace {
             config.trace = Some(trace_name(t, &spec.name()));
         }
         if speaks && !args.json {

@@ -1,6 +1,7 @@
 //! Settings shared by every chorus program, from flags or `CHORUS_*` variables.
 
 use super::cli::{self, MAX_SIM_NS_PER_BYTE, MAX_SIM_US};
+use crate::base::trace_select::{PeList, TraceWindow};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -102,7 +103,7 @@ impl std::str::FromStr for KillSpec {
 }
 
 /// Nanoseconds in a time such as `250ns`, `1.5us`, `2ms` or `3s`.
-fn parse_duration_ns(s: &str) -> Option<u64> {
+pub(crate) fn parse_duration_ns(s: &str) -> Option<u64> {
     let split = s.find(|c: char| c.is_ascii_alphabetic())?;
     let (num, unit) = s.split_at(split);
     let scale = match unit {
@@ -195,6 +196,20 @@ pub struct Config {
     /// Draw 1 in N message arrows in the trace (1 = all), so huge runs stay viewable.
     #[arg(long = "trace-flow-every", env = "CHORUS_TRACE_FLOW_EVERY", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub trace_flow_every: u64,
+    /// Trace only these PEs: PEs and inclusive ranges, e.g. 0..63 or 0,5,8..15.
+    #[arg(
+        long = "trace-pes",
+        env = "CHORUS_TRACE_PES",
+        value_name = "LIST|RANGE"
+    )]
+    pub trace_pes: Option<PeList>,
+    /// Trace only events in this span of the layer's clock, e.g. 1ms..2.5ms (either end may be left out).
+    #[arg(
+        long = "trace-window",
+        env = "CHORUS_TRACE_WINDOW",
+        value_name = "T0..T1"
+    )]
+    pub trace_window: Option<TraceWindow>,
     /// Write the runtime's own tracing spans (thread-level debugging of chorus) as Chrome JSON.
     #[arg(long = "debug-trace", env = "CHORUS_DEBUG_TRACE")]
     pub debug_trace: Option<PathBuf>,
@@ -231,6 +246,8 @@ impl Default for Config {
             seed: 1,
             trace: None,
             trace_flow_every: 1,
+            trace_pes: None,
+            trace_window: None,
             debug_trace: None,
             on_error: ErrorPolicy::Abort,
             work: WorkMode::Sleep,
@@ -358,6 +375,38 @@ impl Config {
                 "--trace-flow-every must be at least 1 (1 draws every message arrow)".into(),
             );
         }
+        if self.trace.is_none() {
+            if let Some(flag) = [
+                ("--trace-pes", self.trace_pes.is_some()),
+                ("--trace-window", self.trace_window.is_some()),
+            ]
+            .iter()
+            .find_map(|&(flag, set)| set.then_some(flag))
+            {
+                return Err(format!(
+                    "{flag} chooses what --trace records; give --trace FILE too"
+                ));
+            }
+        }
+        if let Some(pes) = &self.trace_pes {
+            // On mpi the job's size comes from mpirun, and a PE past it is simply absent.
+            if self.layer != Layer::Mpi && pes.max() >= self.pes {
+                return Err(format!(
+                    "--trace-pes {pes} names PE {}, but the job has {} PEs (0..{})",
+                    pes.max(),
+                    self.pes,
+                    self.pes.saturating_sub(1)
+                ));
+            }
+        }
+        if let Some(w) = self.trace_window {
+            if w.from_ns >= w.to_ns {
+                return Err(format!(
+                    "--trace-window {}ns..{}ns is empty: T0 must come before T1",
+                    w.from_ns, w.to_ns
+                ));
+            }
+        }
         if !(2..=64).contains(&self.tree_arity) {
             return Err(format!(
                 "--tree-arity must be in 2..=64, got {}",
@@ -410,5 +459,39 @@ mod tests {
                 "the default is not a claim"
             );
         }
+    }
+
+    fn traced(pes: u32) -> Config {
+        Config {
+            pes,
+            layer: Layer::Sim,
+            trace: Some("t.json".into()),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn trace_selection_is_checked() {
+        let mut c = traced(64);
+        c.trace_pes = Some("0..63".parse().unwrap());
+        c.trace_window = Some("1ms..2ms".parse().unwrap());
+        assert_eq!(c.validate(), Ok(()));
+
+        c.trace_pes = Some("0,64".parse().unwrap());
+        let e = c.validate().unwrap_err();
+        assert!(e.contains("--trace-pes 0,64 names PE 64"), "{e}");
+        assert!(e.contains("64 PEs (0..63)"), "{e}");
+
+        let mut c = traced(4);
+        c.trace = None;
+        c.trace_window = Some("..1s".parse().unwrap());
+        let e = c.validate().unwrap_err();
+        assert!(
+            e.starts_with("--trace-window") && e.contains("--trace FILE"),
+            "{e}"
+        );
+        c.trace_window = None;
+        c.trace_pes = Some("1".parse().unwrap());
+        assert!(c.validate().unwrap_err().starts_with("--trace-pes"));
     }
 }

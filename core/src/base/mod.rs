@@ -9,4 +9,5 @@ pub mod error;
 pub(crate) mod hash;
 pub mod ids;
 pub mod logging;
+pub mod trace_select;
 pub mod tree;

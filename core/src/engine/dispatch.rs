@@ -17,7 +17,8 @@ impl PeRuntime {
             self.core.processed += env.weight();
         }
         if let Some(t) = self.core.trace.as_deref_mut() {
-            let ts = ns(self.core.net.now());
+            let net = &self.core.net;
+            let ts = t.take_delivery_start().unwrap_or_else(|| ns(net.now()));
             t.idle_end(ts);
             t.incoming(ts, env.src, env.msg_id(), env.wire_bytes());
             if let Some(what) = env.kind.runtime_entry() {

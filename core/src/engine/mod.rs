@@ -128,7 +128,8 @@ impl PeSetup {
             seed: cfg.seed,
             policy: cfg.on_error,
             work_mode: cfg.work,
-            trace,
+            // A PE left out of --trace-pes runs untraced: no cost at all.
+            trace: trace.filter(|t| t.is_recording()),
         }
     }
 }
@@ -278,6 +279,15 @@ impl PeRuntime {
             self.qd_outcome(out, parent);
         }
         self.core.net.flush();
+    }
+
+    /// Tell the trace that the next message this PE runs began its delivery at
+    /// `ts_ns`: the sim charges receive and handler costs before the handler runs, and
+    /// the entry's slice covers them.
+    pub(crate) fn trace_delivery_start(&mut self, ts_ns: u64) {
+        if let Some(t) = self.core.trace.as_deref_mut() {
+            t.delivery_starts(ts_ns);
+        }
     }
 
     /// Mark the start of an idle period in the trace (it ends when a message runs).

@@ -202,6 +202,8 @@ impl Simulator {
                 };
                 cost += model.receive_ns(bytes);
             }
+            // The entry's trace slice starts now and covers these costs.
+            rt.trace_delivery_start(t);
             cursor.borrow_mut().clock += cost;
             rt.run_one(env);
         }

@@ -57,6 +57,8 @@ pub struct Slice {
     pub dur_ns: u64,
     /// The event's `args` object.
     pub args: Map<String, Value>,
+    /// Position of its event in the file's `traceEvents` (the `B` event for a pair).
+    pub seq: usize,
 }
 
 impl Slice {
@@ -91,6 +93,8 @@ pub struct FlowEnd {
     pub tid: u32,
     /// Time in ns.
     pub ts_ns: u64,
+    /// Position of the flow event in the file's `traceEvents`.
+    pub seq: usize,
 }
 
 /// A flow arrow from an `s` event to an `f` event with the same category, name and id.
@@ -210,7 +214,7 @@ pub fn parse_chrome(text: &str, path: &Path) -> Result<Trace, TraceError> {
     let mut flow_ends: BTreeMap<(String, String, String), FlowEnd> = BTreeMap::new();
     let mut dangling = 0usize;
 
-    for e in events {
+    for (seq, e) in events.into_iter().enumerate() {
         let pid = id_value(&e.pid, "pid", path)?;
         let tid = id_value(&e.tid, "tid", path)?;
         let ts_ns = e.ts.map_or(0, us_to_ns);
@@ -225,6 +229,7 @@ pub fn parse_chrome(text: &str, path: &Path) -> Result<Trace, TraceError> {
                     ts_ns,
                     dur_ns,
                     args: e.args.unwrap_or_default(),
+                    seq,
                 });
             }
             "B" => open_b.entry((pid, tid)).or_default().push(Slice {
@@ -233,6 +238,7 @@ pub fn parse_chrome(text: &str, path: &Path) -> Result<Trace, TraceError> {
                 ts_ns,
                 dur_ns: 0,
                 args: e.args.unwrap_or_default(),
+                seq,
             }),
             "E" => {
                 if let Some(mut s) = open_b.get_mut(&(pid, tid)).and_then(Vec::pop) {
@@ -251,7 +257,12 @@ pub fn parse_chrome(text: &str, path: &Path) -> Result<Trace, TraceError> {
                     Some(Value::Number(n)) => n.to_string(),
                     _ => return Err(bad(path, format!("flow event '{}' without an id", e.ph))),
                 };
-                let end = FlowEnd { pid, tid, ts_ns };
+                let end = FlowEnd {
+                    pid,
+                    tid,
+                    ts_ns,
+                    seq,
+                };
                 // Tracks are written one after another, so an `f` may come first.
                 let side = if e.ph == "s" {
                     &mut flow_starts

@@ -1,92 +1,420 @@
-//! Checks that a trace is well formed the way Perfetto and chrome://tracing need it.
+//! Checks a trace against the rules by which Perfetto, catapult (chrome://tracing)
+//! and Chrome DevTools draw it, so that a trace this accepts is drawn the same, and
+//! right, by all three.
+//!
+//! The binding rules applied to each end of a flow arrow (an `s` or `f` event at time
+//! `ts` on a track):
+//! - **DevTools** binds a flow event to the one event with the same `cat`, `pid`,
+//!   `tid` and `ts`: exactly one slice of the flow's category must start at `ts` (the
+//!   *holder*);
+//! - **catapult** binds it to the deepest slice whose closed interval holds `ts`, and
+//!   **Perfetto** to the innermost slice open at `ts`: so no slice other than the
+//!   holder may start or end at `ts` (an `idle` slice ending where the entry starts
+//!   would win), and the innermost slice strictly around `ts` must not be `idle`;
+//! - the arrow's end must lie in the entry that handled its message (an entry slice
+//!   whose `msg_id` argument is another message is the wrong one), and the end must
+//!   come strictly after the start, or Perfetto drops it;
+//! - DevTools reads flow events in file order, dropping an `f` read before its `s`,
+//!   and draws the arrow from the bound slice written first: the `s` and its holder
+//!   must come before the `f` and its holder in the file.
+//!
+//! Besides: every track with events is named; slices have a positive duration
+//! (catapult drops arrows bound to zero-length slices) and nest (two slices are
+//! disjoint or one contains the other; touching ends are fine); instants are in time
+//! order; every flow event has its partner. Slices need not be in start order in the
+//! file: all three viewers sort them.
 
-use crate::analysis::read::{FlowEnd, Slice, Trace, Track};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
 
-/// Every problem found in `trace`, as sentences; empty means well formed.
-///
-/// Checked: every track with events is named; slices on a track are in start order
-/// and nest (two slices are disjoint or one contains the other; touching ends are
-/// fine); instants are in time order; every flow has both ends, and each end lies
-/// inside a slice of its track.
+use serde::Serialize;
+
+use crate::analysis::read::{Flow, FlowEnd, Slice, Trace, Track};
+
+/// Examples kept per rule; every problem is counted.
+const EXAMPLES_PER_RULE: usize = 20;
+
+/// A rule a trace can break (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Rule {
+    /// A flow start or end without its partner.
+    DanglingFlow,
+    /// A track with events but no `thread_name`.
+    UnnamedTrack,
+    /// Two slices overlap without one containing the other.
+    PartialOverlap,
+    /// A slice of zero duration.
+    ZeroLength,
+    /// Instants not written in time order.
+    InstantOrder,
+    /// No slice of the flow's category starts at the flow event's time (DevTools binds nothing).
+    FlowUnbound,
+    /// Several slices of the flow's category start at the flow event's time.
+    FlowAmbiguous,
+    /// The flow event is not strictly inside any slice of its track.
+    FlowOutsideSlice,
+    /// The innermost slice strictly around the flow event is `idle`.
+    FlowInIdle,
+    /// Another slice starts or ends exactly at the flow event's time.
+    FlowAtBoundary,
+    /// The flow's holder slice reaches the end of the slice around it.
+    HolderAtEnd,
+    /// The arrow ends in an entry that handled another message.
+    FlowWrongEntry,
+    /// The arrow ends at or before its start.
+    FlowBackwards,
+    /// The `f` event or its holder comes before the `s` event or its holder in the file.
+    FlowFileOrder,
+}
+
+/// One problem: the rule broken and a sentence naming the events.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The rule broken.
+    pub rule: Rule,
+    /// What is wrong, naming the events.
+    pub message: String,
+}
+
+/// What [`check`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    /// The first problems of each rule, in the order found.
+    pub problems: Vec<Problem>,
+    /// How many problems of each rule there are in all.
+    pub counts: BTreeMap<Rule, usize>,
+    /// Flows in the trace.
+    pub flows: usize,
+    /// Flows with a problem at either end (misdrawn or dropped by some viewer).
+    pub misbound_flows: usize,
+}
+
+impl CheckReport {
+    /// True when no rule is broken.
+    pub fn ok(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// Every problem counted, all rules together.
+    pub fn total(&self) -> usize {
+        self.counts.values().sum()
+    }
+
+    fn add(&mut self, rule: Rule, message: impl FnOnce() -> String) {
+        let n = self.counts.entry(rule).or_default();
+        *n += 1;
+        if *n <= EXAMPLES_PER_RULE {
+            self.problems.push(Problem {
+                rule,
+                message: message(),
+            });
+        }
+    }
+}
+
+/// The first problems of each rule in `trace`, as sentences; empty means well formed.
 pub fn validate(trace: &Trace) -> Vec<String> {
-    let mut problems = Vec::new();
-    if trace.dangling_flow_events > 0 {
-        problems.push(format!(
-            "{} flow events have no partner",
-            trace.dangling_flow_events
-        ));
+    check(trace)
+        .problems
+        .into_iter()
+        .map(|p| p.message)
+        .collect()
+}
+
+/// Checks `trace` against the viewers' rules (see the module docs).
+pub fn check(trace: &Trace) -> CheckReport {
+    let mut r = CheckReport {
+        flows: trace.flows.len(),
+        ..CheckReport::default()
+    };
+    for _ in 0..trace.dangling_flow_events {
+        r.add(Rule::DanglingFlow, || {
+            format!("{} flow events have no partner", trace.dangling_flow_events)
+        });
     }
     for t in &trace.tracks {
         let busy = !t.slices.is_empty() || !t.instants.is_empty();
         if busy && t.thread_name.is_none() {
-            problems.push(format!(
-                "track pid {} tid {} has no thread_name",
-                t.pid, t.tid
-            ));
+            r.add(Rule::UnnamedTrack, || {
+                format!("track pid {} tid {} has no thread_name", t.pid, t.tid)
+            });
         }
-        check_nesting(t, &mut problems);
-        if let Some(w) = t.instants.windows(2).find(|w| w[1].ts_ns < w[0].ts_ns) {
-            problems.push(format!(
-                "track pid {} tid {}: instant at {} ns after one at {} ns",
-                t.pid, t.tid, w[1].ts_ns, w[0].ts_ns
-            ));
-        }
-    }
-    for f in &trace.flows {
-        for (end, what) in [(&f.from, "start"), (&f.to, "end")] {
-            if !enclosed(trace, end) {
-                problems.push(format!(
-                    "flow {} {what} at pid {} tid {} {} ns is not inside a slice",
-                    f.id, end.pid, end.tid, end.ts_ns
-                ));
-            }
-        }
-        if f.to.ts_ns < f.from.ts_ns {
-            problems.push(format!("flow {} goes backwards in time", f.id));
+        check_slices(t, &mut r);
+        for w in t.instants.windows(2).filter(|w| w[1].ts_ns < w[0].ts_ns) {
+            r.add(Rule::InstantOrder, || {
+                format!(
+                    "track pid {} tid {}: instant at {} ns after one at {} ns",
+                    t.pid, t.tid, w[1].ts_ns, w[0].ts_ns
+                )
+            });
         }
     }
-    problems
+    let mut bad = vec![false; trace.flows.len()];
+    let holders = check_flow_ends(trace, &mut bad, &mut r);
+    for (i, f) in trace.flows.iter().enumerate() {
+        let holders_reversed = matches!(holders[i], [Some(s), Some(e)] if e < s);
+        if f.to.seq < f.from.seq || holders_reversed {
+            bad[i] = true;
+            r.add(Rule::FlowFileOrder, || {
+                format!(
+                    "flow {}: its end (event {}) or end's slice is written before its start (event {}) or start's slice; DevTools drops or reverses such arrows",
+                    f.id, f.to.seq, f.from.seq
+                )
+            });
+        }
+        if f.to.ts_ns <= f.from.ts_ns {
+            bad[i] = true;
+            r.add(Rule::FlowBackwards, || {
+                format!(
+                    "flow {} ends at {} ns, not after its start at {} ns",
+                    f.id, f.to.ts_ns, f.from.ts_ns
+                )
+            });
+        }
+    }
+    r.misbound_flows = bad.iter().filter(|&&b| b).count();
+    r
 }
 
-fn enclosed(trace: &Trace, at: &FlowEnd) -> bool {
-    trace.track(at.pid, at.tid).is_some_and(|t| {
-        t.slices
-            .iter()
-            .any(|s| s.ts_ns <= at.ts_ns && at.ts_ns <= s.end_ns())
-    })
+fn describe(s: &Slice) -> String {
+    format!("'{}' ({}) [{}, {}] ns", s.name, s.cat, s.ts_ns, s.end_ns())
 }
 
-fn check_nesting(t: &Track, problems: &mut Vec<String>) {
-    let mut stack: Vec<&Slice> = Vec::new();
-    let mut prev_start = 0u64;
+/// Zero length and nesting of one track's slices.
+fn check_slices(t: &Track, r: &mut CheckReport) {
     for s in &t.slices {
-        if s.ts_ns < prev_start {
-            problems.push(format!(
-                "track pid {} tid {}: slice '{}' at {} ns written after one starting at {} ns",
-                t.pid, t.tid, s.name, s.ts_ns, prev_start
-            ));
-            return;
+        if s.dur_ns == 0 {
+            r.add(Rule::ZeroLength, || {
+                format!(
+                    "track pid {} tid {}: slice {} has zero duration",
+                    t.pid,
+                    t.tid,
+                    describe(s)
+                )
+            });
         }
-        prev_start = s.ts_ns;
+    }
+    let mut stack: Vec<&Slice> = Vec::new();
+    for s in sorted(t) {
         while stack.last().is_some_and(|top| top.end_ns() <= s.ts_ns) {
             stack.pop();
         }
         if let Some(top) = stack.last() {
             if s.end_ns() > top.end_ns() {
-                problems.push(format!(
-                    "track pid {} tid {}: slice '{}' [{}, {}] ns partially overlaps '{}' [{}, {}] ns",
-                    t.pid,
-                    t.tid,
-                    s.name,
-                    s.ts_ns,
-                    s.end_ns(),
-                    top.name,
-                    top.ts_ns,
-                    top.end_ns()
-                ));
-                return;
+                r.add(Rule::PartialOverlap, || {
+                    format!(
+                        "track pid {} tid {}: slice {} partially overlaps {}",
+                        t.pid,
+                        t.tid,
+                        describe(s),
+                        describe(top)
+                    )
+                });
+                // Go on as if it had ended with the slice it overlaps.
+                continue;
             }
         }
         stack.push(s);
     }
 }
+
+/// The track's slices by start, outer (longer) ones first.
+fn sorted(t: &Track) -> Vec<&Slice> {
+    let mut v: Vec<(usize, &Slice)> = t.slices.iter().enumerate().collect();
+    v.sort_by_key(|&(i, s)| (s.ts_ns, Reverse(s.end_ns()), i));
+    v.into_iter().map(|(_, s)| s).collect()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Start,
+    End,
+}
+
+/// A flow end on a track: its time, the flow's index and which end it is.
+type EndAt = (u64, usize, Side);
+
+/// The binding rules at every flow start and end, one sweep per track; returns each
+/// flow's holder slices' file positions (start, end), where there is one.
+fn check_flow_ends(
+    trace: &Trace,
+    bad: &mut [bool],
+    r: &mut CheckReport,
+) -> Vec<[Option<usize>; 2]> {
+    let mut holders = vec![[None, None]; trace.flows.len()];
+    let mut by_track: HashMap<(u32, u32), Vec<EndAt>> = HashMap::new();
+    for (i, f) in trace.flows.iter().enumerate() {
+        for (end, side) in [(&f.from, Side::Start), (&f.to, Side::End)] {
+            by_track
+                .entry((end.pid, end.tid))
+                .or_default()
+                .push((end.ts_ns, i, side));
+        }
+    }
+    let mut keys: Vec<_> = by_track.keys().copied().collect();
+    keys.sort_unstable();
+    for key in keys {
+        let mut ends = by_track.remove(&key).unwrap_or_default();
+        ends.sort_unstable_by_key(|&(ts, i, _)| (ts, i));
+        let empty = Track::default();
+        let track = trace.track(key.0, key.1).unwrap_or(&empty);
+        let slices = sorted(track);
+        let mut starts_at: HashMap<u64, Vec<&Slice>> = HashMap::new();
+        let mut ends_at: HashMap<u64, Vec<&Slice>> = HashMap::new();
+        for s in &slices {
+            starts_at.entry(s.ts_ns).or_default().push(s);
+            ends_at.entry(s.end_ns()).or_default().push(s);
+        }
+        let mut next = 0;
+        let mut stack: Vec<&Slice> = Vec::new();
+        for (ts, i, side) in ends {
+            while let Some(&s) = slices.get(next).filter(|s| s.ts_ns <= ts) {
+                while stack.last().is_some_and(|top| top.end_ns() <= s.ts_ns) {
+                    stack.pop();
+                }
+                stack.push(s);
+                next += 1;
+            }
+            while stack.last().is_some_and(|top| top.end_ns() < ts) {
+                stack.pop();
+            }
+            let f = &trace.flows[i];
+            let at = if side == Side::Start { &f.from } else { &f.to };
+            let ctx = Ctx { f, at, side };
+            let around = stack
+                .iter()
+                .rev()
+                .find(|s| s.ts_ns < ts && ts < s.end_ns())
+                .copied();
+            let (found, holder) = binding_problems(&ctx, around, &starts_at, &ends_at, r);
+            bad[i] |= found;
+            holders[i][usize::from(side == Side::End)] = holder;
+        }
+    }
+    holders
+}
+
+/// One flow end being checked.
+struct Ctx<'a> {
+    f: &'a Flow,
+    at: &'a FlowEnd,
+    side: Side,
+}
+
+impl Ctx<'_> {
+    fn what(&self) -> String {
+        let side = match self.side {
+            Side::Start => "start",
+            Side::End => "end",
+        };
+        format!(
+            "flow {} {side} at pid {} tid {} {} ns",
+            self.f.id, self.at.pid, self.at.tid, self.at.ts_ns
+        )
+    }
+}
+
+/// Checks one flow end: whether it breaks a rule, and its holder's file position.
+fn binding_problems(
+    c: &Ctx<'_>,
+    around: Option<&Slice>,
+    starts_at: &HashMap<u64, Vec<&Slice>>,
+    ends_at: &HashMap<u64, Vec<&Slice>>,
+    r: &mut CheckReport,
+) -> (bool, Option<usize>) {
+    let ts = c.at.ts_ns;
+    let starting: &[&Slice] = starts_at.get(&ts).map_or(&[], Vec::as_slice);
+    let ending: &[&Slice] = ends_at.get(&ts).map_or(&[], Vec::as_slice);
+    let holders: Vec<&Slice> = starting
+        .iter()
+        .filter(|s| s.cat == c.f.cat)
+        .copied()
+        .collect();
+    let mut found = false;
+    match holders.len() {
+        0 => {
+            found = true;
+            r.add(Rule::FlowUnbound, || {
+                format!(
+                    "{}: no slice of category '{}' starts there (DevTools binds flow events by cat, pid, tid and ts)",
+                    c.what(),
+                    c.f.cat
+                )
+            });
+        }
+        1 => {}
+        n => {
+            found = true;
+            r.add(Rule::FlowAmbiguous, || {
+                format!(
+                    "{}: {n} slices of category '{}' start there",
+                    c.what(),
+                    c.f.cat
+                )
+            });
+        }
+    }
+    let holder = holders.first().copied();
+    let others: Vec<&Slice> = starting
+        .iter()
+        .filter(|s| holder.is_none_or(|h| !std::ptr::eq(**s, h)))
+        .chain(ending.iter())
+        .copied()
+        .collect();
+    if !others.is_empty() {
+        found = true;
+        r.add(Rule::FlowAtBoundary, || {
+            let names: Vec<String> = others.iter().take(4).map(|s| describe(s)).collect();
+            format!(
+                "{}: slices start or end there, so viewers may bind the arrow to them: {}",
+                c.what(),
+                names.join(", ")
+            )
+        });
+    }
+    let holder_seq = holder.map(|h| h.seq);
+    let Some(around) = around else {
+        r.add(Rule::FlowOutsideSlice, || {
+            format!("{}: not strictly inside any slice", c.what())
+        });
+        return (true, holder_seq);
+    };
+    if around.cat == "idle" {
+        found = true;
+        r.add(Rule::FlowInIdle, || {
+            format!("{}: inside idle slice {}", c.what(), describe(around))
+        });
+    }
+    if let Some(h) = holder {
+        if h.end_ns() >= around.end_ns() {
+            found = true;
+            r.add(Rule::HolderAtEnd, || {
+                format!(
+                    "{}: its slice {} reaches the end of {}",
+                    c.what(),
+                    describe(h),
+                    describe(around)
+                )
+            });
+        }
+    }
+    if c.side == Side::End && around.cat == "entry" {
+        if let (Some(m), Some(id)) = (around.arg_u64("msg_id"), c.f.id_u64()) {
+            if m != id {
+                found = true;
+                r.add(Rule::FlowWrongEntry, || {
+                    format!(
+                        "{}: inside entry {} which handled message {m:#x}",
+                        c.what(),
+                        describe(around)
+                    )
+                });
+            }
+        }
+    }
+    (found, holder_seq)
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chorus_traces::{read_chrome, render_report, render_text, summarize, validate, ReportOptions};
+use chorus_traces::{check, read_chrome, render_report, render_text, summarize, ReportOptions};
 use clap::{Parser, Subcommand};
 
 /// Projections-like views of a chorus trace (Chrome Trace Event JSON).
@@ -42,10 +42,15 @@ enum Command {
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         max_rows: u32,
     },
-    /// Check that the trace is well formed (nesting, order, flows, track names).
+    /// Check that Perfetto, chrome://tracing and DevTools draw the trace right: slices
+    /// nest and have a length, and every arrow binds to the entry that sent or handled
+    /// its message (exit status 1 and the first offending events otherwise).
     Check {
         /// The trace file.
         file: PathBuf,
+        /// Print the report as one JSON object (on stdout, whatever the outcome).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -78,21 +83,39 @@ fn run(cli: Cli) -> Result<(), String> {
             std::fs::write(&output, html).map_err(|e| format!("{}: {e}", output.display()))?;
             eprintln!("wrote {}", output.display());
         }
-        Command::Check { file } => {
+        Command::Check { file, json } => {
             let trace = read_chrome(&file).map_err(|e| e.to_string())?;
-            let problems = validate(&trace);
-            if !problems.is_empty() {
-                for p in problems.iter().take(50) {
-                    eprintln!("{p}");
-                }
-                return Err(format!("{}: {} problems", file.display(), problems.len()));
+            let report = check(&trace);
+            if json {
+                let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+                println!("{text}");
             }
-            println!(
-                "{}: ok ({} tracks, {} flows)",
-                file.display(),
-                trace.tracks.len(),
-                trace.flows.len()
-            );
+            if !report.ok() {
+                for p in &report.problems {
+                    eprintln!("{:?}: {}", p.rule, p.message);
+                }
+                let counts: Vec<String> = report
+                    .counts
+                    .iter()
+                    .map(|(rule, n)| format!("{rule:?} {n}"))
+                    .collect();
+                return Err(format!(
+                    "{}: {} problems ({}); {} of {} arrows misbound",
+                    file.display(),
+                    report.total(),
+                    counts.join(", "),
+                    report.misbound_flows,
+                    report.flows
+                ));
+            }
+            if !json {
+                println!(
+                    "{}: ok ({} tracks, {} flows)",
+                    file.display(),
+                    trace.tracks.len(),
+                    trace.flows.len()
+                );
+            }
         }
     }
     Ok(())

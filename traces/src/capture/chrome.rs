@@ -7,12 +7,25 @@
 //!   `entry`, `user`, `phase` and `idle` (idle is a grey-able slice named `idle` on the
 //!   PE's own track, so busy and idle read off one row);
 //! - user events are thread-scoped `i` instants;
-//! - a kept message is an `s` flow event at the send and an `f` (`"bp":"e"`) right
-//!   after the receiving entry's slice, both with cat `msg`, name `msg` and the message
-//!   id as a hex string. Perfetto binds an `s` to the newest slice it has opened on
-//!   the track, so when that slice is not the one enclosing the send (the send is
-//!   outside any slice, or a nested span closed before it) a tiny slice named `send`
-//!   (cat `send`, 1 ns or up to the enclosing slice's end) is emitted to hold it.
+//! - a kept message is an arrow from a `s` flow event to an `f` flow event (`"bp":"e"`),
+//!   both with cat `msg`, name `msg` and the message id as a hex string, each written
+//!   at the start of a 1 ns *holder* slice of cat `msg` (named `send` or `recv`) that
+//!   lies strictly inside the entry that sent or handled the message. DevTools binds
+//!   a flow event to the slice of equal cat, pid, tid and ts (the holder); catapult to
+//!   the deepest slice around its time and Perfetto to the innermost open one (the
+//!   holder or its entry): no other slice starts or ends there, so all three bind the
+//!   arrow to the right entry. A send outside any entry gets a `send` slice (cat
+//!   `send`) around its holder.
+//!
+//! Times are integer nanoseconds, written as microseconds with exactly three decimals
+//! (`displayTimeUnit` is `ns`); a slice's `dur` is the difference of its integer start
+//! and end, so nesting is exact. [`crate::capture::layout`] places every event on this
+//! clock: the recorded time wherever there is room, a few ns later where a holder or
+//! a minimum length of 1 ns needs it (zero-length sim entries).
+//!
+//! Holders and flow events come after every track, in time order (DevTools reads flow
+//! events in file order and draws an arrow from the slice written first); they are
+//! kept in memory until then, about 32 bytes per arrow end.
 //!
 //! Per track, events are written in timestamp order and slices nest properly: unpaired
 //! ends are ignored, slices left open are closed at the PE's last timestamp, and a
@@ -20,116 +33,22 @@
 //! when both the send and the receive were recorded, and never backwards in time.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use serde::Serialize;
-
+use crate::capture::layout::{At, FlowPlan, SliceKind, TrackEvents};
 use crate::capture::spool::{read_chunk, Chunk, SpoolView};
 use crate::error::TraceError;
 use crate::names::{NameId, Names};
 use crate::record::{flow_kept, Event, Record};
 
-/// What writing a Chrome trace produced.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct WriteStats {
-    /// PE tracks written.
-    pub pes: usize,
-    /// Spooled records read.
-    pub records: u64,
-    /// JSON events written (metadata included).
-    pub events: u64,
-    /// `X` slices written (entries, spans, phases, idle, send holders).
-    pub slices: u64,
-    /// Instant events written.
-    pub instants: u64,
-    /// Flow arrows written (each is one `s` and one `f` event).
-    pub flows: u64,
-    /// Tiny `send` slices added to hold flow starts.
-    pub send_slices: u64,
-    /// Size of the file.
-    pub bytes: u64,
-    /// `bytes / events`.
-    pub bytes_per_event: f64,
-    /// Sampled sends or receives whose other end was not recorded.
-    pub unmatched_flow_ends: u64,
-    /// Flows dropped because the receive was timestamped before the send (clock skew).
-    pub skewed_flows: u64,
-    /// Sends or sampled receives that reused an already seen message id (only the first is drawn).
-    pub duplicate_msg_ids: u64,
-    /// `*_end` records with nothing open to close.
-    pub stray_ends: u64,
-    /// Slices closed implicitly (an outer end, or the end of the PE's records).
-    pub auto_closed: u64,
-    /// Slices shortened so that the track nests properly.
-    pub clipped: u64,
-}
+// Re-exported so the counts keep their first public path.
+pub use crate::capture::stats::WriteStats;
 
-/// Which PE and time a flow end was recorded at, to pick the one record that draws it.
-type At = (u32, u64);
-
-#[derive(Clone, Copy)]
-enum OpenKind {
-    Entry,
-    Span,
-    Idle,
-}
-
-#[derive(Clone)]
-enum SliceKind {
-    Entry {
-        name: NameId,
-        src_pe: u32,
-        bytes: u64,
-        msg_id: Option<u64>,
-        flow_in: bool,
-    },
-    Span {
-        name: NameId,
-    },
-    Idle,
-    /// Arguments are `args[range]` of the track's argument list.
-    Phase {
-        name: NameId,
-        args: std::ops::Range<usize>,
-    },
-}
-
-struct Slice {
-    start: u64,
-    end: u64,
-    /// Phases may be shortened to keep nesting; begin/end pairs are what happened.
-    flexible: bool,
-    kind: SliceKind,
-}
-
-enum Point {
-    User { ts: u64, name: NameId },
-    FlowOut { ts: u64, msg_id: u64 },
-}
-
-impl Point {
-    fn ts(&self) -> u64 {
-        match self {
-            Point::User { ts, .. } | Point::FlowOut { ts, .. } => *ts,
-        }
-    }
-}
-
-/// One PE's slices and points after pairing begin/end records.
-struct TrackEvents {
-    slices: Vec<Slice>,
-    points: Vec<Point>,
-    args: Vec<(u32, u64)>,
-}
-
-/// The flows to draw: for each kept message id, where its send and receive were.
-struct FlowPlan {
-    sends: HashMap<u64, At>,
-    recvs: HashMap<u64, At>,
-}
+/// Most passes that move receives after their sends before the rest are given up.
+const MAX_LAYOUT_PASSES: u64 = 32;
 
 /// Writes `view`'s spool as Chrome JSON to `out` (see the module docs).
 pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<WriteStats, TraceError> {
@@ -138,6 +57,19 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
     let mut spool = File::open(&view.path).map_err(|e| TraceError::io(&view.path, e))?;
 
     let plan = plan_flows(view, &mut spool, &mut stats)?;
+    let mut by_pe: BTreeMap<u32, Vec<Chunk>> = BTreeMap::new();
+    for c in &view.chunks {
+        by_pe.entry(c.pe).or_default().push(*c);
+    }
+    let mut reader = TrackReader {
+        spool,
+        path: &view.path,
+        plan: &plan,
+        records: Vec::new(),
+        bytes: Vec::new(),
+    };
+    let (min_recv, backwards) = place_receives(&by_pe, &mut reader, &mut stats)?;
+    stats.skewed_flows += backwards.len() as u64;
 
     let file = File::create(out).map_err(|e| TraceError::io(out, e))?;
     let mut w = JsonOut {
@@ -148,23 +80,42 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
     let io = |e| TraceError::io(out, e);
     w.w.write_all(b"{\"traceEvents\":[\n").map_err(io)?;
     write_metadata(&mut w, view).map_err(io)?;
-
-    let mut by_pe: BTreeMap<u32, Vec<Chunk>> = BTreeMap::new();
-    for c in &view.chunks {
-        by_pe.entry(c.pe).or_default().push(*c);
-    }
-    let mut records = Vec::new();
-    let mut bytes = Vec::new();
+    let mut holders: Vec<HolderOut> = Vec::with_capacity(2 * plan.sends.len());
     for (&pe, chunks) in &by_pe {
-        records.clear();
-        for c in chunks {
-            read_chunk(&mut spool, &view.path, c, &mut records, &mut bytes)?;
-        }
-        stats.records += records.len() as u64;
+        let mut scratch = WriteStats::default();
+        let track = reader.track(pe, chunks, &min_recv, &mut scratch)?;
+        stats.records += scratch.records;
+        stats.stray_ends += scratch.stray_ends;
+        stats.auto_closed += scratch.auto_closed;
+        stats.clipped += scratch.clipped;
+        stats.dropped_phases += scratch.dropped_phases;
+        stats.send_slices += scratch.send_slices;
+        stats.max_shift_ns = stats.max_shift_ns.max(scratch.max_shift_ns);
         let pid = view.tracks.get(&pe).copied().unwrap_or(chunks[0].pid);
-        let mut track = pair_records(pe, &records, &plan, &view.path, &mut stats)?;
-        nest(&mut track.slices, &mut stats);
-        emit_track(&mut w, pe, pid, &track, &names, &view.arg_keys, &mut stats).map_err(io)?;
+        let t = TrackOut {
+            pe,
+            pid,
+            names: &names,
+            arg_keys: &view.arg_keys,
+            backwards: &backwards,
+        };
+        emit_track(&mut w, &t, &track, &mut holders, &mut stats).map_err(io)?;
+    }
+    // DevTools reads flow events in file order and draws each arrow from the slice
+    // written first, so every holder and flow event comes last, in time order: a
+    // send's before its receive's, whichever PE comes first.
+    holders.sort_unstable_by_key(|h| (h.t, h.pid, h.pe));
+    for h in &holders {
+        let (name, ph) = if h.send { ("send", 's') } else { ("recv", 'f') };
+        // The message id is the flow's id; the handling entry has it too.
+        write_x(&mut w, h.pid, h.pe, "msg", name, h.t, h.t + 1).map_err(io)?;
+        w.w.write_all(b"}").map_err(io)?;
+        stats.slices += 1;
+        stats.flow_slices += 1;
+        if h.flow {
+            write_flow(&mut w, h.pid, h.pe, ph, h.msg_id, h.t).map_err(io)?;
+            stats.flows += u64::from(!h.send);
+        }
     }
 
     w.w.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")
@@ -180,6 +131,87 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
         stats.bytes as f64 / stats.events as f64
     };
     Ok(stats)
+}
+
+/// Reads one PE's records from the spool and lays them out.
+struct TrackReader<'a> {
+    spool: File,
+    path: &'a Path,
+    plan: &'a FlowPlan,
+    records: Vec<Record>,
+    bytes: Vec<u8>,
+}
+
+impl TrackReader<'_> {
+    fn track(
+        &mut self,
+        pe: u32,
+        chunks: &[Chunk],
+        min_recv: &HashMap<u64, u64>,
+        stats: &mut WriteStats,
+    ) -> Result<TrackEvents, TraceError> {
+        self.records.clear();
+        for c in chunks {
+            read_chunk(
+                &mut self.spool,
+                self.path,
+                c,
+                &mut self.records,
+                &mut self.bytes,
+            )?;
+        }
+        stats.records += self.records.len() as u64;
+        let mut t = TrackEvents::pair(pe, &self.records, self.plan, self.path, stats)?;
+        t.lay_out(min_recv, stats);
+        Ok(t)
+    }
+}
+
+/// Lays every track out until each receive's holder comes after its send's (a send
+/// that moved later on its track may otherwise pass its receive): the lower bounds
+/// that takes, by message id, and the messages still backwards after
+/// [`MAX_LAYOUT_PASSES`] (their holders are drawn, their arrows are not).
+fn place_receives(
+    by_pe: &BTreeMap<u32, Vec<Chunk>>,
+    reader: &mut TrackReader<'_>,
+    stats: &mut WriteStats,
+) -> Result<(HashMap<u64, u64>, HashSet<u64>), TraceError> {
+    let mut min_recv: HashMap<u64, u64> = HashMap::new();
+    let mut send_t: HashMap<u64, u64> = HashMap::new();
+    let mut recv_t: HashMap<u64, u64> = HashMap::new();
+    let mut dirty: BTreeSet<u32> = by_pe.keys().copied().collect();
+    let recv_pe: HashMap<u64, u32> = reader
+        .plan
+        .recvs
+        .iter()
+        .map(|(&m, &(pe, _))| (m, pe))
+        .collect();
+    while !dirty.is_empty() && stats.layout_passes < MAX_LAYOUT_PASSES {
+        stats.layout_passes += 1;
+        for pe in std::mem::take(&mut dirty) {
+            let mut scratch = WriteStats::default();
+            let t = reader.track(pe, &by_pe[&pe], &min_recv, &mut scratch)?;
+            for h in &t.holders {
+                let times = if h.send { &mut send_t } else { &mut recv_t };
+                times.insert(h.msg_id, h.t);
+            }
+        }
+        for (&m, &s) in &send_t {
+            let Some(&r) = recv_t.get(&m) else { continue };
+            if r <= s && min_recv.get(&m).is_none_or(|&lo| lo <= s) {
+                min_recv.insert(m, s + 1);
+                if let Some(&pe) = recv_pe.get(&m) {
+                    dirty.insert(pe);
+                }
+            }
+        }
+    }
+    let backwards = send_t
+        .iter()
+        .filter(|&(m, &s)| recv_t.get(m).is_some_and(|&r| r <= s))
+        .map(|(&m, _)| m)
+        .collect();
+    Ok((min_recv, backwards))
 }
 
 /// First pass over the whole spool: which sampled messages have both ends recorded.
@@ -230,199 +262,6 @@ fn plan_flows(
     stats.unmatched_flow_ends = unmatched;
     stats.skewed_flows = skewed;
     Ok(FlowPlan { sends, recvs })
-}
-
-/// Pairs begin/end records of one PE into slices (see the module docs for the rules).
-fn pair_records(
-    pe: u32,
-    records: &[Record],
-    plan: &FlowPlan,
-    path: &Path,
-    stats: &mut WriteStats,
-) -> Result<TrackEvents, TraceError> {
-    let mut t = TrackEvents {
-        slices: Vec::new(),
-        points: Vec::new(),
-        args: Vec::new(),
-    };
-    let mut open: Vec<(OpenKind, usize)> = Vec::new();
-    let mut last = 0u64;
-    let mut phase_args_left = 0u32;
-    for r in records {
-        let e = r.event().ok_or_else(|| TraceError::Format {
-            path: path.to_path_buf(),
-            message: format!("PE {pe}: unknown record kind in spool"),
-        })?;
-        if !matches!(e, Event::PhaseArg { .. }) {
-            phase_args_left = 0;
-        }
-        // Clamp so a clock that steps back on one PE cannot break ordering.
-        let mut clamp = |ts: u64| {
-            last = last.max(ts);
-            last
-        };
-        match e {
-            Event::EntryBegin {
-                ts,
-                name,
-                src_pe,
-                bytes,
-                msg_id,
-            } => {
-                // The plan keys records by their recorded time, before clamping.
-                let flow_in = msg_id.is_some_and(|m| plan.recvs.get(&m) == Some(&(pe, ts)));
-                let ts = clamp(ts);
-                open.push((OpenKind::Entry, t.slices.len()));
-                t.slices.push(Slice {
-                    start: ts,
-                    end: ts,
-                    flexible: false,
-                    kind: SliceKind::Entry {
-                        name,
-                        src_pe,
-                        bytes,
-                        msg_id,
-                        flow_in,
-                    },
-                });
-            }
-            Event::SpanBegin { ts, name } => {
-                let ts = clamp(ts);
-                open.push((OpenKind::Span, t.slices.len()));
-                t.slices.push(Slice {
-                    start: ts,
-                    end: ts,
-                    flexible: false,
-                    kind: SliceKind::Span { name },
-                });
-            }
-            Event::IdleBegin { ts } => {
-                let ts = clamp(ts);
-                open.push((OpenKind::Idle, t.slices.len()));
-                t.slices.push(Slice {
-                    start: ts,
-                    end: ts,
-                    flexible: false,
-                    kind: SliceKind::Idle,
-                });
-            }
-            Event::EntryEnd { ts } => {
-                close(&mut open, &mut t.slices, OpenKind::Entry, clamp(ts), stats)
-            }
-            Event::SpanEnd { ts } => {
-                close(&mut open, &mut t.slices, OpenKind::Span, clamp(ts), stats)
-            }
-            Event::IdleEnd { ts } => {
-                close(&mut open, &mut t.slices, OpenKind::Idle, clamp(ts), stats)
-            }
-            Event::Send { ts, msg_id, .. } => {
-                let drawn = plan.sends.get(&msg_id) == Some(&(pe, ts));
-                let ts = clamp(ts);
-                if drawn {
-                    t.points.push(Point::FlowOut { ts, msg_id });
-                }
-            }
-            Event::User { ts, name } => {
-                let ts = clamp(ts);
-                t.points.push(Point::User { ts, name });
-            }
-            Event::Phase {
-                ts,
-                dur,
-                name,
-                nargs,
-            } => {
-                // A phase is reported after the fact, so its start is not clamped.
-                let n = t.args.len();
-                t.slices.push(Slice {
-                    start: ts,
-                    end: ts.saturating_add(dur),
-                    flexible: true,
-                    kind: SliceKind::Phase { name, args: n..n },
-                });
-                phase_args_left = nargs;
-            }
-            Event::PhaseArg { key, value } => {
-                if phase_args_left > 0 {
-                    phase_args_left -= 1;
-                    t.args.push((key, value));
-                    let end = t.args.len();
-                    if let Some(Slice {
-                        kind: SliceKind::Phase { args, .. },
-                        ..
-                    }) = t.slices.last_mut()
-                    {
-                        args.end = end;
-                    }
-                }
-            }
-        }
-    }
-    for (_, i) in open.drain(..).rev() {
-        t.slices[i].end = last;
-        stats.auto_closed += 1;
-    }
-    Ok(t)
-}
-
-/// Closes the innermost open slice of `kind` at `ts`, and anything opened inside it.
-fn close(
-    open: &mut Vec<(OpenKind, usize)>,
-    slices: &mut [Slice],
-    kind: OpenKind,
-    ts: u64,
-    stats: &mut WriteStats,
-) {
-    let Some(pos) = open
-        .iter()
-        .rposition(|(k, _)| std::mem::discriminant(k) == std::mem::discriminant(&kind))
-    else {
-        stats.stray_ends += 1;
-        return;
-    };
-    for &(_, i) in &open[pos + 1..] {
-        slices[i].end = ts;
-        stats.auto_closed += 1;
-    }
-    slices[open[pos].1].end = ts;
-    open.truncate(pos);
-}
-
-/// Makes the slices nest: when two partially overlap, the flexible one (a phase) is
-/// shortened; begin/end slices already nest because they were paired on one stack.
-fn nest(slices: &mut [Slice], stats: &mut WriteStats) {
-    if !slices.iter().any(|s| s.flexible) {
-        return;
-    }
-    let mut order: Vec<usize> = (0..slices.len()).collect();
-    order.sort_by_key(|&i| {
-        let s = &slices[i];
-        (s.start, Reverse(s.end), s.flexible, i)
-    });
-    let mut stack: Vec<usize> = Vec::new();
-    for q in order {
-        while let Some(&top) = stack.last() {
-            if slices[top].end <= slices[q].start {
-                stack.pop();
-                continue;
-            }
-            if slices[q].end <= slices[top].end {
-                break;
-            }
-            // Partial overlap: top started first and ends inside q.
-            stats.clipped += 1;
-            if slices[top].flexible && !slices[q].flexible {
-                // Shorten the enclosing phase to stop where q starts; its own children
-                // all ended by then, since top is the innermost open slice.
-                slices[top].end = slices[q].start;
-                stack.pop();
-            } else {
-                slices[q].end = slices[top].end;
-                break;
-            }
-        }
-        stack.push(q);
-    }
 }
 
 /// Buffered JSON event output with comma handling.
@@ -561,144 +400,131 @@ fn write_flow(
     o.write_all(b"}")
 }
 
-/// Writes one PE's slices, instants and flow ends in timestamp order.
-fn emit_track(
-    w: &mut JsonOut,
+/// What [`emit_track`] needs besides the events.
+struct TrackOut<'a> {
     pe: u32,
     pid: u32,
+    names: &'a [String],
+    arg_keys: &'a [&'static str],
+    /// Messages whose arrow would point backwards: holders only, no flow events.
+    backwards: &'a HashSet<u64>,
+}
+
+/// A holder slice and its flow event, written after every track.
+struct HolderOut {
+    t: u64,
+    pid: u32,
+    pe: u32,
+    msg_id: u64,
+    send: bool,
+    /// Whether its flow event is written (not for arrows that would point back).
+    flow: bool,
+}
+
+/// Writes one PE's slices and instants in timestamp order, enclosing slices before
+/// the slices inside them, and adds its holders to `holders`.
+fn emit_track(
+    w: &mut JsonOut,
+    o: &TrackOut<'_>,
     t: &TrackEvents,
-    names: &[String],
-    arg_keys: &[&'static str],
+    holders: &mut Vec<HolderOut>,
     stats: &mut WriteStats,
 ) -> std::io::Result<()> {
-    // Slices before points at the same time, outer slices before inner ones.
+    let (pe, pid, names) = (o.pe, o.pid, o.names);
+    // (start, class, Reverse(end), index): class 0 slices, 1 holders, 2 instants.
     let mut order: Vec<(u64, u8, Reverse<u64>, usize)> =
-        Vec::with_capacity(t.slices.len() + t.points.len());
+        Vec::with_capacity(t.slices.len() + t.holders.len() + t.instants.len());
     order.extend(
         t.slices
             .iter()
             .enumerate()
+            .filter(|(_, s)| !s.dropped)
             .map(|(i, s)| (s.start, 0, Reverse(s.end), i)),
     );
     order.extend(
-        t.points
+        t.holders
             .iter()
             .enumerate()
-            .map(|(i, p)| (p.ts(), 1, Reverse(0), i)),
+            .map(|(i, h)| (h.t, 1, Reverse(h.t + 1), i)),
+    );
+    order.extend(
+        t.instants
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.t, 2, Reverse(0), i)),
     );
     order.sort_unstable();
 
     let mut fallback = String::new();
-    // Ends of the slices open at the current time, outermost first.
-    let mut open: Vec<u64> = Vec::new();
-    // Whether the newest slice-like event on the track is a slice that is still open,
-    // i.e. whether Perfetto would bind a flow start to the enclosing slice.
-    let mut newest_open = false;
-    let mut newest_end = 0u64;
-    for (ts, class, _, i) in order {
-        while open.last().is_some_and(|&end| end < ts) {
-            open.pop();
-        }
-        if class == 0 {
-            let s = &t.slices[i];
-            match &s.kind {
-                SliceKind::Entry {
-                    name,
-                    src_pe,
-                    bytes,
-                    msg_id,
-                    flow_in,
-                } => {
-                    write_x(
-                        w,
-                        pid,
-                        pe,
-                        "entry",
-                        name_of(names, *name, &mut fallback),
-                        s.start,
-                        s.end,
-                    )?;
-                    write!(w.w, ",\"args\":{{\"src_pe\":{src_pe},\"bytes\":{bytes}")?;
-                    if let Some(m) = msg_id {
-                        write!(w.w, ",\"msg_id\":{m}")?;
-                    }
-                    w.w.write_all(b"}}")?;
-                    if *flow_in {
-                        let m = msg_id.unwrap_or_default();
-                        write_flow(w, pid, pe, 'f', m, s.start)?;
-                        stats.flows += 1;
-                    }
-                }
-                SliceKind::Span { name } => {
-                    write_x(
-                        w,
-                        pid,
-                        pe,
-                        "user",
-                        name_of(names, *name, &mut fallback),
-                        s.start,
-                        s.end,
-                    )?;
-                    w.w.write_all(b"}")?;
-                }
-                SliceKind::Idle => {
-                    write_x(w, pid, pe, "idle", "idle", s.start, s.end)?;
-                    w.w.write_all(b"}")?;
-                }
-                SliceKind::Phase { name, args } => {
-                    write_x(
-                        w,
-                        pid,
-                        pe,
-                        "phase",
-                        name_of(names, *name, &mut fallback),
-                        s.start,
-                        s.end,
-                    )?;
-                    w.w.write_all(b",\"args\":{")?;
-                    for (k, &(key, value)) in t.args[args.clone()].iter().enumerate() {
-                        if k > 0 {
-                            w.w.write_all(b",")?;
+    for (_, class, _, i) in order {
+        match class {
+            0 => {
+                let s = &t.slices[i];
+                match &s.kind {
+                    SliceKind::Entry {
+                        name,
+                        src_pe,
+                        bytes,
+                        msg_id,
+                    } => {
+                        let name = name_of(names, *name, &mut fallback);
+                        write_x(w, pid, pe, "entry", name, s.start, s.end)?;
+                        write!(w.w, ",\"args\":{{\"src_pe\":{src_pe},\"bytes\":{bytes}")?;
+                        if let Some(m) = msg_id {
+                            write!(w.w, ",\"msg_id\":{m}")?;
                         }
-                        let key = arg_keys.get(key as usize).copied().unwrap_or("arg");
-                        write_str(&mut w.w, key)?;
-                        write!(w.w, ":{value}")?;
+                        w.w.write_all(b"}}")?;
                     }
-                    w.w.write_all(b"}}")?;
+                    SliceKind::Span { name } => {
+                        let name = name_of(names, *name, &mut fallback);
+                        write_x(w, pid, pe, "user", name, s.start, s.end)?;
+                        w.w.write_all(b"}")?;
+                    }
+                    SliceKind::Idle => {
+                        write_x(w, pid, pe, "idle", "idle", s.start, s.end)?;
+                        w.w.write_all(b"}")?;
+                    }
+                    SliceKind::Send => {
+                        write_x(w, pid, pe, "send", "send", s.start, s.end)?;
+                        w.w.write_all(b"}")?;
+                    }
+                    SliceKind::Phase { name, args } => {
+                        let name = name_of(names, *name, &mut fallback);
+                        write_x(w, pid, pe, "phase", name, s.start, s.end)?;
+                        w.w.write_all(b",\"args\":{")?;
+                        for (k, &(key, value)) in t.args[args.clone()].iter().enumerate() {
+                            if k > 0 {
+                                w.w.write_all(b",")?;
+                            }
+                            let key = o.arg_keys.get(key as usize).copied().unwrap_or("arg");
+                            write_str(&mut w.w, key)?;
+                            write!(w.w, ":{value}")?;
+                        }
+                        w.w.write_all(b"}}")?;
+                    }
                 }
+                stats.slices += 1;
             }
-            stats.slices += 1;
-            open.push(s.end);
-            newest_open = true;
-            newest_end = s.end;
-            continue;
-        }
-        match &t.points[i] {
-            Point::User { ts, name } => {
-                let o = w.next()?;
-                o.write_all(b"{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"user\",\"name\":")?;
-                write_str(o, name_of(names, *name, &mut fallback))?;
-                write!(o, ",\"pid\":{pid},\"tid\":{pe},\"ts\":")?;
-                write_us(o, *ts)?;
-                o.write_all(b"}")?;
+            1 => {
+                let h = &t.holders[i];
+                holders.push(HolderOut {
+                    t: h.t,
+                    pid,
+                    pe,
+                    msg_id: h.msg_id,
+                    send: h.send,
+                    flow: !o.backwards.contains(&h.msg_id),
+                });
+            }
+            _ => {
+                let p = &t.instants[i];
+                let out = w.next()?;
+                out.write_all(b"{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"user\",\"name\":")?;
+                write_str(out, name_of(names, p.name, &mut fallback))?;
+                write!(out, ",\"pid\":{pid},\"tid\":{pe},\"ts\":")?;
+                write_us(out, p.t)?;
+                out.write_all(b"}")?;
                 stats.instants += 1;
-                // Perfetto turns a thread instant into a zero-length slice, which a
-                // following flow start would bind to.
-                newest_open = false;
-            }
-            Point::FlowOut { ts, msg_id } => {
-                let ts = *ts;
-                if open.is_empty() || !newest_open || newest_end < ts {
-                    let end = open.last().map_or(ts + 1, |&e| e.min(ts + 1));
-                    write_x(w, pid, pe, "send", "send", ts, end)?;
-                    w.w.write_all(b"}")?;
-                    stats.slices += 1;
-                    stats.send_slices += 1;
-                    open.push(end);
-                    newest_open = true;
-                    newest_end = end;
-                }
-                write_flow(w, pid, pe, 's', *msg_id, ts)?;
             }
         }
     }

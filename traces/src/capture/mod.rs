@@ -5,5 +5,7 @@
 
 pub mod chrome;
 pub mod collector;
+pub(crate) mod layout;
 pub mod recorder;
 pub mod spool;
+pub mod stats;

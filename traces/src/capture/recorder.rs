@@ -17,6 +17,12 @@ use crate::record::{flow_kept, Event, Record};
 /// Pairing rules: `entry_end`, `span_end` and `idle_end` close the innermost open
 /// entry, span or idle period; the writer closes anything left open at the PE's last
 /// timestamp. Timestamps should not go backwards on one PE (the writer clamps them).
+///
+/// A PE left out of [`TraceConfig::pes`](crate::TraceConfig::pes) records nothing and
+/// gets no track. With a [`TraceConfig::window`](crate::TraceConfig::window), only
+/// events timed inside it are kept (a phase that overlaps it, cut to it): a slice
+/// begun before the window has its end ignored, one still open at the PE's last kept
+/// event closes there, and an arrow with one end outside is not drawn.
 #[derive(Debug)]
 pub struct Recorder {
     pe: u32,
@@ -30,14 +36,24 @@ pub struct Recorder {
     max_buffered: usize,
     flushes: u64,
     recorded: u64,
+    /// This PE is not traced: every call returns at once.
+    muted: bool,
+    /// Events kept: `[from, to]` ns.
+    window: Option<(u64, u64)>,
+    /// The last phase fell outside the window, so its argument records go too.
+    skipping_args: bool,
 }
 
 impl Recorder {
     /// A recorder for PE `pe`, shown in Chrome process `pid` (MPI rank or node group).
     pub fn new(pe: u32, pid: u32, sink: Arc<Collector>) -> Self {
-        sink.register(pe, pid);
+        let muted = !sink.config().records_pe(pe);
+        if !muted {
+            sink.register(pe, pid);
+        }
         let limit = sink.config().buffer_events.max(1);
         let flow_every = sink.config().flow_every.max(1);
+        let window = sink.config().window;
         Recorder {
             pe,
             pid,
@@ -49,7 +65,15 @@ impl Recorder {
             max_buffered: 0,
             flushes: 0,
             recorded: 0,
+            muted,
+            window,
+            skipping_args: false,
         }
+    }
+
+    /// Whether this PE records anything (see [`TraceConfig::pes`](crate::TraceConfig::pes)).
+    pub fn is_recording(&self) -> bool {
+        !self.muted
     }
 
     /// An entry method starts on this PE for a message from `src_pe` of `bytes` bytes.
@@ -119,6 +143,9 @@ impl Recorder {
     /// If it partially overlaps an entry, span or idle slice the writer shortens the
     /// phase so that slices still nest.
     pub fn phase(&mut self, ts_ns: u64, dur_ns: u64, name: NameId, args: &[(&'static str, u64)]) {
+        if self.muted {
+            return;
+        }
         let nargs = u32::try_from(args.len())
             .unwrap_or(u32::MAX)
             .min(crate::record::MAX_PE);
@@ -181,7 +208,42 @@ impl Recorder {
         id
     }
 
-    fn push(&mut self, e: Event) {
+    /// Whether `e` falls in the window; a phase that overlaps it is cut to it, and
+    /// phase arguments go with their phase.
+    fn in_window(&mut self, e: &mut Event, (from, to): (u64, u64)) -> bool {
+        let ts = match e {
+            Event::PhaseArg { .. } => return !self.skipping_args,
+            Event::Phase { ts, dur, .. } => {
+                let end = ts.saturating_add(*dur);
+                let keep = *ts <= to && end >= from;
+                self.skipping_args = !keep;
+                if keep {
+                    *ts = (*ts).max(from);
+                    *dur = end.min(to) - *ts;
+                }
+                return keep;
+            }
+            Event::EntryBegin { ts, .. }
+            | Event::EntryEnd { ts }
+            | Event::Send { ts, .. }
+            | Event::IdleBegin { ts }
+            | Event::IdleEnd { ts }
+            | Event::User { ts, .. }
+            | Event::SpanBegin { ts, .. }
+            | Event::SpanEnd { ts } => *ts,
+        };
+        (from..=to).contains(&ts)
+    }
+
+    fn push(&mut self, mut e: Event) {
+        if self.muted {
+            return;
+        }
+        if let Some(w) = self.window {
+            if !self.in_window(&mut e, w) {
+                return;
+            }
+        }
         if self.buf.len() == self.buf.capacity() {
             // Grow by doubling but never past the limit, so a PE that records little
             // allocates little and none allocates more than `buffer_events` records.
@@ -208,5 +270,63 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Recorder;
+    use crate::{read_chrome, validate, Collector, Names, TraceConfig};
+    use std::sync::Arc;
+
+    #[test]
+    fn pes_and_window_choose_what_is_recorded() {
+        let dir = std::env::temp_dir().join(format!("chorus-rec-select-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("t.json");
+        let mut config = TraceConfig::new(&out);
+        config.pes = Some(vec![(0, 0), (2, 3)]);
+        config.window = Some((100, 200));
+        let sink = Arc::new(Collector::new(config).unwrap());
+        let names = Names::new();
+        let (e, ph) = (names.intern("E::e"), names.intern("phase"));
+        let mut pes: Vec<Recorder> = (0..4)
+            .map(|pe| Recorder::new(pe, 0, sink.clone()))
+            .collect();
+        assert_eq!(
+            pes.iter().map(Recorder::is_recording).collect::<Vec<_>>(),
+            [true, false, true, true]
+        );
+        for r in &mut pes {
+            r.entry_begin(50, e, 0, 8, None); // before the window: its end is ignored
+            r.entry_end(120);
+            r.entry_begin(150, e, 0, 8, None);
+            r.entry_end(180);
+            r.phase(10, 40, ph, &[("k", 1)]); // outside: dropped with its argument
+            r.phase(90, 200, ph, &[("k", 2)]); // cut to [100, 200]
+            r.entry_begin(250, e, 0, 8, None); // after the window
+            r.entry_end(260);
+        }
+        assert_eq!(pes[1].recorded(), 0);
+        assert_eq!(
+            pes[0].recorded(),
+            2 + 1 + 1 + 1,
+            "end, entry, phase and its argument"
+        );
+        drop(pes);
+        let stats = sink.write_chrome(&names, &out).unwrap();
+        assert_eq!(stats.stray_ends, 3);
+        let trace = read_chrome(&out).unwrap();
+        assert_eq!(validate(&trace), Vec::<String>::new());
+        let tids: Vec<u32> = trace.tracks.iter().map(|t| t.tid).collect();
+        assert_eq!(tids, [0, 2, 3]);
+        let slices: Vec<(&str, u64, u64)> = trace.tracks[0]
+            .slices
+            .iter()
+            .map(|s| (s.name.as_str(), s.ts_ns, s.end_ns()))
+            .collect();
+        assert_eq!(slices, [("phase", 100, 200), ("E::e", 150, 180)]);
+        assert_eq!(trace.tracks[0].slices[0].arg_u64("k"), Some(2));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
