@@ -408,13 +408,13 @@ impl Link {
         buf
     }
 
-    /// A buffer of exactly `len` bytes to receive into, not shared: a recycled one, if
-    /// one is large enough.
+    /// A buffer of exactly `len` bytes to receive into, not shared: the recycled one
+    /// freed last (likeliest still in cache), if one is large enough.
     fn receive_buffer(&mut self, len: usize) -> Arc<Vec<u8>> {
         let reusable = self
             .recycle
             .iter_mut()
-            .position(|b| Arc::get_mut(b).is_some_and(|v| v.capacity() >= len));
+            .rposition(|b| Arc::get_mut(b).is_some_and(|v| v.capacity() >= len));
         let mut buf = match reusable {
             Some(i) => self.recycle.remove(i),
             None => Arc::new(Vec::with_capacity(len)),
