@@ -202,3 +202,14 @@ fn every_binary_answers_version() {
         );
     }
 }
+
+#[test]
+fn json_is_one_object_on_stdout() {
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus-bench"))
+        .args(["sections", "--pes", "64", "--fractions", "0.5", "--json"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON value");
+    assert!(v["runs"].as_array().is_some_and(|r| !r.is_empty()), "{v}");
+}

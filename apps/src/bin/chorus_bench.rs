@@ -50,7 +50,7 @@ enum Command {
         /// The sim layer's model.
         #[command(flatten)]
         sim: SimArgs,
-        /// Print a JSON array instead of a table.
+        /// Print one JSON object (the rows under "runs") instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -335,10 +335,8 @@ fn sections_cmd(
     };
     let rows = sections::run(&plan).map_err(|e| e.to_string())?;
     if as_json {
-        println!(
-            "{}",
-            serde_json::to_string(&rows).map_err(|e| e.to_string())?
-        );
+        // One object, as every --json prints; the rows under "runs".
+        println!("{}", json!({ "runs": rows }));
         return Ok(());
     }
     println!(
