@@ -19,6 +19,13 @@ fn an_unencodable_message_is_dropped_and_quiescence_still_comes() {
 }
 
 #[test]
+fn a_message_longer_than_mpi_carries_is_refused_and_quiescence_still_comes() {
+    for layer in layers() {
+        faults::a_message_longer_than_mpi_carries_is_refused_and_quiescence_still_comes(layer);
+    }
+}
+
+#[test]
 fn a_job_that_never_exits_is_reported_stalled_under_either_policy() {
     for layer in layers() {
         faults::a_job_that_never_exits_is_reported_stalled_under_either_policy(layer);

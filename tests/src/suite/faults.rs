@@ -4,7 +4,9 @@
 //! `abort`. The sim layer has no wire and refuses the flag.
 
 use crate::{config, pes};
-use chorus_core::{Chare, Ctx, ErrorPolicy, GroupProxy, Layer, Registry, Runtime, RuntimeError};
+use chorus_core::{
+    Bytes, Chare, Ctx, ErrorPolicy, GroupProxy, Layer, Registry, Runtime, RuntimeError,
+};
 use serde::{Deserialize, Serialize};
 
 /// Messages each PE sends its right neighbour per burst; even, so that damaging every
@@ -22,6 +24,7 @@ enum RelayMsg {
     Burst(GroupProxy<Relay>),
     Hit,
     Poison(Unencodable),
+    Huge(Bytes),
 }
 
 /// A value whose encoding always fails: what a user type with a failing `Serialize`
@@ -49,7 +52,7 @@ impl Chare for Relay {
                     group.send(ctx, next, RelayMsg::Hit);
                 }
             }
-            RelayMsg::Hit | RelayMsg::Poison(_) => ctx.publish("hit", &1u8),
+            RelayMsg::Hit | RelayMsg::Poison(_) | RelayMsg::Huge(_) => ctx.publish("hit", &1u8),
         }
     }
 }
@@ -133,6 +136,40 @@ pub fn an_unencodable_message_is_dropped_and_quiescence_still_comes(layer: Layer
     }
 }
 
+/// A payload of 2^31 bytes, one more than an MPI message carries: on mpi the send
+/// is refused on its sender with an error saying so, before any part of it leaves
+/// (it panicked after sending its notice), and quiescence still comes; layers that
+/// pass envelopes within a process deliver it. The bytes are never written, so the
+/// allocation stays virtual.
+pub fn a_message_longer_than_mpi_carries_is_refused_and_quiescence_still_comes(layer: Layer) {
+    let p = pes(layer, 2);
+    let mut reg = Registry::new();
+    reg.chare::<Relay>("Relay");
+    let report = Runtime::new(reg, config(layer, p, ErrorPolicy::Drop))
+        .run(|ctx| {
+            let group = ctx.create_group::<Relay>(());
+            let huge = Bytes::from(vec![0u8; 1 << 31]);
+            group.send(ctx, 1, RelayMsg::Huge(huge));
+            ctx.exit_on_quiescence();
+        })
+        .expect("drop policy reaches quiescence");
+    let errors = report.errors();
+    let delivered = report.outputs::<u8>("hit").len();
+    if layer == Layer::Mpi && !errors.is_empty() {
+        assert_eq!(delivered, 0, "the message was refused");
+        assert!(
+            errors
+                .iter()
+                .all(|e| e.to_string().contains("more than one MPI message carries")),
+            "{errors:?}"
+        );
+    } else {
+        // Also on mpi when PE 1 shares PE 0's rank (several PEs per rank).
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(delivered, 1);
+    }
+}
+
 /// Waits for a message nobody sends.
 struct Waiter;
 
@@ -175,6 +212,10 @@ pub const TESTS: &[super::Test] = &[
     (
         "an_unencodable_message_is_dropped_and_quiescence_still_comes",
         an_unencodable_message_is_dropped_and_quiescence_still_comes,
+    ),
+    (
+        "a_message_longer_than_mpi_carries_is_refused_and_quiescence_still_comes",
+        a_message_longer_than_mpi_carries_is_refused_and_quiescence_still_comes,
     ),
     (
         "a_job_that_never_exits_is_reported_stalled_under_either_policy",

@@ -64,6 +64,8 @@ pub(crate) struct Link {
 /// bounds the buffers a burst of large messages allocates (and the pages it faults
 /// in) to what MPI can move at once anyway.
 const MAX_IN_FLIGHT: usize = 8 << 20;
+/// Bytes one MPI message can carry: its count is a C `int`.
+const MAX_MPI_MESSAGE: usize = i32::MAX as usize;
 /// Receive buffers at least this large are recycled instead of freed.
 const RECYCLE_MIN: usize = 64 << 10;
 /// Receive buffers kept for recycling.
@@ -136,6 +138,15 @@ impl Encoded {
             wire::encode(env, to, &mut buf).map(|()| Vec::new())
         }
         .map_err(|e| RuntimeError::Invalid(format!("PE {}: {e}", env.src)))?;
+        // Refused whole, before any part (a notice, the main part) leaves: rsmpi
+        // panics on a longer slice, and a receiver would wait for the rest.
+        let longest = segments.iter().map(|s| s.len()).chain([buf.len()]).max();
+        if let Some(n) = longest.filter(|&n| n > MAX_MPI_MESSAGE) {
+            return Err(RuntimeError::Invalid(format!(
+                "PE {}: a message of {n} bytes to PE {to} is more than one MPI message carries ({MAX_MPI_MESSAGE} bytes); send it in pieces",
+                env.src
+            )));
+        }
         Ok(Encoded { buf, segments })
     }
 }
