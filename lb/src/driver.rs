@@ -231,6 +231,7 @@ pub fn run<S: Strategy>(
         ideal_s,
         regroups: RegroupStats::of(&counts),
         trace: report.trace.map(|t| t.file),
+        sim: report.sim,
     })
 }
 

@@ -57,6 +57,8 @@ pub struct McmcReport {
     pub regroups: RegroupStats,
     /// The trace file written, if the run was traced.
     pub trace: Option<PathBuf>,
+    /// The simulator's figures (events, events per second, ...) on the sim layer.
+    pub sim: Option<chorus_core::SimStats>,
 }
 
 #[cfg(test)]

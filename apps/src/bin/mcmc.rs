@@ -121,6 +121,7 @@ fn to_json(reports: &[McmcReport]) -> serde_json::Value {
             "regroups_stdev": r.regroups.stdev,
             "regroups_min": r.regroups.min,
             "regroups_max": r.regroups.max,
+            "sim": r.sim,
         })).collect::<Vec<_>>(),
     })
 }

@@ -1,9 +1,9 @@
 //! What a simulation measured, and the digest of its event log.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Statistics of one sim run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SimStats {
     /// Envelopes that crossed the simulated network.
     pub messages: u64,
