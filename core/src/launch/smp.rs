@@ -34,6 +34,8 @@ pub(super) fn run_rank(
     let (start, comm) = RankStart::new(world, &job, ppr)?;
     let mut link = Link::new(comm, false);
     let first = start.rank * ppr as Pe;
+    // Unbounded, as the threads layer's inboxes (launch/threads.rs says why); what
+    // crosses ranks is bounded by `OUT_QUEUE` and the link's bytes in flight.
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..ppr).map(|_| unbounded()).unzip();
     let peers: Arc<[Sender<Arrival>]> = txs.into();
     let (out_tx, out_rx) = bounded::<(Pe, Encoded)>(OUT_QUEUE);

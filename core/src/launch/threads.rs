@@ -24,6 +24,9 @@ impl MachineLayer for Threads {
     fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
         let cfg = job.config;
         let npes = cfg.pes as usize;
+        // Unbounded inboxes: a handler cannot wait for room (two PEs flooding each
+        // other from inside handlers would deadlock), so what an inbox holds is bounded
+        // only by what its senders' handlers send before the receiver catches up.
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..npes).map(|_| unbounded()).unzip();
         let peers: Arc<[Sender<Arrival>]> = txs.into();
         let trace = JobTrace::start(&cfg, "process", npes)?;

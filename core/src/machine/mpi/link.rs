@@ -50,7 +50,9 @@ pub(crate) struct Link {
     /// False when other threads encode the envelopes (SMP mode): nothing here would
     /// take the spare buffers again.
     keep_spares: bool,
-    /// Messages taken off the network while a send waited for room.
+    /// Messages taken off the network while a send waited for room: at most what
+    /// arrives while `MAX_IN_FLIGHT` bytes of this rank's sends drain, and emptied by
+    /// the next polls before anything else is received.
     inbox: VecDeque<(Arc<Vec<u8>>, i32)>,
     /// Large receive buffers lately handed out; one no longer shared is reused.
     recycle: Vec<Arc<Vec<u8>>>,
