@@ -168,7 +168,7 @@ pub enum RuntimeError {
 pub struct RegistryMismatch {
     /// Position of the first differing registration.
     pub index: usize,
-    /// What this process registered there ("<none>" if it has fewer entries).
+    /// What this process registered there (`"<none>"` if it has fewer entries).
     pub local: String,
     /// What the other process registered there.
     pub remote: String,
