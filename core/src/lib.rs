@@ -7,6 +7,7 @@
 // where rsmpi's nonblocking sends need it, and in `msg::local`, which stores small
 // message values inline; everywhere else it is an error.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod api;
 pub mod base;

@@ -2,6 +2,7 @@
 //! regrouped by pluggable strategies — none, periodic collective regrouping, and
 //! asynchronous noncollective merge (the dinan paper's MCMC benchmark kernel).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod driver;
 pub mod regroup;

@@ -36,12 +36,20 @@ impl GroupLoad {
 pub enum BadPartition {
     /// The groups leave a gap, overlap, or do not end at the last PE.
     #[error("groups must tile PEs 0..{npes} in order; {detail}")]
-    Tiling { npes: u32, detail: String },
+    Tiling {
+        /// The number of PEs the groups should tile.
+        npes: u32,
+        /// Where the tiling breaks.
+        detail: String,
+    },
     /// A chain that still had items lost its group, or got two.
     #[error("chain {chain} with {left} items left is walked by {groups} groups after regrouping")]
     Chain {
+        /// The chain.
         chain: u32,
+        /// Items of the chain not yet done.
         left: u64,
+        /// How many groups of the new partition walk it.
         groups: usize,
     },
 }

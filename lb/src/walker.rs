@@ -77,7 +77,12 @@ pub enum WalkerMsg {
     /// items done, index sum].
     Exchanged(Vec<u64>),
     /// A finished group (PEs first..=last) asks to merge.
-    MergeRequest { first: u32, last: u32 },
+    MergeRequest {
+        /// The group's first world PE.
+        first: u32,
+        /// The group's last world PE.
+        last: u32,
+    },
     /// This PE now belongs to a busy group.
     Joined(GroupState),
     /// Contribute this PE's regroup count to the callback.

@@ -2,6 +2,7 @@
 //! spanning-tree construction, and range sections. Start with [`Sections`]: a split
 //! by colour and key and an allreduce over what it made.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod api;
 pub mod callback;

@@ -19,10 +19,20 @@ pub enum RangeError {
     BadK(u32),
     /// The first rank comes after the last.
     #[error("range {first}..={last} is reversed")]
-    Reversed { first: u32, last: u32 },
+    Reversed {
+        /// The first rank asked for.
+        first: u32,
+        /// The last rank asked for.
+        last: u32,
+    },
     /// The last rank is not a rank of the parent.
     #[error("rank {last} is outside a section of {size}")]
-    OutOfRange { last: u32, size: u32 },
+    OutOfRange {
+        /// The last rank asked for.
+        last: u32,
+        /// The number of ranks in the parent.
+        size: u32,
+    },
     /// A stride of zero.
     #[error("a stride must be at least 1")]
     ZeroStride,

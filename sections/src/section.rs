@@ -125,31 +125,52 @@ pub struct Section {
 pub enum InvalidSection {
     /// A member ended without a place, or a non-member got one.
     #[error("id {id}: member={member} but placed={placed}")]
-    Membership { id: u32, member: bool, placed: bool },
+    Membership {
+        /// The id.
+        id: u32,
+        /// Whether the id is a member.
+        member: bool,
+        /// Whether the id got a placement.
+        placed: bool,
+    },
     /// Members disagree on the size, the token or k, or the size is not the member count.
     #[error("id {id}: size {size} token {token} k {k}, expected size {want_size} token {want_token} k {want_k}")]
     Header {
+        /// The member's id.
         id: u32,
+        /// The size in its placement.
         size: u32,
+        /// The token in its placement.
         token: u64,
+        /// The branching factor in its placement.
         k: u32,
+        /// The number of members.
         want_size: u32,
+        /// The creation's token.
         want_token: u64,
+        /// The creation's branching factor.
         want_k: u32,
     },
     /// Two members hold one rank, or a rank is out of range.
     #[error("rank {rank} is held by ids {first:?} and {second}")]
     Rank {
+        /// The rank.
         rank: u32,
+        /// The id that already holds it, None if the rank is out of range.
         first: Option<u32>,
+        /// The id that claims it as well.
         second: u32,
     },
     /// A member's parent or children are not the members holding the tree ranks.
     #[error("id {id} (rank {rank}): tree neighbours {got:?}, expected {want:?}")]
     Tree {
+        /// The member's id.
         id: u32,
+        /// The member's rank.
         rank: u32,
+        /// Its parent and children, as placed.
         got: (Option<u32>, Vec<u32>),
+        /// The holders of its parent and child ranks.
         want: (Option<u32>, Vec<u32>),
     },
 }

@@ -27,6 +27,7 @@
 //! # Ok::<(), chorus_traces::TraceError>(())
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 // The run side (capture) and the tool side (analysis) share only the vocabulary
 // below them: records, names, configuration and errors.

@@ -10,15 +10,28 @@ pub enum RuntimeError {
     #[error(
         "PE {pe}: message for chare {chare} which does not exist (was it created, and on this PE?)"
     )]
-    UnknownChare { pe: Pe, chare: String },
+    UnknownChare {
+        /// The PE that received the message.
+        pe: Pe,
+        /// The chare the message named, described.
+        chare: String,
+    },
     /// A message named a group or array that does not exist.
     #[error("PE {pe}: message for collection {coll} which does not exist (create the group/array before sending to it)")]
-    UnknownCollection { pe: Pe, coll: CollectionId },
+    UnknownCollection {
+        /// The PE that received the message.
+        pe: Pe,
+        /// The collection the message named.
+        coll: CollectionId,
+    },
     /// A message named an array index that has no element.
     #[error("PE {pe}: message for index {index} of array {coll}, which has no such element (insert it first)")]
     UnknownArrayIndex {
+        /// The PE that received the message.
         pe: Pe,
+        /// The array.
         coll: CollectionId,
+        /// The index the message named, described.
         index: String,
     },
     /// An array element was inserted, or migrated, where its index already exists.
@@ -35,32 +48,56 @@ pub enum RuntimeError {
     },
     /// A chare type was used without being registered.
     #[error("chare type {name} is not registered: call Registry::chare::<{name}>() before starting the runtime")]
-    UnregisteredChare { name: &'static str },
+    UnregisteredChare {
+        /// The Rust type name of the chare.
+        name: &'static str,
+    },
     /// A destination PE outside 0..num_pes.
     #[error("PE {from}: destination PE {to} is out of range (the job has {num_pes} PEs)")]
-    PeOutOfRange { from: Pe, to: Pe, num_pes: usize },
+    PeOutOfRange {
+        /// The PE that tried to send.
+        from: Pe,
+        /// The destination it named.
+        to: Pe,
+        /// The number of PEs in the job.
+        num_pes: usize,
+    },
     /// Contributions to one reduction disagree, or a reducer does not apply to the value.
     #[error("reduction {seq} of {coll}: {what}")]
     ReducerMismatch {
+        /// The collection whose reduction it is.
         coll: CollectionId,
+        /// The reduction's sequence number within the collection.
         seq: u64,
+        /// What disagreed.
         what: String,
     },
     /// A reduction result could not be converted to the callback entry's argument type.
     #[error("callback entry {entry}: {what}")]
-    CallbackType { entry: String, what: String },
+    CallbackType {
+        /// The name of the callback entry.
+        entry: String,
+        /// Why the conversion failed.
+        what: String,
+    },
     /// A message payload of the wrong type reached a chare.
     #[error("PE {pe}: chare type {chare} got a message that is not its {expected}")]
     WrongMessageType {
+        /// The PE where it arrived.
         pe: Pe,
+        /// The Rust type name of the chare.
         chare: &'static str,
+        /// The Rust type name of the chare's message type.
         expected: &'static str,
     },
     /// Bytes from another process could not be decoded.
     #[error("PE {pe}: could not decode {what}: {reason}")]
     Decode {
+        /// The PE that tried to decode them.
         pe: Pe,
+        /// What the bytes were meant to be.
         what: String,
+        /// Why decoding failed.
         reason: String,
     },
     /// Two processes registered different types.
@@ -69,8 +106,11 @@ pub enum RuntimeError {
     /// A chare handler panicked.
     #[error("PE {pe}: handler of {chare} panicked: {message}")]
     HandlerPanic {
+        /// The PE where the handler ran.
         pe: Pe,
+        /// The chare type whose handler panicked (`main` for the main function).
         chare: String,
+        /// The panic's message.
         message: String,
     },
     /// Invalid arguments given to a runtime call.
@@ -89,7 +129,9 @@ pub enum RuntimeError {
     /// MPI ranks registered different types (rank 0's registration is "this process").
     #[error("rank {rank} registered different types than rank 0: {mismatch}")]
     RegistryAcrossRanks {
+        /// The rank whose registration differs from rank 0's.
         rank: u32,
+        /// Where the two registrations differ.
         mismatch: RegistryMismatch,
     },
     /// An error reported by a PE in another process, as its text.
@@ -126,7 +168,7 @@ pub enum RuntimeError {
 pub struct RegistryMismatch {
     /// Position of the first differing registration.
     pub index: usize,
-    /// What this process registered there ("<none>" if it has fewer entries).
+    /// What this process registered there (`"<none>"` if it has fewer entries).
     pub local: String,
     /// What the other process registered there.
     pub remote: String,

@@ -16,21 +16,42 @@ pub enum Callback {
     /// End the job.
     Exit,
     /// Send to a singleton chare's entry.
-    Chare { id: ChareId, entry: u32 },
+    Chare {
+        /// The chare.
+        id: ChareId,
+        /// The id of the registered entry.
+        entry: u32,
+    },
     /// Send to one group member's entry.
     GroupMember {
+        /// The group.
         coll: CollectionId,
+        /// The PE of the member.
         pe: Pe,
+        /// The id of the registered entry.
         entry: u32,
     },
     /// Broadcast to every group member's entry.
-    GroupAll { coll: CollectionId, entry: u32 },
+    GroupAll {
+        /// The group.
+        coll: CollectionId,
+        /// The id of the registered entry.
+        entry: u32,
+    },
     /// Send to one array element's entry.
     ArrayElement {
+        /// The array.
         coll: CollectionId,
+        /// The element's address.
         addr: ElemAddr,
+        /// The id of the registered entry.
         entry: u32,
     },
     /// Broadcast to every array element's entry.
-    ArrayAll { coll: CollectionId, entry: u32 },
+    ArrayAll {
+        /// The array.
+        coll: CollectionId,
+        /// The id of the registered entry.
+        entry: u32,
+    },
 }

@@ -96,19 +96,32 @@ pub const KIND_NAMES: [&str; 18] = [
 pub enum WireError {
     /// Fewer bytes than a header.
     #[error("{len} bytes is shorter than the {HEADER_BYTES}-byte envelope header")]
-    Truncated { len: usize },
+    Truncated {
+        /// How many bytes arrived.
+        len: usize,
+    },
     /// The magic number is wrong: not a chorus envelope.
     #[error("bad magic {found:02x?} (expected {MAGIC:02x?}): not a chorus envelope")]
-    BadMagic { found: [u8; 4] },
+    BadMagic {
+        /// The first four bytes as received.
+        found: [u8; 4],
+    },
     /// Written by another wire version.
     #[error("wire version {found}, but this build speaks version {VERSION}: run the same chorus build on every rank")]
-    Version { found: u16 },
+    Version {
+        /// The wire version the header gives.
+        found: u16,
+    },
     /// The header's lengths disagree with the bytes received.
     #[error("header says {header} bytes (body {body} + payload {payload}) but {actual} arrived")]
     Length {
+        /// The total length the header implies, header included.
         header: u64,
+        /// The body length the header gives.
         body: u32,
+        /// The payload length the header gives.
         payload: u32,
+        /// How many bytes arrived.
         actual: usize,
     },
     /// The header names a kind this build does not know.
@@ -116,19 +129,34 @@ pub enum WireError {
     UnknownKind(u8),
     /// Addressed to another PE than the one that received it.
     #[error("addressed to PE {dst}, but it reached PE {me}")]
-    WrongDestination { dst: Pe, me: Pe },
+    WrongDestination {
+        /// The destination PE the header gives.
+        dst: Pe,
+        /// The PE that received it.
+        me: Pe,
+    },
     /// The body did not decode as the kind the header names.
     #[error("the {kind} body does not decode: {reason}")]
-    Body { kind: &'static str, reason: String },
+    Body {
+        /// The name of the kind the header gives.
+        kind: &'static str,
+        /// Why the body does not decode as that kind.
+        reason: String,
+    },
     /// The header's flags disagree with the body.
     #[error("the {kind} header says payload={has_payload}, which that kind never has")]
     Flags {
+        /// The name of the kind the header gives.
         kind: &'static str,
+        /// Whether the header's flags say a payload follows.
         has_payload: bool,
     },
     /// A segmented envelope's table is inconsistent, or its segments were not received.
     #[error("bad segmented envelope: {reason}")]
-    Segments { reason: String },
+    Segments {
+        /// What was inconsistent or missing.
+        reason: String,
+    },
     /// A run's count of messages is missing or outside what a run can hold.
     #[error("a run of messages claims {claimed:?} messages; a run holds 1..={max}")]
     Run {
@@ -139,7 +167,12 @@ pub enum WireError {
     },
     /// A message could not be encoded for sending.
     #[error("could not encode a {kind} envelope: {reason}")]
-    Encode { kind: &'static str, reason: String },
+    Encode {
+        /// The name of the envelope's kind.
+        kind: &'static str,
+        /// Why it could not be encoded.
+        reason: String,
+    },
 }
 
 impl WireError {

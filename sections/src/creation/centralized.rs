@@ -23,10 +23,15 @@ pub enum Msg {
     /// Downward: take `rank` of `m` under `parent`; `ids` hold the ranks of the
     /// receiver's subtree in increasing rank order (`ids[0]` is the receiver).
     Roster {
+        /// The receiver's rank in the new section.
         rank: u32,
+        /// The number of members of the new section.
         m: u32,
+        /// The creation's token.
         token: u64,
+        /// The id of the receiver's parent in the new tree, None at rank 0.
         parent: Option<u32>,
+        /// The ids holding the ranks of the receiver's subtree, in rank order.
         ids: Vec<u32>,
     },
 }

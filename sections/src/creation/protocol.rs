@@ -84,9 +84,23 @@ pub struct Setup {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToIntermediary {
     /// "I hold `rank` and have `children` children" (to the intermediary of `rank`).
-    Register { rank: u32, id: u32, children: u32 },
+    Register {
+        /// The rank the sender holds in the new section.
+        rank: u32,
+        /// The sender's id.
+        id: u32,
+        /// How many children that rank has in the tree.
+        children: u32,
+    },
     /// "I hold `rank`, a child of `parent`" (to the intermediary of `parent`).
-    ChildOf { parent: u32, rank: u32, id: u32 },
+    ChildOf {
+        /// The rank of the sender's parent in the tree.
+        parent: u32,
+        /// The rank the sender holds in the new section.
+        rank: u32,
+        /// The sender's id.
+        id: u32,
+    },
 }
 
 /// An intermediary's answer to a member.
@@ -118,13 +132,21 @@ pub enum ProtocolError {
     /// The message does not fit the state the PE is in.
     #[error("id {me}: unexpected {what} from {from}")]
     Unexpected {
+        /// The id of the PE that got it.
         me: u32,
+        /// The id of the sender.
         from: u32,
+        /// What the message was.
         what: &'static str,
     },
     /// The counts that must agree between PEs do not.
     #[error("id {me}: inconsistent counts: {detail}")]
-    Inconsistent { me: u32, detail: String },
+    Inconsistent {
+        /// The id of the PE that found it.
+        me: u32,
+        /// Which counts disagree, and how.
+        detail: String,
+    },
     /// A setup the algorithm cannot run with.
     #[error("{0}")]
     Setup(String),

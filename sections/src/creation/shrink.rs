@@ -57,8 +57,11 @@ pub enum ShrinkMsg {
     /// the candidates the hole forwarded to the index of the child they came from;
     /// `generation` is the hole's, which orders the groups a filler takes.
     Relocate {
+        /// The subtrees that become the filler's children.
         children: Vec<Child>,
+        /// (candidate, child index) for each candidate the hole forwarded.
         provenance: Vec<(u32, u32)>,
+        /// The hole's level in the parent's tree.
         generation: u32,
     },
 }

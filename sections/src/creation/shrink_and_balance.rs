@@ -65,21 +65,34 @@ pub enum Msg {
     /// Take `rank` of `m` under `parent` once `exports` export requests are done and
     /// `awaited` vertices have been given to you; first export `moves`.
     Place {
+        /// The receiver's rank in the new section.
         rank: u32,
+        /// The number of members of the new section.
         m: u32,
+        /// The creation's token.
         token: u64,
+        /// The id of the receiver's parent in the new tree, None at rank 0.
         parent: Option<u32>,
+        /// Relocation messages the receiver gets in the upward pass.
         relocations: u32,
+        /// Leaf-filler victims taken out of the receiver's subtree.
         victims: Vec<u32>,
+        /// Export requests the receiver has been sent.
         exports: u32,
+        /// (consumer id, count) pairs: the vertices the receiver exports first.
         moves: Vec<(u32, u32)>,
+        /// Subtrees handed to the receiver with its placement.
         extras: Vec<Piece>,
+        /// Vertices suppliers elsewhere will give the receiver.
         awaited: u32,
     },
     /// Give away, for each (consumer, count), that many vertices below you.
     Export {
+        /// Relocation messages the receiver gets in the upward pass.
         relocations: u32,
+        /// Leaf-filler victims taken out of the receiver's subtree.
         victims: Vec<u32>,
+        /// (consumer id, count) pairs: the vertices to give each consumer.
         moves: Vec<(u32, u32)>,
     },
     /// Subtrees handed to a consumer.

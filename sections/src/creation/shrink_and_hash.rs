@@ -20,11 +20,17 @@ pub enum Msg {
     /// Downward pass: the subtree rooted here (of `size` members) takes ranks
     /// start..start+size of `m`; `victims` were taken out of it as fillers.
     Rank {
+        /// The first rank of the subtree's range.
         start: u32,
+        /// The number of members of the subtree.
         size: u32,
+        /// The number of members of the new section.
         m: u32,
+        /// The creation's token.
         token: u64,
+        /// Relocation messages the receiver gets in the upward pass.
         relocations: u32,
+        /// Leaf-filler victims taken out of the subtree.
         victims: Vec<u32>,
     },
 }

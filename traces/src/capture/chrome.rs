@@ -19,9 +19,9 @@
 //!
 //! Times are integer nanoseconds, written as microseconds with exactly three decimals
 //! (`displayTimeUnit` is `ns`); a slice's `dur` is the difference of its integer start
-//! and end, so nesting is exact. [`crate::capture::layout`] places every event on this
-//! clock: the recorded time wherever there is room, a few ns later where a holder or
-//! a minimum length of 1 ns needs it (zero-length sim entries).
+//! and end, so nesting is exact. The private `capture::layout` module places every
+//! event on this clock: the recorded time wherever there is room, a few ns later where
+//! a holder or a minimum length of 1 ns needs it (zero-length sim entries).
 //!
 //! Holders and flow events come after every track, in time order (DevTools reads flow
 //! events in file order and draws an arrow from the slice written first); they are
