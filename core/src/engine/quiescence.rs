@@ -188,17 +188,20 @@ impl Quiescence {
 mod tests {
     use super::*;
 
+    /// One wave of a root with no children that is idle with `counters`.
+    fn lone_root_wave(q: &mut Quiescence, counters: (u64, u64)) -> Outcome {
+        let w = q.begin_wave();
+        q.join_wave(w, vec![]);
+        q.on_idle(counters, true)
+    }
+
     #[test]
     fn needs_two_equal_waves() {
         let mut q = Quiescence::default();
         assert!(q.request(Callback::Exit));
-        let w = q.begin_wave();
-        q.join_wave(w, vec![]);
-        assert_eq!(q.on_idle((5, 5), true), Outcome::AnotherWave);
-        let w = q.begin_wave();
-        q.join_wave(w, vec![]);
+        assert_eq!(lone_root_wave(&mut q, (5, 5)), Outcome::AnotherWave);
         assert_eq!(
-            q.on_idle((5, 5), true),
+            lone_root_wave(&mut q, (5, 5)),
             Outcome::Quiescent(vec![Callback::Exit])
         );
     }
@@ -235,21 +238,13 @@ mod tests {
         let mut q = Quiescence::default();
         assert!(q.probe());
         assert!(!q.probe(), "one probe at a time");
-        let w = q.begin_wave();
-        q.join_wave(w, vec![]);
-        assert_eq!(q.on_idle((5, 5), true), Outcome::AnotherWave);
-        let w = q.begin_wave();
-        q.join_wave(w, vec![]);
-        assert_eq!(q.on_idle((5, 5), true), Outcome::Stalled);
+        assert_eq!(lone_root_wave(&mut q, (5, 5)), Outcome::AnotherWave);
+        assert_eq!(lone_root_wave(&mut q, (5, 5)), Outcome::Stalled);
 
         assert!(q.probe());
-        let w = q.begin_wave();
-        q.join_wave(w, vec![]);
-        assert_eq!(q.on_idle((6, 6), true), Outcome::AnotherWave);
-        let w = q.begin_wave();
-        q.join_wave(w, vec![]);
+        assert_eq!(lone_root_wave(&mut q, (6, 6)), Outcome::AnotherWave);
         assert_eq!(
-            q.on_idle((7, 7), true),
+            lone_root_wave(&mut q, (7, 7)),
             Outcome::Nothing,
             "activity ends it"
         );
@@ -259,10 +254,8 @@ mod tests {
         q.join_wave(w, vec![]);
         assert!(!q.request(Callback::Exit), "the probe's waves serve it");
         assert_eq!(q.on_idle((7, 7), true), Outcome::AnotherWave);
-        let w = q.begin_wave();
-        q.join_wave(w, vec![]);
         assert_eq!(
-            q.on_idle((7, 7), true),
+            lone_root_wave(&mut q, (7, 7)),
             Outcome::Quiescent(vec![Callback::Exit])
         );
     }
@@ -272,9 +265,7 @@ mod tests {
         let mut q = Quiescence::default();
         q.request(Callback::Exit);
         for _ in 0..3 {
-            let w = q.begin_wave();
-            q.join_wave(w, vec![]);
-            assert_eq!(q.on_idle((6, 5), true), Outcome::AnotherWave);
+            assert_eq!(lone_root_wave(&mut q, (6, 5)), Outcome::AnotherWave);
         }
     }
 

@@ -26,6 +26,18 @@ fn user(msg: Vec<u32>) -> Envelope {
     }
 }
 
+/// A user message whose payload is a run of `values`.
+fn run_of(values: &[u64]) -> Envelope {
+    let mut env = user(vec![]);
+    if let Kind::User { payload, .. } = &mut env.kind {
+        *payload = Payload::new(values[0]);
+        for &v in &values[1..] {
+            payload.absorb(v).expect("same type");
+        }
+    }
+    env
+}
+
 #[test]
 fn a_user_message_round_trips() {
     let mut out = Vec::new();
@@ -44,12 +56,7 @@ fn a_user_message_round_trips() {
 
 #[test]
 fn runs_and_kinds_without_payload_round_trip() {
-    let mut env = user(vec![]);
-    if let Kind::User { payload, .. } = &mut env.kind {
-        *payload = Payload::new(5u64);
-        payload.absorb(6u64).expect("same type");
-        payload.absorb(7u64).expect("same type");
-    }
+    let env = run_of(&[5, 6, 7]);
     let mut out = Vec::new();
     encode(&env, 1, &mut out).expect("encodes");
     let back = decode(Arc::new(out.clone()), 1).expect("decodes");
@@ -254,12 +261,7 @@ fn a_long_notice_names_its_length_and_never_decodes_as_an_envelope() {
 
 #[test]
 fn a_damaged_envelope_still_tells_the_weight_its_sender_counted() {
-    let mut env = user(vec![]);
-    if let Kind::User { payload, .. } = &mut env.kind {
-        *payload = Payload::new(5u64);
-        payload.absorb(6u64).expect("same type");
-        payload.absorb(7u64).expect("same type");
-    }
+    let env = run_of(&[5, 6, 7]);
     let mut run = Vec::new();
     encode(&env, 1, &mut run).expect("encodes");
     run.push(0xEE);
@@ -289,11 +291,7 @@ fn a_damaged_envelope_still_tells_the_weight_its_sender_counted() {
 
 #[test]
 fn a_run_claiming_more_messages_than_a_run_holds_is_refused() {
-    let mut env = user(vec![]);
-    if let Kind::User { payload, .. } = &mut env.kind {
-        *payload = Payload::new(5u64);
-        payload.absorb(6u64).expect("same type");
-    }
+    let env = run_of(&[5, 6]);
     let mut out = Vec::new();
     encode(&env, 1, &mut out).expect("encodes");
     // The run's count is the first 8 bytes of the payload, which ends the envelope
@@ -323,12 +321,7 @@ fn corpus_seeds() -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
     encode(&user(vec![1, 2, 3]), 1, &mut out).expect("encodes");
     seeds.push(("user-one", std::mem::take(&mut out)));
-    let mut run = user(vec![]);
-    if let Kind::User { payload, .. } = &mut run.kind {
-        *payload = Payload::new(5u64);
-        payload.absorb(6u64).expect("same type");
-    }
-    encode(&run, 1, &mut out).expect("encodes");
+    encode(&run_of(&[5, 6]), 1, &mut out).expect("encodes");
     seeds.push(("user-run", std::mem::take(&mut out)));
     let qd = Envelope {
         src: 0,
