@@ -203,6 +203,34 @@ fn every_binary_answers_version() {
     }
 }
 
+/// Every program lists the runtime's flags and the sim layer's under headings of
+/// their own, apart from its own options, in the same words.
+#[test]
+fn every_binary_groups_its_help_under_the_same_headings() {
+    for (bin, args) in [
+        (env!("CARGO_BIN_EXE_hello"), &[][..]),
+        (env!("CARGO_BIN_EXE_mcmc"), &[]),
+        (env!("CARGO_BIN_EXE_jquick"), &[]),
+        (env!("CARGO_BIN_EXE_radix"), &[]),
+        (env!("CARGO_BIN_EXE_chorus-tune"), &[]),
+        (env!("CARGO_BIN_EXE_chorus-bench"), &["sim-scale"]),
+        (env!("CARGO_BIN_EXE_chorus-bench"), &["replay"]),
+    ] {
+        let out = Command::new(bin)
+            .args(args)
+            .arg("--help")
+            .output()
+            .expect("runs");
+        let help = String::from_utf8_lossy(&out.stdout);
+        for heading in ["\nOptions:\n", "\nChorus runtime:\n", "\nSim layer:\n"] {
+            assert!(
+                out.status.success() && help.contains(heading),
+                "{bin} {args:?} --help lacks {heading:?}:\n{help}"
+            );
+        }
+    }
+}
+
 #[test]
 fn json_is_one_object_on_stdout() {
     let out = Command::new(env!("CARGO_BIN_EXE_chorus-bench"))

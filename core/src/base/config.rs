@@ -1,12 +1,12 @@
 //! Settings shared by every chorus program, from flags or `CHORUS_*` variables.
 
-use super::cli::{self, MAX_SIM_NS_PER_BYTE, MAX_SIM_US};
+use super::cli::{MAX_SIM_NS_PER_BYTE, MAX_SIM_US};
 use crate::base::trace_select::{PeList, TraceWindow};
-use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
 /// Which machine layer runs the PEs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Layer {
     /// One OS thread per PE in this process.
     Threads,
@@ -28,7 +28,8 @@ impl Layer {
 }
 
 /// What the runtime does when a message cannot be delivered or a handler fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ErrorPolicy {
     /// End the job; `Runtime::run` returns the first error.
     Abort,
@@ -37,7 +38,8 @@ pub enum ErrorPolicy {
 }
 
 /// How `ctx.work(d)` spends `d` on real machine layers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum WorkMode {
     /// Sleep, leaving the core to other PEs (right when PEs outnumber cores).
     Sleep,
@@ -46,7 +48,8 @@ pub enum WorkMode {
 }
 
 /// Network and CPU parameters the sim layer starts from (flags override them).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum SimPreset {
     /// Blue Gene/P, the machine of the papers behind chorus: slow cores, 3D torus.
     Bgp,
@@ -58,7 +61,8 @@ pub enum SimPreset {
 }
 
 /// How `--stats` prints the run's statistics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum StatsFormat {
     /// Lines for people.
     Text,
@@ -119,45 +123,50 @@ pub(crate) fn parse_duration_ns(s: &str) -> Option<u64> {
 }
 
 /// Settings of the sim layer; unset costs come from the preset.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(
+    feature = "cli",
+    derive(clap::Args),
+    command(next_help_heading = "Sim layer")
+)]
 pub struct SimArgs {
     /// Machine the network model starts from.
-    #[arg(long = "sim-preset", env = "CHORUS_SIM_PRESET", value_enum, default_value_t = SimPreset::Cluster)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-preset", env = "CHORUS_SIM_PRESET", value_enum, default_value_t = SimPreset::Cluster))]
     pub preset: SimPreset,
     /// Network latency per message, microseconds (alpha).
-    #[arg(long = "sim-alpha-us", value_parser = cli::sim_us)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-alpha-us", value_parser = crate::base::cli::sim_us))]
     pub alpha_us: Option<f64>,
     /// Network time per byte, nanoseconds (beta; 1/bandwidth).
-    #[arg(long = "sim-beta-ns-per-byte", value_parser = cli::sim_ns_per_byte)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-beta-ns-per-byte", value_parser = crate::base::cli::sim_ns_per_byte))]
     pub beta_ns_per_byte: Option<f64>,
     /// CPU overhead to send and to receive a message, microseconds (sets both).
-    #[arg(long = "sim-overhead-us", value_parser = cli::sim_us)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-overhead-us", value_parser = crate::base::cli::sim_us))]
     pub overhead_us: Option<f64>,
     /// CPU overhead to send a message, microseconds (o_send; overrides --sim-overhead-us).
-    #[arg(long = "sim-send-overhead-us", value_parser = cli::sim_us)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-send-overhead-us", value_parser = crate::base::cli::sim_us))]
     pub send_overhead_us: Option<f64>,
     /// CPU overhead to receive a message, microseconds (o_recv; overrides --sim-overhead-us).
-    #[arg(long = "sim-recv-overhead-us", value_parser = cli::sim_us)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-recv-overhead-us", value_parser = crate::base::cli::sim_us))]
     pub recv_overhead_us: Option<f64>,
     /// Receiver CPU time per byte (copying, decoding), nanoseconds (gamma).
-    #[arg(long = "sim-gamma-ns-per-byte", value_parser = cli::sim_ns_per_byte)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-gamma-ns-per-byte", value_parser = crate::base::cli::sim_ns_per_byte))]
     pub gamma_ns_per_byte: Option<f64>,
     /// Fixed CPU cost of running any handler, microseconds.
-    #[arg(long = "sim-handler-us", value_parser = cli::sim_us)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-handler-us", value_parser = crate::base::cli::sim_us))]
     pub handler_us: Option<f64>,
     /// Extra delay of each network message, microseconds, drawn from 0..=this by
     /// --seed: reorders messages (adversarial timing, reproducible per seed).
-    #[arg(long = "sim-jitter-us", value_parser = cli::sim_us)]
+    #[cfg_attr(feature = "cli", arg(long = "sim-jitter-us", value_parser = crate::base::cli::sim_us))]
     pub jitter_us: Option<f64>,
     /// Model contention: each PE's outgoing and incoming link carries one message at a time.
-    #[arg(long = "sim-contention")]
+    #[cfg_attr(feature = "cli", arg(long = "sim-contention"))]
     pub contention: bool,
     /// Stop PE at a virtual time, e.g. 7@150us (repeatable).
-    #[arg(long = "sim-kill", value_name = "PE@TIME")]
+    #[cfg_attr(feature = "cli", arg(long = "sim-kill", value_name = "PE@TIME"))]
     pub kill: Vec<KillSpec>,
     /// Digest every delivered message (time, PE, chare, encoded payload) into the
     /// run's SimStats; costs one encoding per message.
-    #[arg(long = "sim-digest")]
+    #[cfg_attr(feature = "cli", arg(long = "sim-digest"))]
     pub digest: bool,
 }
 
@@ -179,62 +188,73 @@ pub fn mpi_launch_size() -> Option<u32> {
 }
 
 /// Job configuration; flatten it into an app's clap parser.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone)]
+#[cfg_attr(
+    feature = "cli",
+    derive(clap::Args),
+    command(next_help_heading = "Chorus runtime")
+)]
 pub struct Config {
     /// Number of processing elements (threads layer: at most 4096; mpi: ranks x --pes-per-rank, set by mpirun).
-    #[arg(long, env = "CHORUS_PES", default_value_t = DEFAULT_PES, value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_PES", default_value_t = DEFAULT_PES, value_parser = clap::value_parser!(u32).range(1..=16_777_216)))]
     pub pes: u32,
     /// Machine layer to run on.
-    #[arg(long, env = "CHORUS_LAYER", value_enum, default_value_t = Layer::Threads)]
+    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_LAYER", value_enum, default_value_t = Layer::Threads))]
     pub layer: Layer,
     /// Seed for everything random in the job.
-    #[arg(long, env = "CHORUS_SEED", default_value_t = 1)]
+    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_SEED", default_value_t = 1))]
     pub seed: u64,
     /// Write a Chrome/Perfetto trace of the run to this file.
-    #[arg(long, env = "CHORUS_TRACE")]
+    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_TRACE"))]
     pub trace: Option<PathBuf>,
     /// Draw 1 in N message arrows in the trace (1 = all), so huge runs stay viewable.
-    #[arg(long = "trace-flow-every", env = "CHORUS_TRACE_FLOW_EVERY", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[cfg_attr(feature = "cli", arg(long = "trace-flow-every", env = "CHORUS_TRACE_FLOW_EVERY", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..)))]
     pub trace_flow_every: u64,
     /// Trace only these PEs: PEs and inclusive ranges, e.g. 0..63 or 0,5,8..15.
-    #[arg(
-        long = "trace-pes",
-        env = "CHORUS_TRACE_PES",
-        value_name = "LIST|RANGE"
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "trace-pes",
+            env = "CHORUS_TRACE_PES",
+            value_name = "LIST|RANGE"
+        )
     )]
     pub trace_pes: Option<PeList>,
     /// Trace only events in this span of the layer's clock, e.g. 1ms..2.5ms (either end may be left out).
-    #[arg(
-        long = "trace-window",
-        env = "CHORUS_TRACE_WINDOW",
-        value_name = "T0..T1"
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "trace-window",
+            env = "CHORUS_TRACE_WINDOW",
+            value_name = "T0..T1"
+        )
     )]
     pub trace_window: Option<TraceWindow>,
     /// Write the runtime's own tracing spans (thread-level debugging of chorus) as Chrome JSON.
-    #[arg(long = "debug-trace", env = "CHORUS_DEBUG_TRACE")]
+    #[cfg_attr(feature = "cli", arg(long = "debug-trace", env = "CHORUS_DEBUG_TRACE"))]
     pub debug_trace: Option<PathBuf>,
     /// What to do on an undeliverable message or a failed handler.
-    #[arg(long = "on-error", env = "CHORUS_ON_ERROR", value_enum, default_value_t = ErrorPolicy::Abort)]
+    #[cfg_attr(feature = "cli", arg(long = "on-error", env = "CHORUS_ON_ERROR", value_enum, default_value_t = ErrorPolicy::Abort))]
     pub on_error: ErrorPolicy,
     /// How ctx.work() spends time on real layers.
-    #[arg(long, env = "CHORUS_WORK", value_enum, default_value_t = WorkMode::Sleep)]
+    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_WORK", value_enum, default_value_t = WorkMode::Sleep))]
     pub work: WorkMode,
     /// Arity of the spanning tree used by broadcasts, reductions and quiescence waves.
-    #[arg(long = "tree-arity", env = "CHORUS_TREE_ARITY", default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=64))]
+    #[cfg_attr(feature = "cli", arg(long = "tree-arity", env = "CHORUS_TREE_ARITY", default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=64)))]
     pub tree_arity: u32,
     /// Print the run's statistics on stderr when it ends.
-    #[arg(long, env = "CHORUS_STATS", value_enum, num_args = 0..=1, default_missing_value = "text")]
+    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_STATS", value_enum, num_args = 0..=1, default_missing_value = "text"))]
     pub stats: Option<StatsFormat>,
     /// PEs per MPI rank (mpi layer): above 1, worker threads run the PEs and the
     /// rank's thread owns MPI (Charm++'s SMP mode); the job has ranks x this PEs
-    #[arg(long = "pes-per-rank", env = "CHORUS_PES_PER_RANK", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_PES_PER_RANK as i64))]
+    #[cfg_attr(feature = "cli", arg(long = "pes-per-rank", env = "CHORUS_PES_PER_RANK", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_PES_PER_RANK as i64)))]
     pub pes_per_rank: u32,
     /// Fault injection: every Nth user message a PE sends to another PE arrives
     /// damaged and fails to decode (threads and mpi layers)
-    #[arg(long = "fault-corrupt-every", env = "CHORUS_FAULT_CORRUPT_EVERY", value_parser = clap::value_parser!(u64).range(1..))]
+    #[cfg_attr(feature = "cli", arg(long = "fault-corrupt-every", env = "CHORUS_FAULT_CORRUPT_EVERY", value_parser = clap::value_parser!(u64).range(1..)))]
     pub fault_corrupt_every: Option<u64>,
     /// The sim layer's network model and failures.
-    #[command(flatten)]
+    #[cfg_attr(feature = "cli", command(flatten))]
     pub sim: SimArgs,
 }
 

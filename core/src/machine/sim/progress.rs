@@ -1,5 +1,6 @@
 //! A spinner on stderr for simulations that run longer than a couple of seconds, so a
-//! long run shows it is alive; never shown when stderr is not a terminal.
+//! long run shows it is alive; never shown when stderr is not a terminal. Built with
+//! the `cli` feature (indicatif); `progress_off.rs` stands in without it.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
