@@ -26,10 +26,10 @@ impl JobProcess {
                 }
                 _ => None,
             };
-            let (speaks, pes) = session.as_ref().map_or((true, config.pes), |s| {
-                let world = s.world();
-                (world.rank() == 0, world.size() as u32 * config.pes_per_rank)
+            let pes = session.as_ref().map_or(config.pes, |s| {
+                s.world().size() as u32 * config.pes_per_rank
             });
+            let speaks = chorus_core::is_root_process();
             Ok(JobProcess {
                 session,
                 speaks,
@@ -38,7 +38,7 @@ impl JobProcess {
         }
         #[cfg(not(feature = "mpi"))]
         Ok(JobProcess {
-            speaks: true,
+            speaks: chorus_core::is_root_process(),
             pes: config.pes,
         })
     }

@@ -48,3 +48,22 @@ fn mpi_pingpong_runs_under_mpirun_without_a_layer_flag() {
         "{v}"
     );
 }
+
+#[test]
+fn a_job_under_mpirun_prints_its_result_once() {
+    if !have_mpirun() {
+        eprintln!("SKIPPED: mpirun not found");
+        return;
+    }
+    let out = mpirun_2(env!("CARGO_BIN_EXE_hello"), &["--layer", "mpi"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let lines = stdout
+        .lines()
+        .filter(|l| l.contains("PEs on the mpi layer"))
+        .count();
+    assert_eq!(
+        lines, 1,
+        "printed by rank 0 only (is_root_process):\n{stdout}"
+    );
+}

@@ -182,9 +182,25 @@ pub const DEFAULT_PES: u32 = 4;
 /// announces it (OpenMPI, MPICH/Intel MPI and other PMI launchers, MVAPICH), or
 /// `None` when no MPI launcher started it.
 pub fn mpi_launch_size() -> Option<u32> {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"]
-        .iter()
+    launcher_number(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"])
+}
+
+/// This process's rank in the MPI job its launcher started, or `None` when no MPI
+/// launcher started it.
+pub fn mpi_launch_rank() -> Option<u32> {
+    launcher_number(&["OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"])
+}
+
+/// The first of these launcher variables that holds a number.
+fn launcher_number(vars: &[&str]) -> Option<u32> {
+    vars.iter()
         .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
+}
+
+/// Whether this process prints what is said once per job (results, errors every
+/// rank would report alike): rank 0 under an MPI launcher, or the only process.
+pub fn is_root_process() -> bool {
+    mpi_launch_rank().is_none_or(|rank| rank == 0)
 }
 
 /// Job configuration; flatten it into an app's clap parser.
