@@ -9,5 +9,10 @@ pub mod error;
 pub(crate) mod hash;
 pub mod ids;
 pub mod logging;
+#[cfg(feature = "cli")]
+pub(crate) mod progress;
+#[cfg(not(feature = "cli"))]
+#[path = "progress_off.rs"]
+pub(crate) mod progress;
 pub mod trace_select;
 pub mod tree;

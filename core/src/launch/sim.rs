@@ -16,11 +16,11 @@ use crate::api::report::{PeReport, RunReport};
 use crate::base::config::Config;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
+use crate::base::progress::Progress;
 use crate::engine::{PeRuntime, PeSetup};
 use crate::machine::sim::events::{EventList, What};
 use crate::machine::sim::network::NetworkModel;
 use crate::machine::sim::port::{Cursor, SimPort};
-use crate::machine::sim::progress::Progress;
 use crate::machine::sim::stats::{Digest, SimStats};
 use crate::trace::{JobTrace, SIM_PES_PER_GROUP};
 use std::cell::RefCell;
@@ -105,7 +105,7 @@ impl Simulator {
             killed: 0,
             makespan: 0,
             digest: Digest::default(),
-            progress: Progress::new(),
+            progress: Progress::new("sim"),
             trace,
         })
     }
@@ -148,8 +148,14 @@ impl Simulator {
                 What::Kill => self.kill(ev.pe, ev.time),
             }
             if self.events_done & 0xffff == 0 {
-                self.progress
-                    .tick(self.events_done, ev.time, self.events.len());
+                let (done, pending) = (self.events_done, self.events.len());
+                self.progress.tick(|elapsed| {
+                    let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+                    format!(
+                        "{done} events ({rate:.0}/s), virtual {:.3} ms, {pending} pending",
+                        ev.time as f64 / 1e6
+                    )
+                });
             }
         }
         self.progress.finish();

@@ -5,9 +5,4 @@
 pub(crate) mod events;
 pub mod network;
 pub(crate) mod port;
-#[cfg(feature = "cli")]
-pub(crate) mod progress;
-#[cfg(not(feature = "cli"))]
-#[path = "progress_off.rs"]
-pub(crate) mod progress;
 pub mod stats;

@@ -1,6 +1,6 @@
-//! A spinner on stderr for simulations that run longer than a couple of seconds, so a
-//! long run shows it is alive; never shown when stderr is not a terminal. Built with
-//! the `cli` feature (indicatif); `progress_off.rs` stands in without it.
+//! A spinner on stderr for jobs that run longer than a couple of seconds, so a long
+//! run shows it is alive; never shown when stderr is not a terminal. Built with the
+//! `cli` feature (indicatif); `progress_off.rs` stands in without it.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -10,39 +10,41 @@ use std::time::{Duration, Instant};
 const SHOW_AFTER: Duration = Duration::from_secs(2);
 
 pub(crate) struct Progress {
+    /// What runs, e.g. `sim` or `threads`: the spinner's first word.
+    what: &'static str,
     start: Instant,
     enabled: bool,
     bar: Option<ProgressBar>,
 }
 
 impl Progress {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(what: &'static str) -> Self {
         Progress {
+            what,
             start: Instant::now(),
             enabled: std::io::stderr().is_terminal(),
             bar: None,
         }
     }
 
-    /// Report progress: events done, current virtual time, events pending.
-    pub(crate) fn tick(&mut self, events: u64, virtual_ns: u64, pending: usize) {
+    /// Report progress; `message` is only built when the spinner shows.
+    pub(crate) fn tick(&mut self, message: impl FnOnce(Duration) -> String) {
         if !self.enabled {
             return;
         }
         let elapsed = self.start.elapsed();
         if self.bar.is_none() && elapsed >= SHOW_AFTER {
             let bar = ProgressBar::new_spinner();
-            if let Ok(style) = ProgressStyle::with_template("{spinner} sim {elapsed} {msg}") {
+            // The job's own elapsed time goes in the message: indicatif's would
+            // count from when the spinner appeared.
+            let template = format!("{{spinner}} {} {{msg}}", self.what);
+            if let Ok(style) = ProgressStyle::with_template(&template) {
                 bar.set_style(style);
             }
             self.bar = Some(bar);
         }
         if let Some(bar) = &self.bar {
-            let rate = events as f64 / elapsed.as_secs_f64().max(1e-9);
-            bar.set_message(format!(
-                "{events} events ({rate:.0}/s), virtual {:.3} ms, {pending} pending",
-                virtual_ns as f64 / 1e6
-            ));
+            bar.set_message(format!("{}s, {}", elapsed.as_secs(), message(elapsed)));
             bar.tick();
         }
     }
