@@ -43,23 +43,9 @@ pub fn pes_per_rank(layer: Layer) -> u32 {
 /// rank, elsewhere `wanted`.
 pub fn pes(layer: Layer, wanted: u32) -> u32 {
     match layer {
-        Layer::Mpi => mpi_world_size().map_or(wanted, |n| n * pes_per_rank(layer)),
+        Layer::Mpi => chorus_core::mpi_launch_size().map_or(wanted, |n| n * pes_per_rank(layer)),
         Layer::Threads | Layer::Sim => wanted,
     }
-}
-
-/// The number of ranks of the MPI job this process belongs to, as its launcher
-/// announced it, or `None` outside mpirun (the runtime's own reading).
-pub fn mpi_world_size() -> Option<u32> {
-    chorus_core::mpi_launch_size()
-}
-
-/// This process's rank in its MPI job, as its launcher announced it
-/// (`OMPI_COMM_WORLD_RANK` or `PMI_RANK`), or `None` outside mpirun.
-pub fn mpi_world_rank() -> Option<u32> {
-    ["OMPI_COMM_WORLD_RANK", "PMI_RANK"]
-        .iter()
-        .find_map(|var| std::env::var(var).ok()?.trim().parse().ok())
 }
 
 /// The distinct PE counts `pes` gives for each of `wanted`, in order: on mpi every

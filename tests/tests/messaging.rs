@@ -2,12 +2,32 @@
 //! creation from any PE, priorities and the expedited path (bodies in
 //! `chorus_tests::suite::messaging`).
 
-use chorus_tests::{layers, suite::messaging};
+use chorus_tests::{
+    layers,
+    suite::{ledger, messaging},
+};
 
 #[test]
 fn a_million_messages_between_random_chares_on_8_pes_are_all_accounted_for() {
     for layer in layers() {
-        messaging::a_million_messages_between_random_chares_on_8_pes_are_all_accounted_for(layer);
+        ledger::a_million_messages_between_random_chares_on_8_pes_are_all_accounted_for(layer);
+    }
+}
+
+#[test]
+fn the_ledger_balances_when_messages_are_damaged_on_the_wire() {
+    for layer in layers() {
+        ledger::the_ledger_balances_when_messages_are_damaged_on_the_wire(layer);
+    }
+}
+
+/// The README's figure (`cargo test --release -p chorus-tests --test messaging --
+/// --ignored`): 10^7 messages on 8 threads PEs and on 4096 sim PEs.
+#[test]
+#[ignore = "10^7 messages: about 15 s in release"]
+fn ten_million_messages_are_each_delivered_exactly_once() {
+    for layer in layers() {
+        ledger::ten_million_messages_are_each_delivered_exactly_once(layer);
     }
 }
 

@@ -17,8 +17,9 @@
 //! `fails_on_rank_1` (not part of `all`) checks this harness: it fails on rank 1 only,
 //! which must end the whole run with a failure, not a hang.
 
+use chorus_core::{mpi_launch_rank, mpi_launch_size};
 use chorus_core::{Chare, Ctx, ErrorPolicy, Layer, MpiSession, Registry, Runtime, RuntimeError};
-use chorus_tests::{config, mpi_world_rank, pes, suite};
+use chorus_tests::{config, pes, suite};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -124,7 +125,7 @@ fn with_session(f: impl FnOnce() -> ExitCode) -> ExitCode {
 
 /// Run `tests` in order on the mpi layer, stopping at the first failure.
 fn run_tests(tests: &[suite::Test], timeout: Duration) -> ExitCode {
-    let rank = mpi_world_rank().unwrap_or(0);
+    let rank = mpi_launch_rank().unwrap_or(0);
     let current = Arc::new(AtomicUsize::new(0));
     watchdog(
         tests.iter().map(|(n, _)| *n).collect(),
@@ -152,7 +153,7 @@ fn run_tests(tests: &[suite::Test], timeout: Duration) -> ExitCode {
         println!(
             "suite passed: {} tests on {} ranks x {} PEs in {:.2} s",
             tests.len(),
-            chorus_tests::mpi_world_size().unwrap_or(1),
+            mpi_launch_size().unwrap_or(1),
             chorus_tests::pes_per_rank(Layer::Mpi),
             all.elapsed().as_secs_f64()
         );
@@ -193,7 +194,7 @@ fn watchdog(names: Vec<&'static str>, current: Arc<AtomicUsize>, timeout: Durati
                 eprintln!(
                     "TIMEOUT {} on rank {}: still running after {:.1} s",
                     names[now],
-                    mpi_world_rank().unwrap_or(0),
+                    mpi_launch_rank().unwrap_or(0),
                     timeout.as_secs_f64()
                 );
                 leave_job(TIMEOUT_EXIT);
@@ -221,7 +222,7 @@ impl Chare for Member {
 /// PE processed messages.
 fn layer_check(layer: Layer) {
     assert_eq!(layer, Layer::Mpi);
-    let npes = chorus_tests::mpi_world_size().expect("chorus-suite runs under mpirun")
+    let npes = mpi_launch_size().expect("chorus-suite runs under mpirun")
         * chorus_tests::pes_per_rank(layer);
     let mut reg = Registry::new();
     reg.chare::<Member>("Member");
@@ -251,7 +252,7 @@ fn layer_check(layer: Layer) {
 /// to the next test, whose job then cannot complete without rank 1.
 fn fails_on_rank_1(layer: Layer) {
     layer_check(layer);
-    assert_ne!(mpi_world_rank(), Some(1), "deliberate failure on rank 1");
+    assert_ne!(mpi_launch_rank(), Some(1), "deliberate failure on rank 1");
 }
 
 /// A chare registered by every rank.
@@ -296,7 +297,7 @@ impl Chare for OddOnly {
 /// get the startup error naming rank 1 and both types at entry 1. Rank 0 prints it;
 /// the exit code is 3 if it was that error, 1 otherwise.
 fn registry_mismatch() -> ExitCode {
-    let rank = mpi_world_rank().unwrap_or(0);
+    let rank = mpi_launch_rank().unwrap_or(0);
     let mut reg = Registry::new();
     reg.chare::<Common>("Common");
     if rank % 2 == 1 {

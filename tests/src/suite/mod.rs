@@ -8,6 +8,7 @@ use chorus_core::Layer;
 pub mod arrays;
 pub mod bad_input;
 pub mod faults;
+pub mod ledger;
 pub mod messaging;
 pub mod migration;
 pub mod quiescence;
@@ -22,6 +23,7 @@ pub fn all() -> Vec<Test> {
         arrays::TESTS,
         bad_input::TESTS,
         faults::TESTS,
+        ledger::TESTS,
         messaging::TESTS,
         migration::TESTS,
         quiescence::TESTS,
@@ -30,7 +32,10 @@ pub fn all() -> Vec<Test> {
     .concat()
 }
 
-/// The suite test called `name`, if there is one.
+/// The suite test called `name`, if there is one, heavy ones included.
 pub fn find(name: &str) -> Option<Test> {
-    all().into_iter().find(|(n, _)| *n == name)
+    all()
+        .into_iter()
+        .chain(ledger::HEAVY.iter().copied())
+        .find(|(n, _)| *n == name)
 }
