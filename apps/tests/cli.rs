@@ -222,7 +222,13 @@ fn every_binary_groups_its_help_under_the_same_headings() {
             .output()
             .expect("runs");
         let help = String::from_utf8_lossy(&out.stdout);
-        for heading in ["\nOptions:\n", "\nChorus runtime:\n", "\nSim layer:\n"] {
+        for heading in [
+            "\nOptions:\n",
+            "\nJob:\n",
+            "\nTracing:\n",
+            "\nOutput:\n",
+            "\nSimulation:\n",
+        ] {
             assert!(
                 out.status.success() && help.contains(heading),
                 "{bin} {args:?} --help lacks {heading:?}:\n{help}"

@@ -51,7 +51,7 @@ enum Command {
         #[command(flatten)]
         sim: SimArgs,
         /// Print one JSON object (the rows under "runs") instead of a table.
-        #[arg(long)]
+        #[arg(long, help_heading = "Output")]
         json: bool,
     },
     /// Message throughput and latency against crossbeam and actix.
@@ -66,7 +66,7 @@ enum Command {
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
         reps: u32,
         /// Print one JSON object instead of a table.
-        #[arg(long)]
+        #[arg(long, help_heading = "Output")]
         json: bool,
         /// Also run every measurement traced to this file, interleaved with the
         /// untraced runs, and report the cost of tracing.
@@ -82,7 +82,7 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "8,1024,65536,1048576")]
         sizes: Vec<usize>,
         /// Print one JSON object instead of a table.
-        #[arg(long)]
+        #[arg(long, help_heading = "Output")]
         json: bool,
     },
     /// Section creation on the mpi layer against MPI_Comm_split and
@@ -98,7 +98,7 @@ enum Command {
         #[arg(long = "section-arity", alias = "k", default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=16))]
         k: u32,
         /// Print one JSON object instead of lines.
-        #[arg(long)]
+        #[arg(long, help_heading = "Output")]
         json: bool,
     },
     /// A broadcast and a sum reduction over a group on --pes simulated PEs (always the
@@ -107,7 +107,7 @@ enum Command {
         #[command(flatten)]
         config: Config,
         /// Print one JSON object instead of lines.
-        #[arg(long)]
+        #[arg(long, help_heading = "Output")]
         json: bool,
     },
     /// A reproducible sim job (array broadcasts, random messages, migrations, sum
@@ -126,7 +126,7 @@ enum Command {
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
         rounds: u32,
         /// Print one JSON object instead of lines.
-        #[arg(long)]
+        #[arg(long, help_heading = "Output")]
         json: bool,
     },
 }

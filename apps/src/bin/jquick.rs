@@ -44,7 +44,7 @@ struct Args {
     #[arg(long)]
     verify: bool,
     /// Print one JSON object.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     /// Under --layer mpi: sort --reps times with range sections and with mpi-split,
     /// alternately in this one MPI job, and report both medians and their ratio.

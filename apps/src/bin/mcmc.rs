@@ -29,7 +29,7 @@ struct Args {
     #[arg(long, default_value = "all")]
     lb: String,
     /// Print one JSON object instead of a table.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     #[command(flatten)]
     chorus: Config,

@@ -68,7 +68,7 @@ struct Args {
     #[arg(long)]
     no_baseline: bool,
     /// Print one JSON object instead of a table.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     #[command(flatten)]
     chorus: Config,

@@ -58,7 +58,7 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub passes: u32,
     /// Print one JSON object instead of tables.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     #[command(flatten)]
     pub chorus: Config,

@@ -127,7 +127,7 @@ pub(crate) fn parse_duration_ns(s: &str) -> Option<u64> {
 #[cfg_attr(
     feature = "cli",
     derive(clap::Args),
-    command(next_help_heading = "Sim layer")
+    command(next_help_heading = "Simulation")
 )]
 pub struct SimArgs {
     /// Machine the network model starts from.
@@ -208,7 +208,7 @@ pub fn is_root_process() -> bool {
 #[cfg_attr(
     feature = "cli",
     derive(clap::Args),
-    command(next_help_heading = "Chorus runtime")
+    command(next_help_heading = "Job")
 )]
 pub struct Config {
     /// Number of processing elements (threads layer: at most 4096; mpi: ranks x --pes-per-rank, set by mpirun).
@@ -221,10 +221,13 @@ pub struct Config {
     #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_SEED", default_value_t = 1))]
     pub seed: u64,
     /// Write a Chrome/Perfetto trace of the run to this file.
-    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_TRACE"))]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, env = "CHORUS_TRACE", help_heading = "Tracing")
+    )]
     pub trace: Option<PathBuf>,
     /// Draw 1 in N message arrows in the trace (1 = all), so huge runs stay viewable.
-    #[cfg_attr(feature = "cli", arg(long = "trace-flow-every", env = "CHORUS_TRACE_FLOW_EVERY", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..)))]
+    #[cfg_attr(feature = "cli", arg(long = "trace-flow-every", env = "CHORUS_TRACE_FLOW_EVERY", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Tracing"))]
     pub trace_flow_every: u64,
     /// Trace only these PEs: PEs and inclusive ranges, e.g. 0..63 or 0,5,8..15.
     #[cfg_attr(
@@ -232,7 +235,8 @@ pub struct Config {
         arg(
             long = "trace-pes",
             env = "CHORUS_TRACE_PES",
-            value_name = "LIST|RANGE"
+            value_name = "LIST|RANGE",
+            help_heading = "Tracing"
         )
     )]
     pub trace_pes: Option<PeList>,
@@ -242,12 +246,20 @@ pub struct Config {
         arg(
             long = "trace-window",
             env = "CHORUS_TRACE_WINDOW",
-            value_name = "T0..T1"
+            value_name = "T0..T1",
+            help_heading = "Tracing"
         )
     )]
     pub trace_window: Option<TraceWindow>,
     /// Write the runtime's own tracing spans (thread-level debugging of chorus) as Chrome JSON.
-    #[cfg_attr(feature = "cli", arg(long = "debug-trace", env = "CHORUS_DEBUG_TRACE"))]
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "debug-trace",
+            env = "CHORUS_DEBUG_TRACE",
+            help_heading = "Tracing"
+        )
+    )]
     pub debug_trace: Option<PathBuf>,
     /// What to do on an undeliverable message or a failed handler.
     #[cfg_attr(feature = "cli", arg(long = "on-error", env = "CHORUS_ON_ERROR", value_enum, default_value_t = ErrorPolicy::Abort))]
@@ -259,7 +271,7 @@ pub struct Config {
     #[cfg_attr(feature = "cli", arg(long = "tree-arity", env = "CHORUS_TREE_ARITY", default_value_t = 4, value_parser = clap::value_parser!(u32).range(2..=64)))]
     pub tree_arity: u32,
     /// Print the run's statistics on stderr when it ends.
-    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_STATS", value_enum, num_args = 0..=1, default_missing_value = "text"))]
+    #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_STATS", value_enum, num_args = 0..=1, default_missing_value = "text", help_heading = "Output"))]
     pub stats: Option<StatsFormat>,
     /// PEs per MPI rank (mpi layer): above 1, worker threads run the PEs and the
     /// rank's thread owns MPI (Charm++'s SMP mode); the job has ranks x this PEs
