@@ -94,20 +94,20 @@ fn run(args: &Args) -> Result<bool, String> {
     }
     let outcome = match args.sections {
         SectionMode::Range | SectionMode::ShrinkAndHash => match jquick::run(&args.chorus, &spec) {
-            Ok(r) => Some(r.outcome),
+            Ok(r) => Some((r.outcome, r.sim)),
             Err(jquick::JquickError::Missing) if !speaks => None,
             Err(e) => return Err(e.to_string()),
         },
         #[cfg(feature = "mpi")]
-        SectionMode::MpiSplit => mpi_split(args, &spec, job.session.as_ref())?,
+        SectionMode::MpiSplit => mpi_split(args, &spec, job.session.as_ref())?.map(|o| (o, None)),
         #[cfg(not(feature = "mpi"))]
         SectionMode::MpiSplit => return Err(NO_MPI.into()),
     };
-    let Some(o) = outcome else {
+    let Some((o, sim)) = outcome else {
         return Ok(true);
     };
     if speaks {
-        print(args, &o);
+        print(args, &o, sim.as_ref());
     }
     Ok(!args.verify || (o.sorted && o.balanced && o.permutation))
 }
@@ -212,9 +212,10 @@ fn mpi_split(
     }
 }
 
-fn print(args: &Args, o: &Outcome) {
+fn print(args: &Args, o: &Outcome, sim: Option<&chorus_core::SimStats>) {
     if args.json {
         let v = json!({
+            "sim": sim,
             "sorted": o.sorted,
             "balanced": o.balanced,
             "permutation": o.permutation,

@@ -225,6 +225,7 @@ fn algorithm_json(a: Allgather, o: &Outcome) -> Value {
         "sorted": o.sorted(),
         "time_s": r.time_s,
         "blocking": r.blocking,
+        "sim": r.sim,
     });
     if let Outcome::Both(c) = o {
         let b = &c.blocking;

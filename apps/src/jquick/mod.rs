@@ -55,9 +55,8 @@ pub struct SortRun {
     pub outcome: Outcome,
     /// Final keys per PE, if the spec kept them.
     pub slices: Vec<Vec<u64>>,
-    /// The simulator's makespan (µs of virtual time) and event digest (sim layer),
-    /// for determinism checks.
-    pub sim: Option<(f64, u64)>,
+    /// What the simulator measured (sim layer): events, events/s, makespan, digest.
+    pub sim: Option<chorus_core::SimStats>,
 }
 
 /// Sort once on the runtime under `config`, with range sections or Shrink-and-Hash.
@@ -101,6 +100,6 @@ pub fn run(config: &Config, spec: &SortSpec) -> Result<SortRun, JquickError> {
     Ok(SortRun {
         outcome,
         slices: slices.into_iter().map(|s| s.1).collect(),
-        sim: report.sim.as_ref().map(|s| (s.makespan_us, s.digest)),
+        sim: report.sim.clone(),
     })
 }

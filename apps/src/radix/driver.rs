@@ -124,12 +124,14 @@ pub fn run<K: Key>(config: &Config, params: RadixParams) -> Result<SortReport, R
         .output("rows")
         .ok_or(RadixError::Missing("PE rows"))?;
     let rows: Vec<PeRow> = flat.chunks_exact(ROW_LEN).map(PeRow::from_slice).collect();
-    Ok(SortReport::of(
+    let mut sort = SortReport::of(
         K::NAME,
         &params,
         rounds::<K>(params.radix_bits),
         go_s,
         &rows,
         report.trace.map(|t| t.file),
-    ))
+    );
+    sort.sim = report.sim.map(Box::new);
+    Ok(sort)
 }

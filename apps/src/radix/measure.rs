@@ -122,6 +122,7 @@ mod tests {
                 overlapped_s,
             },
             trace: None,
+            sim: None,
         }
     }
 

@@ -28,6 +28,8 @@ pub struct SortReport {
     pub times: PhaseTimes,
     /// The trace file, when one was written.
     pub trace: Option<PathBuf>,
+    /// What the simulator measured (sim layer): events, events/s, makespan, digest.
+    pub sim: Option<Box<chorus_core::SimStats>>,
 }
 
 impl SortReport {
@@ -60,6 +62,7 @@ impl SortReport {
             time_s: (end as f64 * 1e-9 - go_s).max(0.0),
             times: PhaseTimes::mean(&per_pe),
             trace,
+            sim: None,
         }
     }
 }
