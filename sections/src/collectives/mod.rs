@@ -178,6 +178,34 @@ impl Collectives {
         Ok(())
     }
 
+    /// Free `member`'s view of its section in the collectives host on its PE, once
+    /// the member's running collectives on it are done (`MPI_Comm_free`: every member
+    /// calls it, after starting the same collectives); `on_freed` then gets the
+    /// section's id. A built section is remembered as freed: a collective started on
+    /// it, or a second free, is [`CollectiveError::Freed`], and a message for it is
+    /// dropped and reported ([`CollectiveError::AfterFree`]). A range section's id
+    /// recurs whenever the same range is made again, so its free only resets the
+    /// count of its collectives, and the range can be used again. For a built section
+    /// prefer `Sections::free`, which frees the builder's state too.
+    pub fn free(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        on_freed: Callback,
+    ) -> Result<(), CollectiveError> {
+        let member = member.into();
+        let (mine, caller) = (member.my_pe(), ctx.my_pe());
+        if mine != caller {
+            return Err(CollectiveError::NotMyPe {
+                member: mine,
+                caller,
+            });
+        }
+        let remember = matches!(member, Member::Tree(_));
+        CollectivesHost::send_free(&self.group, ctx, member.id(), remember, on_freed);
+        Ok(())
+    }
+
     /// One-sided multicast from `member` (the root; the other members start nothing)
     /// of a range section: each member delivers `value` to its `target` element.
     pub fn multicast<T: Reducible>(
