@@ -79,15 +79,11 @@ pub enum HostMsg {
         /// The PE this message came from (the news does not go back there).
         from: Pe,
     },
-    /// The local member frees its view of `section` once its running collectives on
-    /// it are done (from the builder after its own part, or from `Collectives::free`).
+    /// The local member frees its view of built section `section` once its running
+    /// collectives on it are done (sent by the builder after its own part).
     Free {
         /// The section.
         section: SectionId,
-        /// True for a built section, whose id never recurs: it is remembered as
-        /// freed. A range section's id recurs whenever the same range is made again,
-        /// so freeing one only resets its count of collectives.
-        remember: bool,
         /// Where the section's id goes once it is freed.
         on_freed: Callback,
     },
@@ -141,12 +137,6 @@ struct Running {
     machine: Box<dyn Machine>,
 }
 
-/// A free waiting for the section's running collectives on this PE.
-struct Freeing {
-    remember: bool,
-    on_freed: Callback,
-}
-
 /// The collectives group member on one PE.
 ///
 /// Every map is keyed by section, or by (section, sequence number), and a member's
@@ -156,7 +146,11 @@ struct Freeing {
 pub struct CollectivesHost {
     profile: Option<Arc<Profile>>,
     /// Count of collectives started here, per section: one entry per section this
-    /// PE's members have used and not freed.
+    /// PE's members have used and not freed. Range sections cannot be freed: a
+    /// range's id recurs whenever the same range is made again, and its count must go
+    /// on, or a collective of the range made again could take the number of one still
+    /// running on a slower member. Their entries are bounded by the distinct ranges
+    /// the application uses.
     next_seq: HashMap<SectionId, u64>,
     // Boxed: a map holds at least 4 slots, and on sim 10^5 hosts each run one.
     /// Collectives running here: removed when this member's part ends, so the
@@ -173,10 +167,10 @@ pub struct CollectivesHost {
     /// Collectives another member failed before this member started them, with the
     /// PE the news came from: removed at the start, or when the section is freed.
     aborted: HashMap<OpKey, (Abort, Pe)>,
-    /// Frees waiting for the section's running collectives: at most one per section
-    /// in `next_seq`.
-    freeing: HashMap<SectionId, Freeing>,
-    /// The last built sections freed here: at most [`crate::free::FREED_MEMORY`].
+    /// Frees waiting for the section's running collectives, with the callback for
+    /// the freed id: at most one per section in `next_seq`.
+    freeing: HashMap<SectionId, Callback>,
+    /// The last sections freed here: at most [`crate::free::FREED_MEMORY`].
     freed: FreedIds,
     /// Messages dropped because their section was freed here.
     dropped: u64,
@@ -359,21 +353,16 @@ impl CollectivesHost {
 }
 
 impl CollectivesHost {
-    /// Ask the host on this PE to free built section `id` (after the builder's part).
+    /// Ask the host on this PE to free built section `section` (after the builder's
+    /// part).
     pub(crate) fn send_free(
         group: &GroupProxy<CollectivesHost>,
         ctx: &mut Ctx,
         section: SectionId,
-        remember: bool,
         on_freed: Callback,
     ) {
         let me = ctx.my_pe();
-        let msg = HostMsg::Free {
-            section,
-            remember,
-            on_freed,
-        };
-        group.send(ctx, me, msg);
+        group.send(ctx, me, HostMsg::Free { section, on_freed });
     }
 
     /// Ask the host on this PE to add its sizes to the builder's and send them on.
@@ -404,50 +393,44 @@ impl CollectivesHost {
     /// The local member frees `section`: now, or once its running collectives on it
     /// are done (MPI's rule: pending operations complete first). Starting a
     /// collective on it from now on is an error.
-    fn free(&mut self, ctx: &mut Ctx, section: SectionId, remember: bool, on_freed: Callback) {
-        if self.freeing.contains_key(&section) || (remember && self.freed.contains(&section)) {
+    fn free(&mut self, ctx: &mut Ctx, section: SectionId, on_freed: Callback) {
+        if self.freeing.contains_key(&section) || self.freed.contains(&section) {
             let pe = ctx.my_pe();
             return ctx.fail(REPORTER, CollectiveError::Freed { section, pe });
         }
-        let freeing = Freeing { remember, on_freed };
-        self.freeing.insert(section, freeing);
+        self.freeing.insert(section, on_freed);
         self.free_if_done(ctx, section);
     }
 
     /// Finish the free of `section`, if one waits and none of its collectives runs.
     fn free_if_done(&mut self, ctx: &mut Ctx, section: SectionId) {
-        if !self.freeing.contains_key(&section) || self.running.keys().any(|k| k.section == section)
-        {
+        if self.running.keys().any(|k| k.section == section) {
             return;
         }
-        let Some(f) = self.freeing.remove(&section) else {
+        let Some(on_freed) = self.freeing.remove(&section) else {
             return;
         };
         self.next_seq.remove(&section);
         self.failed.retain(|k| k.section != section);
-        let pe = ctx.my_pe();
+        // Messages and news for collectives this member never started: their senders
+        // broke the rule that every member starts the same collectives.
+        let keys: Vec<OpKey> = (self.early.keys())
+            .filter(|k| k.section == section)
+            .copied()
+            .collect();
         let mut late = Vec::new();
-        if f.remember {
-            // Messages and news for collectives this member never started: their
-            // senders broke the rule that every member starts the same collectives.
-            // A range section's id recurs when the same range is made again, and
-            // then they belong to the new one's collectives: they stay.
-            let keys: Vec<OpKey> = (self.early.keys())
-                .filter(|k| k.section == section)
-                .copied()
-                .collect();
-            for key in keys {
-                let msgs = self.early.remove(&key).unwrap_or_default();
-                self.dropped += msgs.len() as u64;
-                if let Some(&(from, _, _)) = msgs.first() {
-                    late.push((key.seq, from));
-                }
+        for key in keys {
+            let msgs = self.early.remove(&key).unwrap_or_default();
+            self.dropped += msgs.len() as u64;
+            if let Some(&(from, _, _)) = msgs.first() {
+                late.push((key.seq, from));
             }
-            let before = self.aborted.len();
-            self.aborted.retain(|k, _| k.section != section);
-            self.dropped += (before - self.aborted.len()) as u64;
-            self.freed.insert(section);
         }
+        let before = self.aborted.len();
+        self.aborted.retain(|k, _| k.section != section);
+        self.dropped += (before - self.aborted.len()) as u64;
+        self.freed.insert(section);
+        let pe = ctx.my_pe();
         for (seq, from) in late {
             let err = CollectiveError::AfterFree {
                 section,
@@ -457,7 +440,7 @@ impl CollectivesHost {
             };
             ctx.fail(REPORTER, err);
         }
-        let cb = crate::callback::for_member(&f.on_freed, pe);
+        let cb = crate::callback::for_member(&on_freed, pe);
         ctx.send_to_callback(&cb, section);
     }
 
@@ -530,11 +513,7 @@ impl Chare for CollectivesHost {
                 None => self.early.entry(key).or_default().push((from, tag, piece)),
             },
             HostMsg::Abort { abort, from } => self.abort(ctx, abort, from),
-            HostMsg::Free {
-                section,
-                remember,
-                on_freed,
-            } => self.free(ctx, section, remember, on_freed),
+            HostMsg::Free { section, on_freed } => self.free(ctx, section, on_freed),
             HostMsg::Stats { builder, on_stats } => {
                 let stats = SectionsStats {
                     builder,

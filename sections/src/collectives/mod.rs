@@ -13,7 +13,11 @@
 //! (the MPI rule): a collective is named by (section id, the member's running count
 //! of collectives on that section), so any number may be in flight on one section and
 //! on overlapping sections at once; messages that arrive before the local start wait
-//! for it. Starting checks what it can locally and returns a [`CollectiveError`].
+//! for it. A built section is freed with `Sections::free`, which waits on each member
+//! for its running collectives on it; a collective started on it afterwards is
+//! [`CollectiveError::Freed`] and a message for it is dropped (reported as
+//! [`CollectiveError::AfterFree`] when its sender broke the order rule). Range
+//! sections are values that recur, and are not freed. Starting checks what it can locally and returns a [`CollectiveError`].
 //! Members whose values do not combine (different kinds, or different lengths for an
 //! element-wise reducer) or whose collectives do not match end the collective with
 //! [`CollectiveError::Failed`], reported with `ctx.fail` by "section collectives"
@@ -175,34 +179,6 @@ impl Collectives {
         };
         self.group
             .send(ctx, caller, HostMsg::Start(Box::new(start)));
-        Ok(())
-    }
-
-    /// Free `member`'s view of its section in the collectives host on its PE, once
-    /// the member's running collectives on it are done (`MPI_Comm_free`: every member
-    /// calls it, after starting the same collectives); `on_freed` then gets the
-    /// section's id. A built section is remembered as freed: a collective started on
-    /// it, or a second free, is [`CollectiveError::Freed`], and a message for it is
-    /// dropped and reported ([`CollectiveError::AfterFree`]). A range section's id
-    /// recurs whenever the same range is made again, so its free only resets the
-    /// count of its collectives, and the range can be used again. For a built section
-    /// prefer `Sections::free`, which frees the builder's state too.
-    pub fn free(
-        &self,
-        ctx: &mut Ctx,
-        member: impl Into<Member>,
-        on_freed: Callback,
-    ) -> Result<(), CollectiveError> {
-        let member = member.into();
-        let (mine, caller) = (member.my_pe(), ctx.my_pe());
-        if mine != caller {
-            return Err(CollectiveError::NotMyPe {
-                member: mine,
-                caller,
-            });
-        }
-        let remember = matches!(member, Member::Tree(_));
-        CollectivesHost::send_free(&self.group, ctx, member.id(), remember, on_freed);
         Ok(())
     }
 

@@ -98,7 +98,7 @@ impl Builder {
         self.meetings.retain(|(sid, _), _| *sid != id);
         self.pending_merges.retain(|_, (_, a)| a.id != id);
         self.freed.insert(id);
-        CollectivesHost::send_free(&collectives, ctx, id, true, on_freed);
+        CollectivesHost::send_free(&collectives, ctx, id, on_freed);
     }
 
     /// A repair message for section `sid`, freed here: drop it, count it.
