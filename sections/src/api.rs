@@ -94,8 +94,10 @@ impl Sections {
     /// for its own view, once it has started every split and collective of the
     /// section it will (the same as the other members, in the same order). The free
     /// waits on this PE for the member's running collectives on the section and its
-    /// split calls not yet started, then removes every trace of the section from the
-    /// builder and collectives host here; `on_freed` gets the section's id
+    /// split calls not yet started (collectives it started before this call, in this
+    /// handler or an earlier one, are running or done by the time the free arrives:
+    /// messages a PE sends itself arrive in order), then removes every trace of the
+    /// section from the builder and collectives host here; `on_freed` gets the section's id
     /// ([`crate::callback`]'s rule). Afterwards a collective on it, a split of it or a
     /// second free is an error (`CollectiveError::Freed`, `HostError::Freed`, reported
     /// under `--on-error`), and a message for it is dropped and counted, or reported

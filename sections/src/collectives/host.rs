@@ -404,7 +404,9 @@ impl CollectivesHost {
 
     /// Finish the free of `section`, if one waits and none of its collectives runs.
     fn free_if_done(&mut self, ctx: &mut Ctx, section: SectionId) {
-        if self.running.keys().any(|k| k.section == section) {
+        // Called after every message of a running collective: the lookup comes first.
+        if !self.freeing.contains_key(&section) || self.running.keys().any(|k| k.section == section)
+        {
             return;
         }
         let Some(on_freed) = self.freeing.remove(&section) else {

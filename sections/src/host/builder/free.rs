@@ -69,7 +69,7 @@ impl Builder {
     /// Finish the free of `id`, if one waits and no split call of it is pending.
     pub(super) fn free_if_ready(&mut self, ctx: &mut Ctx, id: SectionId) {
         let parent = Parent::Section(id);
-        if self.calls.keys().any(|(p, _)| *p == parent) {
+        if !self.freeing.contains_key(&id) || self.calls.keys().any(|(p, _)| *p == parent) {
             return;
         }
         if let Some(f) = self.freeing.remove(&id) {

@@ -171,7 +171,9 @@ pub struct Builder {
     /// Starts of creations from a parent section not stored here yet: (token, from,
     /// request). Removed when the parent is stored (`resume`); a neighbour in the
     /// parent's tree sent them, so this PE is a member and stores it once its part of
-    /// the parent's creation ends.
+    /// the parent's creation ends. A start from a parent freed here is refused
+    /// (`hold`), unless it was freed more than `FREED_MEMORY` frees ago: only a member
+    /// splitting a section after the others freed it sends one, and it then stays.
     waiting: HashMap<SectionId, Vec<(u64, Pe, Request)>>,
     /// Splits by colour and key this PE has called, per parent: how many. One entry
     /// for the world and one per kept section split, removed when it is freed.
