@@ -24,6 +24,9 @@ struct Plan {
     first: u64,
     algorithm: Option<Algorithm>,
     nested: bool,
+    /// Free the last section right after starting its allreduce, in the same
+    /// handler: the free waits for the allreduce on each member.
+    pipelined: bool,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -48,6 +51,8 @@ struct Worker {
     inner: Option<Section>,
     /// Snapshots taken.
     snaps: u32,
+    /// This round's allreduce result has come.
+    summed: bool,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -102,6 +107,7 @@ impl Chare for Worker {
             outer: None,
             inner: None,
             snaps: 0,
+            summed: false,
         }
     }
     fn handle(&mut self, msg: Msg, ctx: &mut Ctx) {
@@ -129,18 +135,31 @@ impl Chare for Worker {
                 sections
                     .allreduce(ctx, &section, u64::from(pe), Reducer::Sum, cb)
                     .expect("starts");
+                if plan.pipelined {
+                    let freed = Callback::group_all(&me, self.init.freed);
+                    sections.free(ctx, &section, freed).expect("frees");
+                }
                 self.inner = Some(section);
             }
             Msg::Summed(sum) => {
                 let want = self.want_sum(ctx.num_pes() as u32, pe);
                 assert_eq!(sum, want, "PE {pe}, round {}", self.done);
-                let section = self.inner.as_ref().expect("summed over it");
-                let freed = Callback::group_all(&me, self.init.freed);
-                sections.free(ctx, section, freed).expect("frees");
+                self.summed = true;
+                if !plan.pipelined {
+                    let section = self.inner.as_ref().expect("summed over it");
+                    let freed = Callback::group_all(&me, self.init.freed);
+                    sections.free(ctx, section, freed).expect("frees");
+                }
             }
             Msg::Freed(id) if Some(id) == self.outer.as_ref().map(|s| s.id) => {}
             Msg::Freed(id) => {
                 assert_eq!(Some(id), self.inner.take().map(|s| s.id), "PE {pe}");
+                // The free waited for the allreduce started before it.
+                assert!(
+                    std::mem::take(&mut self.summed),
+                    "PE {pe}, round {}",
+                    self.done
+                );
                 self.outer = None;
                 self.done += 1;
                 if self.done != plan.first && self.done != plan.rounds {
@@ -254,6 +273,7 @@ fn a_thousand_sections_made_and_freed_leave_the_maps_flat() {
         first: 5,
         algorithm: None,
         nested: false,
+        pipelined: false,
     };
     // What is left is each PE's count of its splits of the world.
     assert_eq!(soak_is_flat(8, plan), 8);
@@ -267,8 +287,23 @@ fn nested_splits_freed_before_they_finish_leave_the_maps_flat_by_every_algorithm
             first: 3,
             algorithm: Some(algorithm),
             nested: true,
+            pipelined: false,
         };
         assert_eq!(soak_is_flat(8, plan), 8, "{}", algorithm.name());
+    }
+}
+
+#[test]
+fn a_free_right_after_the_allreduce_starts_waits_for_it() {
+    for nested in [false, true] {
+        let plan = Plan {
+            rounds: 200,
+            first: 4,
+            algorithm: None,
+            nested,
+            pipelined: true,
+        };
+        assert_eq!(soak_is_flat(8, plan), 8, "nested: {nested}");
     }
 }
 
@@ -281,6 +316,7 @@ fn a_hundred_thousand_sections_made_and_freed_leave_the_maps_flat() {
         first: 5,
         algorithm: None,
         nested: false,
+        pipelined: false,
     };
     assert_eq!(soak_is_flat(8, plan), 8);
 }
