@@ -90,8 +90,9 @@ impl Sections {
             .allreduce(ctx, member, value, reducer, callback)
     }
 
-    /// Free this member's view of `section` (`MPI_Comm_free`): every member calls it
-    /// for its own view, once it has started every split and collective of the
+    /// Free this member's view of `section` (`MPI_Comm_free`; a section the builder
+    /// keeps: every split's, and a creation's unless made with `keep(false)`, which
+    /// `Collectives::free` frees): every member calls it for its own view, once it has started every split and collective of the
     /// section it will (the same as the other members, in the same order). The free
     /// waits on this PE for the member's running collectives on the section and its
     /// split calls not yet started (collectives it started before this call, in this

@@ -5,8 +5,9 @@
 
 use chorus_core::{Callback, Chare, Config, Ctx, Entry, GroupProxy, Layer, Pe};
 use chorus_core::{Reducer, Registry, RunReport, Runtime};
+use chorus_sections::collectives::TreeMember;
 use chorus_sections::free::FREED_MEMORY;
-use chorus_sections::host::{available, Parent};
+use chorus_sections::host::{available, Membership, Parent, Request};
 use chorus_sections::protocol::Algorithm;
 use chorus_sections::section::SectionId;
 use chorus_sections::{Section, Sections, SectionsStats, Split};
@@ -27,6 +28,10 @@ struct Plan {
     /// Free the last section right after starting its allreduce, in the same
     /// handler: the free waits for the allreduce on each member.
     pipelined: bool,
+    /// Instead of splits, PE 0 creates a section of every PE that the builder does
+    /// not keep (`keep(false)`), freed with `Collectives::free`, one round after
+    /// another.
+    unkept: bool,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -39,6 +44,7 @@ struct Init {
     snap: Entry<Worker, ()>,
     stats: Entry<Worker, SectionsStats>,
     resume: Entry<Worker, u64>,
+    next: Entry<Worker, u64>,
 }
 
 struct Worker {
@@ -64,6 +70,7 @@ enum Msg {
     Snap(()),
     Stats(SectionsStats),
     Resume(u64),
+    Next(u64),
 }
 
 impl Worker {
@@ -73,6 +80,20 @@ impl Worker {
 
     fn split(&mut self, ctx: &mut Ctx) {
         let pe = ctx.my_pe();
+        if self.init.plan.unkept {
+            if pe == 0 {
+                let joined = Callback::group_all(&Self::me(ctx), self.init.joined);
+                let mut req = Request::new(Membership::All).keep(false).on_member(joined);
+                if let Some(a) = self.init.plan.algorithm {
+                    req = req.algorithm(a);
+                }
+                self.init
+                    .sections
+                    .create(ctx, req)
+                    .expect("a valid request");
+            }
+            return;
+        }
         let colour = ((u64::from(pe) + self.done) % 2) as u32;
         let mut split = Split::new(2).colour(colour).key(pe);
         if let Some(a) = self.init.plan.algorithm {
@@ -85,12 +106,30 @@ impl Worker {
             .expect("a valid split");
     }
 
+    /// Free this round's last section: with the builder's state, or only in the
+    /// collectives host for a section the builder does not keep.
+    fn free(&mut self, ctx: &mut Ctx) {
+        let section = self.inner.clone().expect("joined");
+        let freed = Callback::group_all(&Self::me(ctx), self.init.freed);
+        let sections = self.init.sections;
+        if self.init.plan.unkept {
+            let member = TreeMember::new(section, ctx.my_pe());
+            sections
+                .collectives()
+                .free(ctx, member, freed)
+                .expect("frees");
+        } else {
+            sections.free(ctx, &section, freed).expect("frees");
+        }
+    }
+
     /// The sum of the PEs of this round's last section, as every member computes it.
     fn want_sum(&self, pes: u32, me: Pe) -> u64 {
         let colour = |pe: Pe| (u64::from(pe) + self.done) % 2;
         let half = |pe: Pe| (pe / 2) % 2;
+        let unkept = self.init.plan.unkept;
         (0..pes)
-            .filter(|&pe| colour(pe) == colour(me))
+            .filter(|&pe| unkept || colour(pe) == colour(me))
             .filter(|&pe| !self.init.plan.nested || half(pe) == half(me))
             .map(u64::from)
             .sum()
@@ -135,20 +174,17 @@ impl Chare for Worker {
                 sections
                     .allreduce(ctx, &section, u64::from(pe), Reducer::Sum, cb)
                     .expect("starts");
-                if plan.pipelined {
-                    let freed = Callback::group_all(&me, self.init.freed);
-                    sections.free(ctx, &section, freed).expect("frees");
-                }
                 self.inner = Some(section);
+                if plan.pipelined {
+                    self.free(ctx);
+                }
             }
             Msg::Summed(sum) => {
                 let want = self.want_sum(ctx.num_pes() as u32, pe);
                 assert_eq!(sum, want, "PE {pe}, round {}", self.done);
                 self.summed = true;
                 if !plan.pipelined {
-                    let section = self.inner.as_ref().expect("summed over it");
-                    let freed = Callback::group_all(&me, self.init.freed);
-                    sections.free(ctx, section, freed).expect("frees");
+                    self.free(ctx);
                 }
             }
             Msg::Freed(id) if Some(id) == self.outer.as_ref().map(|s| s.id) => {}
@@ -162,6 +198,15 @@ impl Chare for Worker {
                 );
                 self.outer = None;
                 self.done += 1;
+                if plan.unkept {
+                    // PE 0 creates the next section once every member freed this one.
+                    let next = Callback::group_member(&me, 0, self.init.next);
+                    ctx.contribute(1u64, Reducer::Sum, next);
+                } else if self.done != plan.first && self.done != plan.rounds {
+                    self.split(ctx);
+                }
+            }
+            Msg::Next(_) => {
                 if self.done != plan.first && self.done != plan.rounds {
                     self.split(ctx);
                 }
@@ -201,6 +246,7 @@ fn soak(pes: u32, plan: Plan) -> RunReport {
     let snap = reg.entry::<Worker, ()>("Worker::snap", Msg::Snap);
     let stats = reg.entry::<Worker, SectionsStats>("Worker::stats", Msg::Stats);
     let resume = reg.entry::<Worker, u64>("Worker::resume", Msg::Resume);
+    let next = reg.entry::<Worker, u64>("Worker::next", Msg::Next);
     let cfg = Config {
         layer: Layer::Sim,
         seed: 11,
@@ -217,6 +263,7 @@ fn soak(pes: u32, plan: Plan) -> RunReport {
                 snap,
                 stats,
                 resume,
+                next,
             };
             let workers = ctx.create_group::<Worker>(init);
             workers.broadcast(ctx, Msg::Go);
@@ -274,6 +321,7 @@ fn a_thousand_sections_made_and_freed_leave_the_maps_flat() {
         algorithm: None,
         nested: false,
         pipelined: false,
+        unkept: false,
     };
     // What is left is each PE's count of its splits of the world.
     assert_eq!(soak_is_flat(8, plan), 8);
@@ -288,6 +336,7 @@ fn nested_splits_freed_before_they_finish_leave_the_maps_flat_by_every_algorithm
             algorithm: Some(algorithm),
             nested: true,
             pipelined: false,
+            unkept: false,
         };
         assert_eq!(soak_is_flat(8, plan), 8, "{}", algorithm.name());
     }
@@ -302,8 +351,25 @@ fn a_free_right_after_the_allreduce_starts_waits_for_it() {
             algorithm: None,
             nested,
             pipelined: true,
+            unkept: false,
         };
         assert_eq!(soak_is_flat(8, plan), 8, "nested: {nested}");
+    }
+}
+
+#[test]
+fn sections_the_builder_does_not_keep_are_freed_in_the_collectives_host() {
+    for pipelined in [false, true] {
+        let plan = Plan {
+            rounds: 100,
+            first: 4,
+            algorithm: None,
+            nested: false,
+            pipelined,
+            unkept: true,
+        };
+        // Nothing is left at all: no PE called a split.
+        assert_eq!(soak_is_flat(8, plan), 0, "pipelined: {pipelined}");
     }
 }
 
@@ -317,6 +383,7 @@ fn a_hundred_thousand_sections_made_and_freed_leave_the_maps_flat() {
         algorithm: None,
         nested: false,
         pipelined: false,
+        unkept: false,
     };
     assert_eq!(soak_is_flat(8, plan), 8);
 }

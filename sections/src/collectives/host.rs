@@ -80,7 +80,8 @@ pub enum HostMsg {
         from: Pe,
     },
     /// The local member frees its view of built section `section` once its running
-    /// collectives on it are done (sent by the builder after its own part).
+    /// collectives on it are done (sent by the builder after its own part, or by
+    /// `Collectives::free` for a section the builder does not keep).
     Free {
         /// The section.
         section: SectionId,
@@ -353,8 +354,7 @@ impl CollectivesHost {
 }
 
 impl CollectivesHost {
-    /// Ask the host on this PE to free built section `section` (after the builder's
-    /// part).
+    /// Ask the host on this PE to free built section `section`.
     pub(crate) fn send_free(
         group: &GroupProxy<CollectivesHost>,
         ctx: &mut Ctx,

@@ -329,9 +329,9 @@ pub enum HostError {
         /// The section.
         id: SectionId,
     },
-    /// A free names a section this PE does not keep (not a member, or not a section a
-    /// creation built).
-    #[error("PE {pe} cannot free section {id}: it is not a member of it (or freed it longer ago than it remembers)")]
+    /// A free names a section this PE does not keep (not a member, a section made
+    /// with `keep(false)`, which `Collectives::free` frees, or not a built section).
+    #[error("PE {pe} cannot free section {id}: it is not a member of it, or the section was made with keep(false) (free it with Collectives::free), or this PE freed it longer ago than it remembers")]
     UnknownSection {
         /// The PE.
         pe: Pe,
