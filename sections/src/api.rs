@@ -18,7 +18,7 @@
 
 use crate::collectives::{CollectiveError, Collectives, TreeMember};
 use crate::host::{self, Builder, BuilderInit, BuilderMsg, HostError, Request, Split};
-use crate::section::Section;
+use crate::section::{Section, WORLD_CREATOR};
 use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +88,53 @@ impl Sections {
         let member = TreeMember::new(section.clone(), ctx.my_pe());
         self.collectives
             .allreduce(ctx, member, value, reducer, callback)
+    }
+
+    /// Free this member's view of `section` (`MPI_Comm_free`; a section the builder
+    /// keeps: every split's, and a creation's unless made with `keep(false)`, which
+    /// `Collectives::free` frees): every member calls it for its own view, once it has started every split and collective of the
+    /// section it will (the same as the other members, in the same order). The free
+    /// waits on this PE for the member's running collectives on the section and its
+    /// split calls not yet started (collectives it started before this call, in this
+    /// handler or an earlier one, are running or done by the time the free arrives:
+    /// messages a PE sends itself arrive in order), then removes every trace of the
+    /// section from the builder and collectives host here; `on_freed` gets the section's id
+    /// ([`crate::callback`]'s rule). Afterwards a collective on it, a split of it or a
+    /// second free is an error (`CollectiveError::Freed`, `HostError::Freed`, reported
+    /// under `--on-error`), and a message for it is dropped and counted, or reported
+    /// when its sender broke the rule above.
+    pub fn free(
+        &self,
+        ctx: &mut Ctx,
+        section: &Section,
+        on_freed: Callback,
+    ) -> Result<(), HostError> {
+        let me = ctx.my_pe();
+        if section.id.creator == WORLD_CREATOR || section.id.depth > 0 {
+            return Err(HostError::UnknownSection {
+                pe: me,
+                id: section.id,
+            });
+        }
+        let msg = BuilderMsg::Free {
+            id: section.id,
+            collectives: self.collectives.group(),
+            on_freed,
+        };
+        self.builder.send(ctx, me, msg);
+        Ok(())
+    }
+
+    /// Send the sizes of this PE's builder and collectives host maps, a
+    /// [`crate::free::SectionsStats`], to `on_stats` ([`crate::callback`]'s rule), after what this
+    /// PE has asked of them so far.
+    pub fn stats(&self, ctx: &mut Ctx, on_stats: Callback) {
+        let me = ctx.my_pe();
+        let msg = BuilderMsg::Stats {
+            collectives: self.collectives.group(),
+            on_stats,
+        };
+        self.builder.send(ctx, me, msg);
     }
 
     /// The collectives, for everything beyond an allreduce (members of a built

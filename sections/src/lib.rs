@@ -8,6 +8,7 @@ pub mod api;
 pub mod callback;
 pub mod collectives;
 pub mod creation;
+pub mod free;
 pub mod hash;
 pub mod host;
 pub mod kary;
@@ -16,6 +17,7 @@ pub mod section;
 pub mod tune;
 
 pub use api::{Sections, SectionsInit};
+pub use free::SectionsStats;
 pub use host::{Parent, Request, Split};
 pub use section::Section;
 

@@ -96,6 +96,28 @@ pub enum CollectiveError {
         /// True if the news came before this member started the collective.
         before_start: bool,
     },
+    /// A collective was started on, or a free asked again for, a section this member
+    /// has freed.
+    #[error("section {section} was freed on PE {pe}: no collective can start on it and it cannot be freed again")]
+    Freed {
+        /// The section.
+        section: SectionId,
+        /// The PE that freed it.
+        pe: Pe,
+    },
+    /// A message of a collective came after this member freed its section (the message
+    /// is dropped): the sender started a collective this member never did.
+    #[error("a message of collective #{seq} on section {section} from rank {from} reached PE {pe} after it freed the section; every member must start the same collectives on a section before freeing it")]
+    AfterFree {
+        /// The section.
+        section: SectionId,
+        /// The collective's number on the section.
+        seq: u64,
+        /// The sender's rank.
+        from: u32,
+        /// The PE that freed the section.
+        pe: Pe,
+    },
     /// A running collective ended at this member without a result (reported through
     /// the job's `--on-error` policy). Under `drop` the other members hear of it and
     /// fail too, with `Aborted` as the cause.

@@ -10,6 +10,7 @@ pub use super::op::Op;
 use super::topology::{Member, RangeMember, Rerooted, Topology};
 use super::tuned::{self, Impl, Profile};
 use super::value::Piece;
+use crate::free::{BuilderStats, FreedIds, HostStats, SectionsStats};
 use crate::range::RangeSection;
 use crate::section::SectionId;
 use chorus_core::{Callback, Chare, Ctx, ErrorPolicy, GroupProxy, Pe, RedData};
@@ -78,6 +79,22 @@ pub enum HostMsg {
         /// The PE this message came from (the news does not go back there).
         from: Pe,
     },
+    /// The local member frees its view of built section `section` once its running
+    /// collectives on it are done (sent by the builder after its own part, or by
+    /// `Collectives::free` for a section the builder does not keep).
+    Free {
+        /// The section.
+        section: SectionId,
+        /// Where the section's id goes once it is freed.
+        on_freed: Callback,
+    },
+    /// Send the sizes of this PE's maps, with the builder's, to `on_stats`.
+    Stats {
+        /// The builder's sizes on this PE.
+        builder: BuilderStats,
+        /// Where the [`SectionsStats`] goes.
+        on_stats: Callback,
+    },
 }
 
 /// A collective that failed at one member, as the others hear of it.
@@ -122,18 +139,42 @@ struct Running {
 }
 
 /// The collectives group member on one PE.
+///
+/// Every map is keyed by section, or by (section, sequence number), and a member's
+/// free of a section removes all of its entries (`free`): each says at its field
+/// what bounds it while the section lives.
 #[derive(Default)]
 pub struct CollectivesHost {
     profile: Option<Arc<Profile>>,
+    /// Count of collectives started here, per section: one entry per section this
+    /// PE's members have used and not freed. Range sections cannot be freed: a
+    /// range's id recurs whenever the same range is made again, and its count must go
+    /// on, or a collective of the range made again could take the number of one still
+    /// running on a slower member. Their entries are bounded by the distinct ranges
+    /// the application uses.
     next_seq: HashMap<SectionId, u64>,
     // Boxed: a map holds at least 4 slots, and on sim 10^5 hosts each run one.
+    /// Collectives running here: removed when this member's part ends, so the
+    /// collectives in flight.
     running: HashMap<OpKey, Box<Running>>,
+    /// Messages of collectives this member has not started yet: removed at the
+    /// start. Other members may run ahead by as many collectives as the application
+    /// lets them (its window of collectives in flight); what is left at a free was
+    /// sent by a member that started collectives this one never did, and is reported.
     early: HashMap<OpKey, Vec<(u32, u32, Piece)>>,
-    /// Collectives that failed here: their late messages are dropped.
+    /// Collectives that failed here: their late messages are dropped. One per
+    /// failure (each reported) on a live section; removed when it is freed.
     failed: HashSet<OpKey>,
     /// Collectives another member failed before this member started them, with the
-    /// PE the news came from.
+    /// PE the news came from: removed at the start, or when the section is freed.
     aborted: HashMap<OpKey, (Abort, Pe)>,
+    /// Frees waiting for the section's running collectives, with the callback for
+    /// the freed id: at most one per section in `next_seq`.
+    freeing: HashMap<SectionId, Callback>,
+    /// The last sections freed here: at most [`crate::free::FREED_MEMORY`].
+    freed: FreedIds,
+    /// Messages dropped because their section was freed here.
+    dropped: u64,
 }
 
 impl CollectivesHost {
@@ -165,7 +206,12 @@ impl CollectivesHost {
             pin.unwrap_or_else(|| tuned::choose(self.profile.as_deref(), &op, member.size()));
         let op = tuned::apply(choice, op, member.has_roster());
         let collective = op.name();
-        let counter = self.next_seq.entry(member.id()).or_insert(0);
+        let id = member.id();
+        if self.freeing.contains_key(&id) || self.freed.contains(&id) {
+            let pe = member.my_pe();
+            return ctx.fail(REPORTER, CollectiveError::Freed { section: id, pe });
+        }
+        let counter = self.next_seq.entry(id).or_insert(0);
         let key = OpKey {
             section: member.id(),
             seq: *counter,
@@ -286,17 +332,131 @@ impl CollectivesHost {
 
     /// Another member failed collective `abort.key`: stop this member's part, or
     /// remember it for when this member starts it. A member that has finished its
-    /// part already has nothing to stop.
+    /// part already has nothing to stop; one that has freed the section drops it.
     fn abort(&mut self, ctx: &mut Ctx, abort: Abort, from: Pe) {
         let key = abort.key;
         if let Some(run) = self.running.remove(&key) {
             let cause = abort.error(false);
-            return self.end_failed(ctx, key, *run, cause, Some((abort, from)));
+            self.end_failed(ctx, key, *run, cause, Some((abort, from)));
+            return self.free_if_done(ctx, key.section);
+        }
+        // News of a failure may reach a member that finished its part and freed the
+        // section (a roster member tells everyone): nothing is waiting for it.
+        if self.freed.contains(&key.section) {
+            self.dropped += 1;
+            return;
         }
         let started = self.next_seq.get(&key.section).copied().unwrap_or(0) > key.seq;
         if !started {
             self.aborted.insert(key, (abort, from));
         }
+    }
+}
+
+impl CollectivesHost {
+    /// Ask the host on this PE to free built section `section`.
+    pub(crate) fn send_free(
+        group: &GroupProxy<CollectivesHost>,
+        ctx: &mut Ctx,
+        section: SectionId,
+        on_freed: Callback,
+    ) {
+        let me = ctx.my_pe();
+        group.send(ctx, me, HostMsg::Free { section, on_freed });
+    }
+
+    /// Ask the host on this PE to add its sizes to the builder's and send them on.
+    pub(crate) fn send_stats(
+        group: &GroupProxy<CollectivesHost>,
+        ctx: &mut Ctx,
+        builder: BuilderStats,
+        on_stats: Callback,
+    ) {
+        let me = ctx.my_pe();
+        group.send(ctx, me, HostMsg::Stats { builder, on_stats });
+    }
+
+    /// The sizes of this PE's maps.
+    pub fn stats(&self) -> HostStats {
+        HostStats {
+            next_seq: self.next_seq.len(),
+            running: self.running.len(),
+            early: self.early.len(),
+            failed: self.failed.len(),
+            aborted: self.aborted.len(),
+            freeing: self.freeing.len(),
+            freed_remembered: self.freed.len(),
+            dropped: self.dropped,
+        }
+    }
+
+    /// The local member frees `section`: now, or once its running collectives on it
+    /// are done (MPI's rule: pending operations complete first). Starting a
+    /// collective on it from now on is an error.
+    fn free(&mut self, ctx: &mut Ctx, section: SectionId, on_freed: Callback) {
+        if self.freeing.contains_key(&section) || self.freed.contains(&section) {
+            let pe = ctx.my_pe();
+            return ctx.fail(REPORTER, CollectiveError::Freed { section, pe });
+        }
+        self.freeing.insert(section, on_freed);
+        self.free_if_done(ctx, section);
+    }
+
+    /// Finish the free of `section`, if one waits and none of its collectives runs.
+    fn free_if_done(&mut self, ctx: &mut Ctx, section: SectionId) {
+        // Called after every message of a running collective: the lookup comes first.
+        if !self.freeing.contains_key(&section) || self.running.keys().any(|k| k.section == section)
+        {
+            return;
+        }
+        let Some(on_freed) = self.freeing.remove(&section) else {
+            return;
+        };
+        self.next_seq.remove(&section);
+        self.failed.retain(|k| k.section != section);
+        // Messages and news for collectives this member never started: their senders
+        // broke the rule that every member starts the same collectives.
+        let keys: Vec<OpKey> = (self.early.keys())
+            .filter(|k| k.section == section)
+            .copied()
+            .collect();
+        let mut late = Vec::new();
+        for key in keys {
+            let msgs = self.early.remove(&key).unwrap_or_default();
+            self.dropped += msgs.len() as u64;
+            if let Some(&(from, _, _)) = msgs.first() {
+                late.push((key.seq, from));
+            }
+        }
+        let before = self.aborted.len();
+        self.aborted.retain(|k, _| k.section != section);
+        self.dropped += (before - self.aborted.len()) as u64;
+        self.freed.insert(section);
+        let pe = ctx.my_pe();
+        for (seq, from) in late {
+            let err = CollectiveError::AfterFree {
+                section,
+                seq,
+                from,
+                pe,
+            };
+            ctx.fail(REPORTER, err);
+        }
+        let cb = crate::callback::for_member(&on_freed, pe);
+        ctx.send_to_callback(&cb, section);
+    }
+
+    /// A message of collective `key` came for a section freed here: drop it, count
+    /// it and report it (the sender started a collective this member never did).
+    fn late_message(&mut self, ctx: &mut Ctx, key: OpKey, from: u32) {
+        self.dropped += 1;
+        let err = CollectiveError::AfterFree {
+            section: key.section,
+            seq: key.seq,
+            from,
+            pe: ctx.my_pe(),
+        };
+        ctx.fail(REPORTER, err);
     }
 }
 
@@ -349,10 +509,21 @@ impl Chare for CollectivesHost {
                     let step = run.machine.receive(&view, from, tag, piece, &mut out);
                     Self::flush(ctx, key, run.member.rank(), out);
                     self.settle(ctx, key, *run, step);
+                    self.free_if_done(ctx, key.section);
                 }
+                None if self.freed.contains(&key.section) => self.late_message(ctx, key, from),
                 None => self.early.entry(key).or_default().push((from, tag, piece)),
             },
             HostMsg::Abort { abort, from } => self.abort(ctx, abort, from),
+            HostMsg::Free { section, on_freed } => self.free(ctx, section, on_freed),
+            HostMsg::Stats { builder, on_stats } => {
+                let stats = SectionsStats {
+                    builder,
+                    host: self.stats(),
+                };
+                let cb = crate::callback::for_member(&on_stats, ctx.my_pe());
+                ctx.send_to_callback(&cb, stats);
+            }
         }
     }
 }

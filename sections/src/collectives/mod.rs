@@ -13,7 +13,12 @@
 //! (the MPI rule): a collective is named by (section id, the member's running count
 //! of collectives on that section), so any number may be in flight on one section and
 //! on overlapping sections at once; messages that arrive before the local start wait
-//! for it. Starting checks what it can locally and returns a [`CollectiveError`].
+//! for it. A built section is freed with `Sections::free` (or, if the builder does
+//! not keep it, [`Collectives::free`]), which waits on each member for its running
+//! collectives on it; a collective started on it afterwards is
+//! [`CollectiveError::Freed`] and a message for it is dropped (reported as
+//! [`CollectiveError::AfterFree`] when its sender broke the order rule). Range
+//! sections are values that recur, and are not freed. Starting checks what it can locally and returns a [`CollectiveError`].
 //! Members whose values do not combine (different kinds, or different lengths for an
 //! element-wise reducer) or whose collectives do not match end the collective with
 //! [`CollectiveError::Failed`], reported with `ctx.fail` by "section collectives"
@@ -175,6 +180,33 @@ impl Collectives {
         };
         self.group
             .send(ctx, caller, HostMsg::Start(Box::new(start)));
+        Ok(())
+    }
+
+    /// Free `member`'s section in the collectives host on its PE only, for a section
+    /// the builder does not keep (created with `Request::keep(false)`); a kept
+    /// section is freed with `Sections::free`, which frees the builder's state too.
+    /// Every member calls it after starting the same collectives on the section; it
+    /// waits for the member's running ones, then `on_freed` gets the section's id.
+    /// Afterwards a collective on it, or a second free, is [`CollectiveError::Freed`]
+    /// and a message for it is dropped ([`CollectiveError::AfterFree`]). Range
+    /// sections are values that recur, and are not freed.
+    pub fn free(
+        &self,
+        ctx: &mut Ctx,
+        member: TreeMember,
+        on_freed: Callback,
+    ) -> Result<(), CollectiveError> {
+        let member = Member::from(member);
+        let (mine, caller) = (member.my_pe(), ctx.my_pe());
+        if mine != caller {
+            return Err(CollectiveError::NotMyPe {
+                member: mine,
+                caller,
+            });
+        }
+        topology::check_view(&member)?;
+        CollectivesHost::send_free(&self.group, ctx, member.id(), on_freed);
         Ok(())
     }
 

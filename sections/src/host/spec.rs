@@ -320,6 +320,35 @@ pub enum HostError {
         /// PEs in the job.
         pes: u32,
     },
+    /// The section was freed on this PE: it cannot be freed again, split or used as a
+    /// parent.
+    #[error("PE {pe}: section {id} was freed here")]
+    Freed {
+        /// The PE.
+        pe: Pe,
+        /// The section.
+        id: SectionId,
+    },
+    /// A free names a section this PE does not keep (not a member, a section made
+    /// with `keep(false)`, which `Collectives::free` frees, or not a built section).
+    #[error("PE {pe} cannot free section {id}: it is not a member of it, or the section was made with keep(false) (free it with Collectives::free), or this PE freed it longer ago than it remembers")]
+    UnknownSection {
+        /// The PE.
+        pe: Pe,
+        /// The section named.
+        id: SectionId,
+    },
+    /// A member freed a section while splits of it that other members started were
+    /// never called on this PE: they can never finish.
+    #[error("PE {pe} freed section {id} without calling {splits} split(s) of it that its other members started; every member must make the same splits of a section before freeing it")]
+    UncalledSplits {
+        /// The PE.
+        pe: Pe,
+        /// The section.
+        id: SectionId,
+        /// How many splits were started and not called here.
+        splits: usize,
+    },
     /// A message for a creation this PE has no record of.
     #[error("PE {pe}: {what} for unknown creation {token:#x}")]
     UnknownCreation {

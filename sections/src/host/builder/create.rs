@@ -23,7 +23,7 @@ impl Builder {
             }
             Parent::Section(id) => {
                 if !self.sections.contains_key(&id) {
-                    return Err(HostError::UnknownParent { pe: self.me, id });
+                    return Err(self.missing(id));
                 }
                 self.on_start(ctx, token, None, req)
             }
@@ -42,10 +42,7 @@ impl Builder {
                 kary::generation(self.me, req.k),
             )),
             Parent::Section(id) => {
-                let s = self
-                    .sections
-                    .get(&id)
-                    .ok_or(HostError::UnknownParent { pe: self.me, id })?;
+                let s = self.sections.get(&id).ok_or_else(|| self.missing(id))?;
                 Ok((s.parent, s.children.clone(), kary::generation(s.rank, s.k)))
             }
         }
@@ -89,7 +86,13 @@ impl Builder {
             },
             _ => None,
         };
-        self.join(ctx, token, req, call)
+        let (parent, call_started) = (req.parent, call.is_some());
+        self.join(ctx, token, req, call)?;
+        // A free of the parent may have waited for this PE's call to start.
+        if let (Parent::Section(id), true) = (parent, call_started) {
+            self.free_if_ready(ctx, id);
+        }
+        Ok(())
     }
 
     /// Take part in creation `token` (the start has passed on): make this PE's state

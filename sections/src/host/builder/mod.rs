@@ -1,10 +1,12 @@
 //! The builder group: one member per PE runs that PE's part of every creation over
 //! chorus messages, keyed by the creation's token.
 
+use crate::collectives::CollectivesHost;
 use crate::creation::neighbour_discovery::Intermediaries;
 use crate::creation::protocol::{
     Algorithm, Outbox, Protocol, ProtocolError, Setup, ToIntermediary, Wire,
 };
+use crate::free::FreedIds;
 use crate::hash::mix64;
 use crate::host::algo::{self, Proto, ProtoMsg};
 use crate::host::merge::{Hop, MergeRequest, MergeState, Route, Way};
@@ -23,6 +25,7 @@ const SALT: u64 = 0x5EC7_104A_5400;
 
 mod create;
 mod finish;
+mod free;
 mod merging;
 mod msg;
 mod rank;
@@ -126,34 +129,76 @@ struct Run {
 
 /// The per-PE builder: register it with [`crate::host::register`] and create it once
 /// with `ctx.create_group::<Builder>(init)`, `init` from `register`.
+///
+/// Every map says at its field what bounds it: an entry belongs to a section this PE
+/// keeps (removed when the member frees it, `free.rs`) or to a creation, split or
+/// merge in flight (removed when it ends here).
 pub struct Builder {
     me: Pe,
     npes: u32,
     counter: u32,
     proxy: Option<GroupProxy<Builder>>,
+    /// Sections this PE is a member of and keeps: the application's live sections,
+    /// each removed when this member frees it.
     sections: HashMap<SectionId, Section>,
+    /// Callbacks of the kept sections, for rebuilds: the same keys as `sections`.
     meta: HashMap<SectionId, Meta>,
+    /// PEs reported failed: at most the job's PEs.
     failed: BTreeSet<Pe>,
+    /// Repairs waiting here, the rendezvous, for the dead rank's neighbours: removed
+    /// when all of them have come, or when this PE frees the section. The rendezvous
+    /// may be no member, so an entry whose neighbours never all come (some freed the
+    /// section before they heard of the failure) stays: at most one per section alive
+    /// at a failure and failed PE, and failures (a sim-layer event) are at most the PEs.
     meetings: HashMap<(SectionId, u32), Vec<(u32, Pe)>>,
     // Values boxed: a map holds at least 4 slots, and on sim 10^5 builders each hold
     // one run, call or ranking at once, so slots as large as the value cost 1-2 KB per PE.
+    /// Creations this PE takes part in: removed when the peak wave has passed here
+    /// (`try_peak_up`), so only creations in flight.
     runs: HashMap<u64, Box<Run>>,
+    /// Messages of creations not started here yet: removed when the run starts
+    /// (`replay`). A message reaches a PE of the creation's parent only, and every such
+    /// PE joins the run (its start floods the parent), so only creations in flight.
     early: HashMap<u64, Vec<Early>>,
+    /// Intermediaries serving creations not started here: removed when idle or when
+    /// the run starts (`join`), so only creations in flight.
     orphans: HashMap<(u64, u32), Intermediaries>,
+    /// Merges this PE offered as A's root: removed when B accepts, or when this PE
+    /// frees A (a merge B refuses is reported there), so merges in flight.
     pending_merges: HashMap<u64, (MergeRequest, Section)>,
+    /// Drained by every `flush`.
     outgoing: Vec<(Pe, u32, Wire<ProtoMsg>)>,
-    /// Starts of creations from a parent section not stored here yet: (token, from, request).
+    /// Starts of creations from a parent section not stored here yet: (token, from,
+    /// request). Removed when the parent is stored (`resume`); a neighbour in the
+    /// parent's tree sent them, so this PE is a member and stores it once its part of
+    /// the parent's creation ends. A start from a parent freed here is refused
+    /// (`hold`), unless it was freed more than `FREED_MEMORY` frees ago: only a member
+    /// splitting a section after the others freed it sends one, and it then stays.
     waiting: HashMap<SectionId, Vec<(u64, Pe, Request)>>,
-    /// Splits by colour and key this PE has called, per parent: how many.
+    /// Splits by colour and key this PE has called, per parent: how many. One entry
+    /// for the world and one per kept section split, removed when it is freed.
     splits_called: HashMap<Parent, u64>,
-    /// This PE's calls whose start has not come yet, by (parent, number).
+    /// This PE's calls whose start has not come yet, by (parent, number): removed
+    /// when the start comes, so the splits in flight.
     calls: HashMap<(Parent, u64), Box<(Split, Callback)>>,
-    /// Starts of splits this PE has not called yet, by (parent, number): (token, request).
+    /// Starts of splits this PE has not called yet, by (parent, number): (token,
+    /// request). Removed at the call, or reported and dropped when this PE frees the
+    /// parent without calling, so the splits in flight.
     held_splits: HashMap<(Parent, u64), Box<(u64, Request)>>,
-    /// Sections of splits being ranked by (key, PE) here.
+    /// Sections of splits being ranked by (key, PE) here: removed once ranked
+    /// (`try_ranked`), so the splits in flight.
     rankings: HashMap<SectionId, Box<rank::Ranking>>,
-    /// Subtree lists that came before this PE's own part of the section was made.
+    /// Subtree lists that came before this PE's own part of the section was made:
+    /// removed when its ranking starts, so the splits in flight.
     early_ranks: HashMap<SectionId, Vec<(Pe, Vec<Keyed>)>>,
+    /// Frees waiting for this PE's split calls on the section to start: at most one
+    /// per kept section.
+    freeing: HashMap<SectionId, Box<free::Freeing>>,
+    /// The last sections freed here, to tell late calls and messages for them apart:
+    /// at most [`crate::free::FREED_MEMORY`].
+    freed: FreedIds,
+    /// Repair messages dropped because their section was freed here.
+    dropped: u64,
 }
 
 impl Chare for Builder {
@@ -186,6 +231,9 @@ impl Chare for Builder {
             held_splits: HashMap::new(),
             rankings: HashMap::new(),
             early_ranks: HashMap::new(),
+            freeing: HashMap::new(),
+            freed: FreedIds::default(),
+            dropped: 0,
         }
     }
 
@@ -375,6 +423,19 @@ impl Builder {
                 };
                 self.pump(ctx, token, queue)
             }
+            BuilderMsg::Free {
+                id,
+                collectives,
+                on_freed,
+            } => self.on_free(ctx, id, collectives, on_freed),
+            BuilderMsg::Stats {
+                collectives,
+                on_stats,
+            } => {
+                let stats = self.stats();
+                CollectivesHost::send_stats(&collectives, ctx, stats, on_stats);
+                Ok(())
+            }
             BuilderMsg::Peak { token, bytes } => {
                 let run = self.run(token, "peak")?;
                 run.peak = run.peak.max(bytes);
@@ -402,7 +463,7 @@ impl Builder {
         self.sections
             .get(&id)
             .cloned()
-            .ok_or(HostError::UnknownParent { pe: self.me, id })
+            .ok_or_else(|| self.missing(id))
     }
 
     /// Send a merge message that is not protocol traffic of a started run; returns

@@ -181,6 +181,24 @@ pub enum BuilderMsg {
         /// The creation.
         token: u64,
     },
+    /// From the application to the builder on its own PE: free this member's view of
+    /// section `id`, then its collectives host's; `on_freed` gets the id.
+    Free {
+        /// The section.
+        id: SectionId,
+        /// The collectives group, which frees the section's collectives next.
+        collectives: GroupProxy<CollectivesHost>,
+        /// Where the freed id goes once both are done.
+        on_freed: Callback,
+    },
+    /// From the application to the builder on its own PE: send the sizes of this
+    /// PE's builder and collectives host maps to `on_stats`.
+    Stats {
+        /// The collectives group, which adds its sizes.
+        collectives: GroupProxy<CollectivesHost>,
+        /// Where the [`crate::free::SectionsStats`] goes.
+        on_stats: Callback,
+    },
     /// A parent-tree subtree's largest per-PE state.
     Peak {
         /// The creation.

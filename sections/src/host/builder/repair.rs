@@ -41,6 +41,9 @@ impl Builder {
         party: (u32, Pe),
         expect: u32,
     ) -> Result<(), HostError> {
+        if self.drop_freed(sid) {
+            return Ok(());
+        }
         let met = self.meetings.entry((sid, dead)).or_default();
         met.push(party);
         if met.len() < expect as usize {
@@ -71,6 +74,9 @@ impl Builder {
         dead: u32,
         parties: Vec<(u32, Pe)>,
     ) -> Result<(), HostError> {
+        if self.drop_freed(sid) {
+            return Ok(());
+        }
         let old = self.view(sid)?;
         // Its own hello and this introduction are the rebuild's first messages.
         let hello = BuilderMsg::Hello {
@@ -120,6 +126,9 @@ impl Builder {
         dead: u32,
         from: Pe,
     ) -> Result<(), HostError> {
+        if self.drop_freed(sid) {
+            return Ok(());
+        }
         let patched = Patched {
             old: self.view(sid)?,
             dead,

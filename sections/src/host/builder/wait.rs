@@ -16,6 +16,11 @@ impl Builder {
         // A neighbour in the parent's tree sent it, so this PE is a member and its
         // copy is on the way, unless this PE names the parent and never has: then
         // no copy can ever come.
+        // A parent freed here can never come back: a member split or created from it
+        // after this PE freed it.
+        if self.freed.contains(&id) {
+            return Err(HostError::Freed { pe: self.me, id });
+        }
         if id.creator == self.me && id.counter >= self.counter {
             return Err(HostError::UnknownParent { pe: self.me, id });
         }
