@@ -18,6 +18,10 @@ pub struct PeReport {
     pub processed: u64,
     /// Messages still queued when the job ended.
     pub unprocessed: u64,
+    /// Counted messages lost on the wire, each with its reason in `errors`: damaged
+    /// on the way in, or refused on the way out (one error can cover a run of
+    /// several messages).
+    pub dropped_on_wire: u64,
     /// Errors it saw.
     pub errors: Vec<RuntimeError>,
     /// Values published with `Ctx::publish`, in order.

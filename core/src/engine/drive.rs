@@ -138,6 +138,7 @@ impl PeRuntime {
                 // Dropped with a reason is processed: the sender counted it as sent,
                 // and quiescence waits until every sent message is processed.
                 self.core.processed += weight;
+                self.core.report.dropped_on_wire += weight;
                 self.core.fail(err);
             }
             Arrival::Failed { err, weight: None } => self.core.abort(err),

@@ -163,6 +163,7 @@ impl PeCore {
             // Counted as sent above and never to arrive: dropped with a reason, so
             // processed, or quiescence would wait for it forever.
             self.processed += weight;
+            self.report.dropped_on_wire += weight;
             self.fail(e);
         }
     }
