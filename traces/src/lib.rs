@@ -37,6 +37,7 @@ pub mod config;
 pub mod error;
 pub mod names;
 pub mod record;
+pub mod wire;
 
 // The modules' first paths (`chorus_traces::chrome`, ...) stay valid.
 pub use analysis::{read, report_html, summary, validate};

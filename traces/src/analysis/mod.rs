@@ -2,6 +2,7 @@
 //! it: checks ([`validate`]), a [`summary`] and the HTML report ([`report_html`]).
 //! Nothing here depends on the run side: it reads files, from chorus or not.
 
+pub mod events;
 pub mod read;
 pub mod report_html;
 pub mod summary;
