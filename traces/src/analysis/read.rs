@@ -65,7 +65,7 @@ pub struct Slice {
 impl Slice {
     /// End in ns.
     pub fn end_ns(&self) -> u64 {
-        self.ts_ns + self.dur_ns
+        self.ts_ns.saturating_add(self.dur_ns)
     }
 
     /// A numeric argument, if present and a non-negative integer.

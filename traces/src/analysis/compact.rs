@@ -1,0 +1,528 @@
+//! A trace kept in little memory, for the analyses of big files.
+//!
+//! Names and categories are interned to `u32` ids; each track's slices are packed
+//! into one byte log of varints (time deltas from the previous slice, ids, and only
+//! the arguments the analyses read), about a dozen bytes a slice against a hundred in
+//! the JSON; flows are small fixed-size structs. [`CompactTrace::read`] fills it while
+//! streaming the file; the analyses decode one track at a time.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::BufReader;
+use std::path::Path;
+
+use crate::analysis::events::{read_json, Args, FlowMatcher, Item, KnownArgs};
+use crate::analysis::read::{FlowEnd, Trace};
+use crate::error::TraceError;
+use crate::wire::{get_varint, put_varint, unzigzag, zigzag};
+
+/// Interned strings: each distinct name or category once, by `u32` id.
+#[derive(Clone, Debug, Default)]
+pub struct Strings {
+    list: Vec<String>,
+    ids: HashMap<String, u32>,
+}
+
+impl Strings {
+    /// The id of `s`, interning it on first sight.
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(s.to_owned());
+        self.ids.insert(s.to_owned(), id);
+        id
+    }
+
+    /// The id of `s`, if interned.
+    pub fn id(&self, s: &str) -> Option<u32> {
+        self.ids.get(s).copied()
+    }
+
+    /// The string of `id` (empty for an unknown id).
+    pub fn get(&self, id: u32) -> &str {
+        self.list.get(id as usize).map_or("", String::as_str)
+    }
+}
+
+/// A slice decoded from a packed track: times in ns, interned name and category.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    /// Start.
+    pub ts_ns: u64,
+    /// Duration.
+    pub dur_ns: u64,
+    /// Name id in [`CompactTrace::strings`].
+    pub name: u32,
+    /// Category id in [`CompactTrace::strings`].
+    pub cat: u32,
+    /// Position of its event in the file.
+    pub seq: u64,
+    /// The `bytes` argument.
+    pub bytes: Option<u64>,
+    /// The `src_pe` argument.
+    pub src_pe: Option<u64>,
+    /// The `msg_id` argument.
+    pub msg_id: Option<u64>,
+}
+
+impl Span {
+    /// End in ns.
+    pub fn end_ns(&self) -> u64 {
+        self.ts_ns.saturating_add(self.dur_ns)
+    }
+
+    /// The span of a slice with arguments `args`, its strings interned into `strings`.
+    pub fn of<A: Args>(
+        strings: &mut Strings,
+        name: &str,
+        cat: &str,
+        ts_ns: u64,
+        dur_ns: u64,
+        args: &A,
+        seq: usize,
+    ) -> Span {
+        Span {
+            ts_ns,
+            dur_ns,
+            name: strings.intern(name),
+            cat: strings.intern(cat),
+            seq: seq as u64,
+            bytes: args.u64_arg("bytes"),
+            src_pe: args.u64_arg("src_pe"),
+            msg_id: args.u64_arg("msg_id"),
+        }
+    }
+}
+
+/// A flow id: a hex string as chorus writes it (`0x1f`), or any other text, interned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FlowId {
+    /// `0x` and lower-case hex digits without leading zeros.
+    Hex(u64),
+    /// Anything else, by id in [`CompactTrace::strings`].
+    Text(u32),
+}
+
+impl FlowId {
+    /// The id of the text `id`, interning it unless it is chorus's hex form.
+    pub fn of(strings: &mut Strings, id: &str) -> FlowId {
+        if let Some(digits) = id.strip_prefix("0x") {
+            if let Ok(v) = u64::from_str_radix(digits, 16) {
+                if Hex(v).to_string() == id {
+                    return FlowId::Hex(v);
+                }
+            }
+        }
+        FlowId::Text(strings.intern(id))
+    }
+
+    /// The id as written.
+    pub fn text<'a>(&self, strings: &'a Strings) -> std::borrow::Cow<'a, str> {
+        match *self {
+            FlowId::Hex(v) => Hex(v).to_string().into(),
+            FlowId::Text(t) => strings.get(t).into(),
+        }
+    }
+
+    /// The id as a number, when it is hex text (as [`crate::Flow::id_u64`]).
+    pub fn as_u64(&self, strings: &Strings) -> Option<u64> {
+        match *self {
+            FlowId::Hex(v) => Some(v),
+            FlowId::Text(t) => {
+                let s = strings.get(t);
+                u64::from_str_radix(s.strip_prefix("0x").unwrap_or(s), 16).ok()
+            }
+        }
+    }
+}
+
+/// Formats as `0x` and lower-case hex.
+struct Hex(u64);
+
+impl fmt::Display for Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// A flow arrow between two tracks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactFlow {
+    /// The flow's id.
+    pub id: FlowId,
+    /// Category id.
+    pub cat: u32,
+    /// Where the arrow starts.
+    pub from: FlowEnd,
+    /// Where the arrow ends.
+    pub to: FlowEnd,
+}
+
+/// One thread track with its slices packed.
+#[derive(Clone, Debug, Default)]
+pub struct CompactTrack {
+    /// Chrome process id.
+    pub pid: u32,
+    /// Chrome thread id (the PE).
+    pub tid: u32,
+    /// `process_name` metadata, if present.
+    pub process_name: Option<String>,
+    /// `thread_name` metadata, if present.
+    pub thread_name: Option<String>,
+    /// `thread_sort_index` metadata, if present.
+    pub sort_index: Option<i64>,
+    slices: Vec<u8>,
+    slice_count: usize,
+    last: (u64, u64),
+    instants: Vec<u8>,
+    instant_count: usize,
+    last_instant: u64,
+}
+
+/// Which optional arguments a packed slice carries.
+const HAS_BYTES: u64 = 1;
+const HAS_SRC_PE: u64 = 2;
+const HAS_MSG_ID: u64 = 4;
+
+impl CompactTrack {
+    fn new(pid: u32, tid: u32) -> Self {
+        CompactTrack {
+            pid,
+            tid,
+            ..CompactTrack::default()
+        }
+    }
+
+    /// Appends a slice to the packed log.
+    pub fn push(&mut self, s: &Span) {
+        let b = &mut self.slices;
+        let flags = u64::from(s.bytes.is_some()) * HAS_BYTES
+            + u64::from(s.src_pe.is_some()) * HAS_SRC_PE
+            + u64::from(s.msg_id.is_some()) * HAS_MSG_ID;
+        put_varint(b, flags);
+        put_varint(b, zigzag(s.ts_ns.wrapping_sub(self.last.0) as i64));
+        put_varint(b, s.dur_ns);
+        put_varint(b, u64::from(s.name));
+        put_varint(b, u64::from(s.cat));
+        put_varint(b, zigzag(s.seq.wrapping_sub(self.last.1) as i64));
+        for v in [s.bytes, s.src_pe, s.msg_id].into_iter().flatten() {
+            put_varint(b, v);
+        }
+        self.last = (s.ts_ns, s.seq);
+        self.slice_count += 1;
+    }
+
+    /// Appends an instant's time.
+    pub fn push_instant(&mut self, ts_ns: u64) {
+        let d = ts_ns.wrapping_sub(self.last_instant) as i64;
+        put_varint(&mut self.instants, zigzag(d));
+        self.last_instant = ts_ns;
+        self.instant_count += 1;
+    }
+
+    /// Slices in file order.
+    pub fn spans(&self) -> impl Iterator<Item = Span> + '_ {
+        let mut pos = 0;
+        let mut last = (0u64, 0u64);
+        std::iter::from_fn(move || {
+            let b = &self.slices;
+            let mut next = || get_varint(b, &mut pos);
+            let flags = next()?;
+            let ts_ns = last.0.wrapping_add(unzigzag(next()?) as u64);
+            let dur_ns = next()?;
+            let name = next()? as u32;
+            let cat = next()? as u32;
+            let seq = last.1.wrapping_add(unzigzag(next()?) as u64);
+            let mut opt = |bit| if flags & bit != 0 { next() } else { None };
+            let bytes = opt(HAS_BYTES);
+            let src_pe = opt(HAS_SRC_PE);
+            let msg_id = opt(HAS_MSG_ID);
+            last = (ts_ns, seq);
+            Some(Span {
+                ts_ns,
+                dur_ns,
+                name,
+                cat,
+                seq,
+                bytes,
+                src_pe,
+                msg_id,
+            })
+        })
+    }
+
+    /// Number of slices.
+    pub fn slice_count(&self) -> usize {
+        self.slice_count
+    }
+
+    /// Instant times in file order.
+    pub fn instant_times(&self) -> impl Iterator<Item = u64> + '_ {
+        let mut pos = 0;
+        let mut last = 0u64;
+        std::iter::from_fn(move || {
+            last = last.wrapping_add(unzigzag(get_varint(&self.instants, &mut pos)?) as u64);
+            Some(last)
+        })
+    }
+
+    /// Number of instants.
+    pub fn instant_count(&self) -> usize {
+        self.instant_count
+    }
+
+    /// Bytes held by the packed logs.
+    pub fn packed_bytes(&self) -> usize {
+        self.slices.capacity() + self.instants.capacity()
+    }
+}
+
+/// A whole trace in compact form (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct CompactTrace {
+    /// Names and categories.
+    pub strings: Strings,
+    /// Tracks sorted by pid, then thread sort index, then tid.
+    pub tracks: Vec<CompactTrack>,
+    /// Flows whose start and end were both found, by category, name and id.
+    pub flows: Vec<CompactFlow>,
+    /// Flow starts or ends without their other half.
+    pub dangling_flow_events: usize,
+    /// The file's `displayTimeUnit`, if any.
+    pub display_time_unit: Option<String>,
+}
+
+impl CompactTrace {
+    /// Reads the trace at `path` (Chrome JSON), streaming it.
+    pub fn read(path: impl AsRef<Path>) -> Result<CompactTrace, TraceError> {
+        let path = path.as_ref();
+        let mut b = CompactBuilder::default();
+        for_each_item(path, |item| {
+            b.push(item);
+            Ok(())
+        })?;
+        Ok(b.finish())
+    }
+
+    /// The compact form of a trace already in memory.
+    pub fn from_trace(trace: &Trace) -> CompactTrace {
+        let mut b = CompactBuilder::default();
+        for t in &trace.tracks {
+            if let Some(name) = &t.process_name {
+                b.process_names.insert(t.pid, name.clone());
+            }
+            let i = b.track(t.pid, t.tid);
+            b.tracks[i].thread_name = t.thread_name.clone();
+            b.tracks[i].sort_index = t.sort_index;
+            for s in &t.slices {
+                let span = Span::of(
+                    &mut b.strings,
+                    &s.name,
+                    &s.cat,
+                    s.ts_ns,
+                    s.dur_ns,
+                    &s.args,
+                    s.seq,
+                );
+                b.tracks[i].push(&span);
+            }
+            for inst in &t.instants {
+                b.tracks[i].push_instant(inst.ts_ns);
+            }
+        }
+        let mut c = b.finish();
+        c.flows = trace
+            .flows
+            .iter()
+            .map(|f| CompactFlow {
+                id: FlowId::of(&mut c.strings, &f.id),
+                cat: c.strings.intern(&f.cat),
+                from: f.from,
+                to: f.to,
+            })
+            .collect();
+        c.dangling_flow_events = trace.dangling_flow_events;
+        c.display_time_unit = trace.display_time_unit.clone();
+        c
+    }
+
+    /// The track of `(pid, tid)`.
+    pub fn track(&self, pid: u32, tid: u32) -> Option<&CompactTrack> {
+        self.tracks.iter().find(|t| t.pid == pid && t.tid == tid)
+    }
+
+    /// Bytes held by the packed slice logs and the flows.
+    pub fn packed_bytes(&self) -> usize {
+        self.tracks
+            .iter()
+            .map(CompactTrack::packed_bytes)
+            .sum::<usize>()
+            + self.flows.capacity() * std::mem::size_of::<CompactFlow>()
+    }
+}
+
+/// Streams the trace file at `path` as [`Item`]s with the arguments the analyses read;
+/// returns the file's `displayTimeUnit`.
+pub fn for_each_item(
+    path: &Path,
+    each: impl FnMut(Item<KnownArgs>) -> Result<(), TraceError>,
+) -> Result<Option<String>, TraceError> {
+    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, e))?;
+    read_json(BufReader::with_capacity(1 << 16, file), path, each)
+}
+
+/// Flows are matched by category, name and id, as the viewers do.
+type FlowKey = (u32, u32, FlowId);
+
+/// Collects [`Item`]s into a [`CompactTrace`].
+#[derive(Default)]
+struct CompactBuilder {
+    strings: Strings,
+    tracks: Vec<CompactTrack>,
+    index: HashMap<(u32, u32), usize>,
+    process_names: HashMap<u32, String>,
+    flows: FlowMatcher<FlowKey>,
+    matched: Vec<(FlowKey, FlowEnd, FlowEnd)>,
+    display_time_unit: Option<String>,
+}
+
+impl CompactBuilder {
+    fn track(&mut self, pid: u32, tid: u32) -> usize {
+        let tracks = &mut self.tracks;
+        *self.index.entry((pid, tid)).or_insert_with(|| {
+            tracks.push(CompactTrack::new(pid, tid));
+            tracks.len() - 1
+        })
+    }
+
+    fn push(&mut self, item: Item<KnownArgs>) {
+        match item {
+            Item::Slice {
+                pid,
+                tid,
+                name,
+                cat,
+                ts_ns,
+                dur_ns,
+                args,
+                seq,
+            } => {
+                let span = Span::of(&mut self.strings, &name, &cat, ts_ns, dur_ns, &args, seq);
+                let i = self.track(pid, tid);
+                self.tracks[i].push(&span);
+            }
+            Item::Instant {
+                pid, tid, ts_ns, ..
+            } => {
+                let i = self.track(pid, tid);
+                self.tracks[i].push_instant(ts_ns);
+            }
+            Item::Flow {
+                start,
+                at,
+                cat,
+                name,
+                id,
+            } => {
+                let key = (
+                    self.strings.intern(&cat),
+                    self.strings.intern(&name),
+                    FlowId::of(&mut self.strings, &id),
+                );
+                self.matched.extend(self.flows.add(start, key, at));
+            }
+            Item::ProcessName { pid, name } => {
+                self.process_names.insert(pid, name);
+            }
+            Item::ThreadName { pid, tid, name } => {
+                let i = self.track(pid, tid);
+                self.tracks[i].thread_name = name;
+            }
+            Item::SortIndex { pid, tid, index } => {
+                let i = self.track(pid, tid);
+                self.tracks[i].sort_index = index;
+            }
+        }
+    }
+
+    fn finish(mut self) -> CompactTrace {
+        let strings = self.strings;
+        // The order of the in-memory reader: by category, name and id as text.
+        self.matched.sort_by(|(a, ..), (b, ..)| {
+            (strings.get(a.0), strings.get(a.1))
+                .cmp(&(strings.get(b.0), strings.get(b.1)))
+                .then_with(|| a.2.text(&strings).cmp(&b.2.text(&strings)))
+        });
+        let flows = self
+            .matched
+            .into_iter()
+            .map(|((cat, _, id), from, to)| CompactFlow { id, cat, from, to })
+            .collect();
+        let mut tracks = self.tracks;
+        for t in &mut tracks {
+            t.process_name = self.process_names.get(&t.pid).cloned();
+            t.slices.shrink_to_fit();
+            t.instants.shrink_to_fit();
+        }
+        tracks.sort_by_key(|t| (t.pid, t.sort_index.unwrap_or(i64::from(t.tid)), t.tid));
+        CompactTrace {
+            strings,
+            tracks,
+            flows,
+            dangling_flow_events: self.flows.dangling(),
+            display_time_unit: self.display_time_unit,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_round_trip_through_the_packed_log() {
+        let mut t = CompactTrack::new(0, 3);
+        let spans = [
+            Span {
+                ts_ns: 1_000_000,
+                dur_ns: 500,
+                name: 2,
+                cat: 1,
+                seq: 10,
+                bytes: Some(64),
+                src_pe: Some(0),
+                msg_id: Some(u64::MAX),
+            },
+            // Earlier than the one before it, as holders written after the track are.
+            Span {
+                ts_ns: 3,
+                dur_ns: u64::MAX,
+                name: 0,
+                cat: 0,
+                seq: 2,
+                ..Span::default()
+            },
+        ];
+        for s in &spans {
+            t.push(s);
+        }
+        t.push_instant(7);
+        t.push_instant(5);
+        assert_eq!(t.spans().collect::<Vec<_>>(), spans);
+        assert_eq!(t.instant_times().collect::<Vec<_>>(), [7, 5]);
+        assert_eq!((t.slice_count(), t.instant_count()), (2, 2));
+    }
+
+    #[test]
+    fn flow_ids_keep_their_text() {
+        let mut s = Strings::default();
+        for text in ["0x1f", "0x0", "0x01", "0X1", "42", "msg-7"] {
+            let id = FlowId::of(&mut s, text);
+            assert_eq!(id.text(&s), text);
+        }
+        assert_eq!(FlowId::of(&mut s, "0x1f"), FlowId::Hex(31));
+        assert_eq!(FlowId::of(&mut s, "42").as_u64(&s), Some(0x42));
+    }
+}
