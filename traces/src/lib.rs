@@ -40,17 +40,21 @@ pub mod record;
 pub mod wire;
 
 // The modules' first paths (`chorus_traces::chrome`, ...) stay valid.
-pub use analysis::{read, report_html, summary, validate};
+pub use analysis::{compact, read, report_html, summary, validate};
 pub use capture::{chrome, collector, recorder};
 
 pub use chrome::WriteStats;
 pub use collector::Collector;
+pub use compact::{CompactFlow, CompactTrace, CompactTrack, FlowId, Span, Strings};
 pub use config::TraceConfig;
 pub use error::TraceError;
 pub use names::{NameId, Names};
 pub use read::{parse_chrome, read_chrome, Flow, FlowEnd, Instant, Slice, Trace, Track};
 pub use record::{flow_kept, Event, Record, RECORD_BYTES};
 pub use recorder::Recorder;
-pub use report_html::{render_report, ReportOptions};
-pub use summary::{render_text, summarize, EntryStats, MessageCell, PeUsage, Summary, TimeProfile};
-pub use validate::{check, validate, CheckReport, Problem, Rule};
+pub use report_html::{render_report, render_report_compact, ReportOptions};
+pub use summary::{
+    render_text, summarize, summarize_compact, summarize_file, EntryStats, MessageCell, PeUsage,
+    Summary, TimeProfile,
+};
+pub use validate::{check, check_compact, validate, CheckReport, Problem, Rule};

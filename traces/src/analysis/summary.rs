@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::analysis::compact::{for_each_item, CompactTrace, Span};
+use crate::analysis::compact::{for_each_item, CompactTrace, CompactTrack, Span, Strings};
 use crate::analysis::events::{Args, Item};
 use crate::analysis::read::{Slice, Trace, Track};
 use crate::error::TraceError;
@@ -146,6 +146,15 @@ pub fn outermost_of<'a, T: Timed>(items: impl Iterator<Item = &'a T>) -> Vec<&'a
 /// The outermost slices of category `cat` on a track (nested ones would count twice).
 pub fn outermost<'a>(track: &'a Track, cat: &'a str) -> impl Iterator<Item = &'a Slice> + 'a {
     outermost_of(track.slices.iter().filter(move |s| s.cat == cat)).into_iter()
+}
+
+/// The outermost slices of category `cat` on a compact track, in start order.
+pub fn outermost_spans(strings: &Strings, track: &CompactTrack, cat: &str) -> Vec<Span> {
+    let Some(cat) = strings.id(cat) else {
+        return Vec::new();
+    };
+    let all: Vec<Span> = track.spans().filter(|s| s.cat == cat).collect();
+    outermost_of(all.iter()).into_iter().copied().collect()
 }
 
 /// Picks outermost slices from slices coming in start order, longest first at a tie.

@@ -29,7 +29,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::analysis::read::{Flow, FlowEnd, Slice, Trace, Track};
+use crate::analysis::compact::{CompactFlow, CompactTrace, CompactTrack, Span, Strings};
+use crate::analysis::read::{FlowEnd, Trace};
+use crate::analysis::summary::{CAT_ENTRY, CAT_IDLE};
 
 /// Examples kept per rule; every problem is counted.
 const EXAMPLES_PER_RULE: usize = 20;
@@ -123,6 +125,12 @@ pub fn validate(trace: &Trace) -> Vec<String> {
 
 /// Checks `trace` against the viewers' rules (see the module docs).
 pub fn check(trace: &Trace) -> CheckReport {
+    check_compact(&CompactTrace::from_trace(trace))
+}
+
+/// [`check`] for a [`CompactTrace`]: holds one track's slices unpacked at a time.
+pub fn check_compact(trace: &CompactTrace) -> CheckReport {
+    let strings = &trace.strings;
     let mut r = CheckReport {
         flows: trace.flows.len(),
         ..CheckReport::default()
@@ -133,20 +141,24 @@ pub fn check(trace: &Trace) -> CheckReport {
         });
     }
     for t in &trace.tracks {
-        let busy = !t.slices.is_empty() || !t.instants.is_empty();
+        let busy = t.slice_count() > 0 || t.instant_count() > 0;
         if busy && t.thread_name.is_none() {
             r.add(Rule::UnnamedTrack, || {
                 format!("track pid {} tid {} has no thread_name", t.pid, t.tid)
             });
         }
-        check_slices(t, &mut r);
-        for w in t.instants.windows(2).filter(|w| w[1].ts_ns < w[0].ts_ns) {
-            r.add(Rule::InstantOrder, || {
-                format!(
-                    "track pid {} tid {}: instant at {} ns after one at {} ns",
-                    t.pid, t.tid, w[1].ts_ns, w[0].ts_ns
-                )
-            });
+        check_slices(strings, t, &mut r);
+        let mut last = None;
+        for ts in t.instant_times() {
+            if let Some(prev) = last.filter(|&prev| ts < prev) {
+                r.add(Rule::InstantOrder, || {
+                    format!(
+                        "track pid {} tid {}: instant at {ts} ns after one at {prev} ns",
+                        t.pid, t.tid
+                    )
+                });
+            }
+            last = Some(ts);
         }
     }
     let mut bad = vec![false; trace.flows.len()];
@@ -158,7 +170,7 @@ pub fn check(trace: &Trace) -> CheckReport {
             r.add(Rule::FlowFileOrder, || {
                 format!(
                     "flow {}: its end (event {}) or end's slice is written before its start (event {}) or start's slice; DevTools drops or reverses such arrows",
-                    f.id, f.to.seq, f.from.seq
+                    f.id.text(strings), f.to.seq, f.from.seq
                 )
             });
         }
@@ -167,7 +179,9 @@ pub fn check(trace: &Trace) -> CheckReport {
             r.add(Rule::FlowBackwards, || {
                 format!(
                     "flow {} ends at {} ns, not after its start at {} ns",
-                    f.id, f.to.ts_ns, f.from.ts_ns
+                    f.id.text(strings),
+                    f.to.ts_ns,
+                    f.from.ts_ns
                 )
             });
         }
@@ -176,26 +190,33 @@ pub fn check(trace: &Trace) -> CheckReport {
     r
 }
 
-fn describe(s: &Slice) -> String {
-    format!("'{}' ({}) [{}, {}] ns", s.name, s.cat, s.ts_ns, s.end_ns())
+fn describe(strings: &Strings, s: &Span) -> String {
+    format!(
+        "'{}' ({}) [{}, {}] ns",
+        strings.get(s.name),
+        strings.get(s.cat),
+        s.ts_ns,
+        s.end_ns()
+    )
 }
 
 /// Zero length and nesting of one track's slices.
-fn check_slices(t: &Track, r: &mut CheckReport) {
-    for s in &t.slices {
+fn check_slices(strings: &Strings, t: &CompactTrack, r: &mut CheckReport) {
+    let slices = sorted(t);
+    for s in t.spans() {
         if s.dur_ns == 0 {
             r.add(Rule::ZeroLength, || {
                 format!(
                     "track pid {} tid {}: slice {} has zero duration",
                     t.pid,
                     t.tid,
-                    describe(s)
+                    describe(strings, &s)
                 )
             });
         }
     }
-    let mut stack: Vec<&Slice> = Vec::new();
-    for s in sorted(t) {
+    let mut stack: Vec<&Span> = Vec::new();
+    for s in &slices {
         while stack.last().is_some_and(|top| top.end_ns() <= s.ts_ns) {
             stack.pop();
         }
@@ -206,8 +227,8 @@ fn check_slices(t: &Track, r: &mut CheckReport) {
                         "track pid {} tid {}: slice {} partially overlaps {}",
                         t.pid,
                         t.tid,
-                        describe(s),
-                        describe(top)
+                        describe(strings, s),
+                        describe(strings, top)
                     )
                 });
                 // Go on as if it had ended with the slice it overlaps.
@@ -219,10 +240,11 @@ fn check_slices(t: &Track, r: &mut CheckReport) {
 }
 
 /// The track's slices by start, outer (longer) ones first.
-fn sorted(t: &Track) -> Vec<&Slice> {
-    let mut v: Vec<(usize, &Slice)> = t.slices.iter().enumerate().collect();
-    v.sort_by_key(|&(i, s)| (s.ts_ns, Reverse(s.end_ns()), i));
-    v.into_iter().map(|(_, s)| s).collect()
+fn sorted(t: &CompactTrack) -> Vec<Span> {
+    let mut v: Vec<Span> = t.spans().collect();
+    // Stable: equal slices keep their file order.
+    v.sort_by_key(|s| (s.ts_ns, Reverse(s.end_ns())));
+    v
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -237,10 +259,10 @@ type EndAt = (u64, usize, Side);
 /// The binding rules at every flow start and end, one sweep per track; returns each
 /// flow's holder slices' file positions (start, end), where there is one.
 fn check_flow_ends(
-    trace: &Trace,
+    trace: &CompactTrace,
     bad: &mut [bool],
     r: &mut CheckReport,
-) -> Vec<[Option<usize>; 2]> {
+) -> Vec<[Option<u64>; 2]> {
     let mut holders = vec![[None, None]; trace.flows.len()];
     let mut by_track: HashMap<(u32, u32), Vec<EndAt>> = HashMap::new();
     for (i, f) in trace.flows.iter().enumerate() {
@@ -251,24 +273,24 @@ fn check_flow_ends(
                 .push((end.ts_ns, i, side));
         }
     }
+    let index: HashMap<(u32, u32), &CompactTrack> =
+        trace.tracks.iter().map(|t| ((t.pid, t.tid), t)).collect();
     let mut keys: Vec<_> = by_track.keys().copied().collect();
     keys.sort_unstable();
     for key in keys {
         let mut ends = by_track.remove(&key).unwrap_or_default();
         ends.sort_unstable_by_key(|&(ts, i, _)| (ts, i));
-        let empty = Track::default();
-        let track = trace.track(key.0, key.1).unwrap_or(&empty);
-        let slices = sorted(track);
-        let mut starts_at: HashMap<u64, Vec<&Slice>> = HashMap::new();
-        let mut ends_at: HashMap<u64, Vec<&Slice>> = HashMap::new();
+        let slices = index.get(&key).map(|t| sorted(t)).unwrap_or_default();
+        let mut starts_at: HashMap<u64, Vec<&Span>> = HashMap::new();
+        let mut ends_at: HashMap<u64, Vec<&Span>> = HashMap::new();
         for s in &slices {
             starts_at.entry(s.ts_ns).or_default().push(s);
             ends_at.entry(s.end_ns()).or_default().push(s);
         }
         let mut next = 0;
-        let mut stack: Vec<&Slice> = Vec::new();
+        let mut stack: Vec<&Span> = Vec::new();
         for (ts, i, side) in ends {
-            while let Some(&s) = slices.get(next).filter(|s| s.ts_ns <= ts) {
+            while let Some(s) = slices.get(next).filter(|s| s.ts_ns <= ts) {
                 while stack.last().is_some_and(|top| top.end_ns() <= s.ts_ns) {
                     stack.pop();
                 }
@@ -280,7 +302,12 @@ fn check_flow_ends(
             }
             let f = &trace.flows[i];
             let at = if side == Side::Start { &f.from } else { &f.to };
-            let ctx = Ctx { f, at, side };
+            let ctx = Ctx {
+                strings: &trace.strings,
+                f,
+                at,
+                side,
+            };
             let around = stack
                 .iter()
                 .rev()
@@ -296,7 +323,8 @@ fn check_flow_ends(
 
 /// One flow end being checked.
 struct Ctx<'a> {
-    f: &'a Flow,
+    strings: &'a Strings,
+    f: &'a CompactFlow,
     at: &'a FlowEnd,
     side: Side,
 }
@@ -309,7 +337,10 @@ impl Ctx<'_> {
         };
         format!(
             "flow {} {side} at pid {} tid {} {} ns",
-            self.f.id, self.at.pid, self.at.tid, self.at.ts_ns
+            self.f.id.text(self.strings),
+            self.at.pid,
+            self.at.tid,
+            self.at.ts_ns
         )
     }
 }
@@ -317,15 +348,16 @@ impl Ctx<'_> {
 /// Checks one flow end: whether it breaks a rule, and its holder's file position.
 fn binding_problems(
     c: &Ctx<'_>,
-    around: Option<&Slice>,
-    starts_at: &HashMap<u64, Vec<&Slice>>,
-    ends_at: &HashMap<u64, Vec<&Slice>>,
+    around: Option<&Span>,
+    starts_at: &HashMap<u64, Vec<&Span>>,
+    ends_at: &HashMap<u64, Vec<&Span>>,
     r: &mut CheckReport,
-) -> (bool, Option<usize>) {
+) -> (bool, Option<u64>) {
     let ts = c.at.ts_ns;
-    let starting: &[&Slice] = starts_at.get(&ts).map_or(&[], Vec::as_slice);
-    let ending: &[&Slice] = ends_at.get(&ts).map_or(&[], Vec::as_slice);
-    let holders: Vec<&Slice> = starting
+    let describe = |s: &Span| describe(c.strings, s);
+    let starting: &[&Span] = starts_at.get(&ts).map_or(&[], Vec::as_slice);
+    let ending: &[&Span] = ends_at.get(&ts).map_or(&[], Vec::as_slice);
+    let holders: Vec<&Span> = starting
         .iter()
         .filter(|s| s.cat == c.f.cat)
         .copied()
@@ -338,7 +370,7 @@ fn binding_problems(
                 format!(
                     "{}: no slice of category '{}' starts there (DevTools binds flow events by cat, pid, tid and ts)",
                     c.what(),
-                    c.f.cat
+                    c.strings.get(c.f.cat)
                 )
             });
         }
@@ -349,13 +381,13 @@ fn binding_problems(
                 format!(
                     "{}: {n} slices of category '{}' start there",
                     c.what(),
-                    c.f.cat
+                    c.strings.get(c.f.cat)
                 )
             });
         }
     }
     let holder = holders.first().copied();
-    let others: Vec<&Slice> = starting
+    let others: Vec<&Span> = starting
         .iter()
         .filter(|s| holder.is_none_or(|h| !std::ptr::eq(**s, h)))
         .chain(ending.iter())
@@ -379,7 +411,7 @@ fn binding_problems(
         });
         return (true, holder_seq);
     };
-    if around.cat == "idle" {
+    if c.strings.get(around.cat) == CAT_IDLE {
         found = true;
         r.add(Rule::FlowInIdle, || {
             format!("{}: inside idle slice {}", c.what(), describe(around))
@@ -398,8 +430,8 @@ fn binding_problems(
             });
         }
     }
-    if c.side == Side::End && around.cat == "entry" {
-        if let (Some(m), Some(id)) = (around.arg_u64("msg_id"), c.f.id_u64()) {
+    if c.side == Side::End && c.strings.get(around.cat) == CAT_ENTRY {
+        if let (Some(m), Some(id)) = (around.msg_id, c.f.id.as_u64(c.strings)) {
             if m != id {
                 found = true;
                 r.add(Rule::FlowWrongEntry, || {
