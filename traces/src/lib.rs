@@ -6,7 +6,10 @@
 //! spool into one Chrome Trace Event JSON file (Perfetto / chrome://tracing), which
 //! [`read_chrome`] reads back for [`summarize`] (utilisation, time profile, entry
 //! table, message matrix) and [`render_report`] (a self-contained HTML report). The
-//! `chorus-trace` binary wraps the last three for people.
+//! `chorus-trace` binary wraps the last three for people. For big files it streams:
+//! [`summarize_file`] reads the file twice keeping only per-PE and per-bin state, and
+//! [`CompactTrace::read`] keeps interned names and varint-packed slices (about a tenth
+//! of the file) for [`check_compact`] and [`render_report_compact`].
 //!
 //! ```no_run
 //! use std::sync::Arc;

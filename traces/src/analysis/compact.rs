@@ -11,7 +11,7 @@ use std::fmt;
 use std::io::BufReader;
 use std::path::Path;
 
-use crate::analysis::events::{read_json, Args, FlowMatcher, Item, KnownArgs};
+use crate::analysis::events::{bad, read_json, Args, FlowMatcher, Item, KnownArgs};
 use crate::analysis::read::{FlowEnd, Trace};
 use crate::error::TraceError;
 use crate::wire::{get_varint, put_varint, unzigzag, zigzag};
@@ -126,6 +126,23 @@ impl FlowId {
         }
     }
 
+    /// Compares the ids as text, without formatting chorus's hex ids.
+    pub fn cmp_text(&self, other: &FlowId, strings: &Strings) -> std::cmp::Ordering {
+        match (*self, *other) {
+            (FlowId::Hex(a), FlowId::Hex(b)) => {
+                let digits = |v: u64| (64 - v.leading_zeros()).div_ceil(4).max(1);
+                let (na, nb) = (digits(a), digits(b));
+                // ASCII orders '0'..'9' before 'a'..'f', as the digits' values.
+                let nibble = |v: u64, n: u32, i: u32| (v >> (4 * (n - 1 - i))) & 0xf;
+                (0..na.min(nb))
+                    .map(|i| nibble(a, na, i).cmp(&nibble(b, nb, i)))
+                    .find(|o| o.is_ne())
+                    .unwrap_or(na.cmp(&nb))
+            }
+            _ => self.text(strings).cmp(&other.text(strings)),
+        }
+    }
+
     /// The id as a number, when it is hex text (as [`crate::Flow::id_u64`]).
     pub fn as_u64(&self, strings: &Strings) -> Option<u64> {
         match *self {
@@ -147,18 +164,68 @@ impl fmt::Display for Hex {
     }
 }
 
-/// A flow arrow between two tracks.
+/// A flow arrow between two tracks, in 48 bytes: its ends' tracks are indexes into
+/// [`CompactTrace::flow_tracks`] (see [`CompactTrace::flow_end`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CompactFlow {
-    /// The flow's id.
-    pub id: FlowId,
+    id: u64,
     /// Category id.
     pub cat: u32,
-    /// Where the arrow starts.
-    pub from: FlowEnd,
-    /// Where the arrow ends.
-    pub to: FlowEnd,
+    /// The name id, with [`ID_TEXT`] set when `id` is a [`FlowId::Text`].
+    name: u32,
+    ts: [u64; 2],
+    seq: [u32; 2],
+    track: [u32; 2],
 }
+
+impl CompactFlow {
+    /// Name id.
+    pub fn name(&self) -> u32 {
+        self.name & !ID_TEXT
+    }
+
+    /// Start (side 0) or end (side 1) time in ns.
+    pub fn ts(&self, side: usize) -> u64 {
+        self.ts[side]
+    }
+
+    /// Index in [`CompactTrace::flow_tracks`] of one end's track: 0 start, 1 end.
+    pub fn track(&self, side: usize) -> usize {
+        self.track[side] as usize
+    }
+
+    /// The flow's id.
+    pub fn id(&self) -> FlowId {
+        if self.name & ID_TEXT != 0 {
+            FlowId::Text(self.id as u32)
+        } else {
+            FlowId::Hex(self.id)
+        }
+    }
+}
+
+/// The bit of [`CompactFlow`]'s name that marks a text id; names never reach it, as
+/// two billion distinct strings would not fit in memory first.
+const ID_TEXT: u32 = 1 << 31;
+
+/// Pushes onto `v`, growing it by a quarter rather than doubling it: the big vectors
+/// of a compact trace then waste at most a fifth of their memory.
+fn push_frugal<T>(v: &mut Vec<T>, x: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact((v.len() / 4).max(16));
+    }
+    v.push(x);
+}
+
+/// Makes room for `n` more bytes in a packed log, growing it by a quarter.
+fn reserve_frugal(v: &mut Vec<u8>, n: usize) {
+    if v.capacity() - v.len() < n {
+        v.reserve_exact((v.len() / 4).max(n).max(64));
+    }
+}
+
+/// Most bytes a packed slice takes: a flag and eight varints of at most 10 bytes.
+const MAX_PACKED_SLICE: usize = 81;
 
 /// One thread track with its slices packed.
 #[derive(Clone, Debug, Default)]
@@ -198,6 +265,7 @@ impl CompactTrack {
     /// Appends a slice to the packed log.
     pub fn push(&mut self, s: &Span) {
         let b = &mut self.slices;
+        reserve_frugal(b, MAX_PACKED_SLICE);
         let flags = u64::from(s.bytes.is_some()) * HAS_BYTES
             + u64::from(s.src_pe.is_some()) * HAS_SRC_PE
             + u64::from(s.msg_id.is_some()) * HAS_MSG_ID;
@@ -217,6 +285,7 @@ impl CompactTrack {
     /// Appends an instant's time.
     pub fn push_instant(&mut self, ts_ns: u64) {
         let d = ts_ns.wrapping_sub(self.last_instant) as i64;
+        reserve_frugal(&mut self.instants, 10);
         put_varint(&mut self.instants, zigzag(d));
         self.last_instant = ts_ns;
         self.instant_count += 1;
@@ -288,6 +357,8 @@ pub struct CompactTrace {
     pub tracks: Vec<CompactTrack>,
     /// Flows whose start and end were both found, by category, name and id.
     pub flows: Vec<CompactFlow>,
+    /// The (pid, tid) of flow ends, by the index a [`CompactFlow`] holds.
+    pub flow_tracks: Vec<(u32, u32)>,
     /// Flow starts or ends without their other half.
     pub dangling_flow_events: usize,
     /// The file's `displayTimeUnit`, if any.
@@ -299,11 +370,9 @@ impl CompactTrace {
     pub fn read(path: impl AsRef<Path>) -> Result<CompactTrace, TraceError> {
         let path = path.as_ref();
         let mut b = CompactBuilder::default();
-        for_each_item(path, |item| {
-            b.push(item);
-            Ok(())
-        })?;
-        Ok(b.finish())
+        let unit = for_each_item(path, |item| b.push(item, path))?;
+        b.display_time_unit = unit;
+        Ok(b.finish(true))
     }
 
     /// The compact form of a trace already in memory.
@@ -332,17 +401,12 @@ impl CompactTrace {
                 b.tracks[i].push_instant(inst.ts_ns);
             }
         }
-        let mut c = b.finish();
-        c.flows = trace
-            .flows
-            .iter()
-            .map(|f| CompactFlow {
-                id: FlowId::of(&mut c.strings, &f.id),
-                cat: c.strings.intern(&f.cat),
-                from: f.from,
-                to: f.to,
-            })
-            .collect();
+        for f in &trace.flows {
+            let cat = b.strings.intern(&f.cat);
+            let id = FlowId::of(&mut b.strings, &f.id);
+            b.add_flow((cat, 0, id), f.from, f.to);
+        }
+        let mut c = b.finish(false);
         c.dangling_flow_events = trace.dangling_flow_events;
         c.display_time_unit = trace.display_time_unit.clone();
         c
@@ -351,6 +415,17 @@ impl CompactTrace {
     /// The track of `(pid, tid)`.
     pub fn track(&self, pid: u32, tid: u32) -> Option<&CompactTrack> {
         self.tracks.iter().find(|t| t.pid == pid && t.tid == tid)
+    }
+
+    /// One end of `flow`: 0 its start, 1 its end.
+    pub fn flow_end(&self, flow: &CompactFlow, side: usize) -> FlowEnd {
+        let (pid, tid) = self.flow_tracks[flow.track[side] as usize];
+        FlowEnd {
+            pid,
+            tid,
+            ts_ns: flow.ts[side],
+            seq: flow.seq[side] as usize,
+        }
     }
 
     /// Bytes held by the packed slice logs and the flows.
@@ -383,8 +458,10 @@ struct CompactBuilder {
     tracks: Vec<CompactTrack>,
     index: HashMap<(u32, u32), usize>,
     process_names: HashMap<u32, String>,
-    flows: FlowMatcher<FlowKey>,
-    matched: Vec<(FlowKey, FlowEnd, FlowEnd)>,
+    matcher: FlowMatcher<FlowKey>,
+    flows: Vec<CompactFlow>,
+    flow_track_index: HashMap<(u32, u32), u32>,
+    flow_tracks: Vec<(u32, u32)>,
     display_time_unit: Option<String>,
 }
 
@@ -397,7 +474,38 @@ impl CompactBuilder {
         })
     }
 
-    fn push(&mut self, item: Item<KnownArgs>) {
+    fn flow_track(&mut self, at: &FlowEnd) -> u32 {
+        let tracks = &mut self.flow_tracks;
+        *self
+            .flow_track_index
+            .entry((at.pid, at.tid))
+            .or_insert_with(|| {
+                tracks.push((at.pid, at.tid));
+                (tracks.len() - 1) as u32
+            })
+    }
+
+    fn add_flow(&mut self, (cat, name, id): FlowKey, from: FlowEnd, to: FlowEnd) {
+        let (id, id_text) = match id {
+            FlowId::Hex(v) => (v, false),
+            FlowId::Text(t) => (u64::from(t), true),
+        };
+        let track = [self.flow_track(&from), self.flow_track(&to)];
+        let seq = [from.seq, to.seq].map(|s| u32::try_from(s).unwrap_or(u32::MAX));
+        push_frugal(
+            &mut self.flows,
+            CompactFlow {
+                id,
+                cat,
+                name: name | if id_text { ID_TEXT } else { 0 },
+                ts: [from.ts_ns, to.ts_ns],
+                seq,
+                track,
+            },
+        );
+    }
+
+    fn push(&mut self, item: Item<KnownArgs>, path: &Path) -> Result<(), TraceError> {
         match item {
             Item::Slice {
                 pid,
@@ -426,12 +534,17 @@ impl CompactBuilder {
                 name,
                 id,
             } => {
+                if u32::try_from(at.seq).is_err() {
+                    return Err(bad(path, "more than 2^32 events".to_owned()));
+                }
                 let key = (
                     self.strings.intern(&cat),
                     self.strings.intern(&name),
                     FlowId::of(&mut self.strings, &id),
                 );
-                self.matched.extend(self.flows.add(start, key, at));
+                if let Some((key, from, to)) = self.matcher.add(start, key, at) {
+                    self.add_flow(key, from, to);
+                }
             }
             Item::ProcessName { pid, name } => {
                 self.process_names.insert(pid, name);
@@ -445,21 +558,20 @@ impl CompactBuilder {
                 self.tracks[i].sort_index = index;
             }
         }
+        Ok(())
     }
 
-    fn finish(mut self) -> CompactTrace {
+    /// The trace; `sort` puts flows in the in-memory reader's order (by category, name
+    /// and id as text), which [`CompactTrace::from_trace`] gets from the trace.
+    fn finish(mut self, sort: bool) -> CompactTrace {
         let strings = self.strings;
-        // The order of the in-memory reader: by category, name and id as text.
-        self.matched.sort_by(|(a, ..), (b, ..)| {
-            (strings.get(a.0), strings.get(a.1))
-                .cmp(&(strings.get(b.0), strings.get(b.1)))
-                .then_with(|| a.2.text(&strings).cmp(&b.2.text(&strings)))
-        });
-        let flows = self
-            .matched
-            .into_iter()
-            .map(|((cat, _, id), from, to)| CompactFlow { id, cat, from, to })
-            .collect();
+        if sort {
+            self.flows.sort_by(|a, b| {
+                (strings.get(a.cat), strings.get(a.name()))
+                    .cmp(&(strings.get(b.cat), strings.get(b.name())))
+                    .then_with(|| a.id().cmp_text(&b.id(), &strings))
+            });
+        }
         let mut tracks = self.tracks;
         for t in &mut tracks {
             t.process_name = self.process_names.get(&t.pid).cloned();
@@ -470,8 +582,9 @@ impl CompactBuilder {
         CompactTrace {
             strings,
             tracks,
-            flows,
-            dangling_flow_events: self.flows.dangling(),
+            flows: self.flows,
+            flow_tracks: self.flow_tracks,
+            dangling_flow_events: self.matcher.dangling(),
             display_time_unit: self.display_time_unit,
         }
     }
@@ -524,5 +637,13 @@ mod tests {
         }
         assert_eq!(FlowId::of(&mut s, "0x1f"), FlowId::Hex(31));
         assert_eq!(FlowId::of(&mut s, "42").as_u64(&s), Some(0x42));
+        let ids = [0u64, 1, 9, 0xa, 0xf, 0x10, 0x1f, 0x100, 0xabc, u64::MAX];
+        for a in ids {
+            for b in ids {
+                let (x, y) = (FlowId::Hex(a), FlowId::Hex(b));
+                let by_text = x.text(&s).cmp(&y.text(&s));
+                assert_eq!(x.cmp_text(&y, &s), by_text, "{a:#x} {b:#x}");
+            }
+        }
     }
 }

@@ -164,24 +164,26 @@ pub fn check_compact(trace: &CompactTrace) -> CheckReport {
     let mut bad = vec![false; trace.flows.len()];
     let holders = check_flow_ends(trace, &mut bad, &mut r);
     for (i, f) in trace.flows.iter().enumerate() {
-        let holders_reversed = matches!(holders[i], [Some(s), Some(e)] if e < s);
-        if f.to.seq < f.from.seq || holders_reversed {
+        let [s, e] = holders[i];
+        let holders_reversed = s != NO_HOLDER && e != NO_HOLDER && e < s;
+        let (from, to) = (trace.flow_end(f, 0), trace.flow_end(f, 1));
+        if to.seq < from.seq || holders_reversed {
             bad[i] = true;
             r.add(Rule::FlowFileOrder, || {
                 format!(
                     "flow {}: its end (event {}) or end's slice is written before its start (event {}) or start's slice; DevTools drops or reverses such arrows",
-                    f.id.text(strings), f.to.seq, f.from.seq
+                    f.id().text(strings), to.seq, from.seq
                 )
             });
         }
-        if f.to.ts_ns <= f.from.ts_ns {
+        if to.ts_ns <= from.ts_ns {
             bad[i] = true;
             r.add(Rule::FlowBackwards, || {
                 format!(
                     "flow {} ends at {} ns, not after its start at {} ns",
-                    f.id.text(strings),
-                    f.to.ts_ns,
-                    f.from.ts_ns
+                    f.id().text(strings),
+                    to.ts_ns,
+                    from.ts_ns
                 )
             });
         }
@@ -249,37 +251,41 @@ fn sorted(t: &CompactTrack) -> Vec<Span> {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
-    Start,
-    End,
+    Start = 0,
+    End = 1,
 }
 
-/// A flow end on a track: its time, the flow's index and which end it is.
-type EndAt = (u64, usize, Side);
+/// No holder slice found for a flow end, in the per-flow holder positions.
+const NO_HOLDER: u32 = u32::MAX;
+
+/// A flow end packed in 8 bytes: its track's rank among the flow ends' tracks, and
+/// the flow's index and side (its time is the flow's).
+fn end_key(rank: u32, flow: usize, side: Side) -> u64 {
+    (u64::from(rank) << 32) | ((flow as u64) << 1) | side as u64
+}
 
 /// The binding rules at every flow start and end, one sweep per track; returns each
 /// flow's holder slices' file positions (start, end), where there is one.
-fn check_flow_ends(
-    trace: &CompactTrace,
-    bad: &mut [bool],
-    r: &mut CheckReport,
-) -> Vec<[Option<u64>; 2]> {
-    let mut holders = vec![[None, None]; trace.flows.len()];
-    let mut by_track: HashMap<(u32, u32), Vec<EndAt>> = HashMap::new();
+fn check_flow_ends(trace: &CompactTrace, bad: &mut [bool], r: &mut CheckReport) -> Vec<[u32; 2]> {
+    let mut holders = vec![[NO_HOLDER; 2]; trace.flows.len()];
+    let mut ranks: Vec<usize> = (0..trace.flow_tracks.len()).collect();
+    ranks.sort_unstable_by_key(|&k| trace.flow_tracks[k]);
+    let mut rank_of = vec![0u32; ranks.len()];
+    for (rank, &k) in ranks.iter().enumerate() {
+        rank_of[k] = rank as u32;
+    }
+    let mut ends: Vec<u64> = Vec::with_capacity(2 * trace.flows.len());
     for (i, f) in trace.flows.iter().enumerate() {
-        for (end, side) in [(&f.from, Side::Start), (&f.to, Side::End)] {
-            by_track
-                .entry((end.pid, end.tid))
-                .or_default()
-                .push((end.ts_ns, i, side));
+        for side in [Side::Start, Side::End] {
+            ends.push(end_key(rank_of[f.track(side as usize)], i, side));
         }
     }
+    let ts_of = |e: u64| trace.flows[((e as u32) >> 1) as usize].ts((e & 1) as usize);
+    ends.sort_unstable_by_key(|&e| (e >> 32, ts_of(e), e as u32));
     let index: HashMap<(u32, u32), &CompactTrack> =
         trace.tracks.iter().map(|t| ((t.pid, t.tid), t)).collect();
-    let mut keys: Vec<_> = by_track.keys().copied().collect();
-    keys.sort_unstable();
-    for key in keys {
-        let mut ends = by_track.remove(&key).unwrap_or_default();
-        ends.sort_unstable_by_key(|&(ts, i, _)| (ts, i));
+    for run in ends.chunk_by(|a, b| a >> 32 == b >> 32) {
+        let key = trace.flow_tracks[ranks[(run[0] >> 32) as usize]];
         let slices = index.get(&key).map(|t| sorted(t)).unwrap_or_default();
         let mut starts_at: HashMap<u64, Vec<&Span>> = HashMap::new();
         let mut ends_at: HashMap<u64, Vec<&Span>> = HashMap::new();
@@ -289,7 +295,14 @@ fn check_flow_ends(
         }
         let mut next = 0;
         let mut stack: Vec<&Span> = Vec::new();
-        for (ts, i, side) in ends {
+        for &packed in run {
+            let ts = ts_of(packed);
+            let i = ((packed as u32) >> 1) as usize;
+            let side = if packed & 1 == 0 {
+                Side::Start
+            } else {
+                Side::End
+            };
             while let Some(s) = slices.get(next).filter(|s| s.ts_ns <= ts) {
                 while stack.last().is_some_and(|top| top.end_ns() <= s.ts_ns) {
                     stack.pop();
@@ -301,11 +314,10 @@ fn check_flow_ends(
                 stack.pop();
             }
             let f = &trace.flows[i];
-            let at = if side == Side::Start { &f.from } else { &f.to };
             let ctx = Ctx {
                 strings: &trace.strings,
                 f,
-                at,
+                at: trace.flow_end(f, side as usize),
                 side,
             };
             let around = stack
@@ -315,7 +327,8 @@ fn check_flow_ends(
                 .copied();
             let (found, holder) = binding_problems(&ctx, around, &starts_at, &ends_at, r);
             bad[i] |= found;
-            holders[i][usize::from(side == Side::End)] = holder;
+            holders[i][side as usize] =
+                holder.map_or(NO_HOLDER, |h| h.min(u64::from(u32::MAX - 1)) as u32);
         }
     }
     holders
@@ -325,7 +338,7 @@ fn check_flow_ends(
 struct Ctx<'a> {
     strings: &'a Strings,
     f: &'a CompactFlow,
-    at: &'a FlowEnd,
+    at: FlowEnd,
     side: Side,
 }
 
@@ -337,7 +350,7 @@ impl Ctx<'_> {
         };
         format!(
             "flow {} {side} at pid {} tid {} {} ns",
-            self.f.id.text(self.strings),
+            self.f.id().text(self.strings),
             self.at.pid,
             self.at.tid,
             self.at.ts_ns
@@ -431,7 +444,7 @@ fn binding_problems(
         }
     }
     if c.side == Side::End && c.strings.get(around.cat) == CAT_ENTRY {
-        if let (Some(m), Some(id)) = (around.msg_id, c.f.id.as_u64(c.strings)) {
+        if let (Some(m), Some(id)) = (around.msg_id, c.f.id().as_u64(c.strings)) {
             if m != id {
                 found = true;
                 r.add(Rule::FlowWrongEntry, || {
