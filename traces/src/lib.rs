@@ -39,6 +39,7 @@ pub mod capture;
 pub mod config;
 pub mod error;
 pub mod names;
+pub mod proto;
 pub mod record;
 pub mod wire;
 

@@ -42,6 +42,12 @@ pub fn put_uint(out: &mut Vec<u8>, field: u32, v: u64) {
     put_varint(out, v);
 }
 
+/// Appends a 64-bit fixed field (protobuf's `fixed64`).
+pub fn put_fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
+    put_key(out, field, FIXED64);
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
 /// Appends a length-delimited field holding `bytes`.
 pub fn put_bytes(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
     put_key(out, field, LEN);
@@ -197,6 +203,14 @@ mod tests {
         assert_eq!(
             b,
             [0x08, 0x96, 0x01, 0x12, 0x07, b't', b'e', b's', b't', b'i', b'n', b'g']
+        );
+        // Field 47 as fixed64: key (47 << 3 | 1) = 377 = `f9 02`, then 8 bytes LE.
+        let mut f = Vec::new();
+        put_fixed64(&mut f, 47, 0x0102);
+        assert_eq!(f, [0xf9, 0x02, 0x02, 0x01, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            Fields::new(&f).next(),
+            Some(Ok((47, Value::Fixed64(0x0102))))
         );
         let f: Vec<_> = Fields::new(&b).collect();
         assert_eq!(

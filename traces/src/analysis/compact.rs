@@ -8,10 +8,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::BufReader;
 use std::path::Path;
 
-use crate::analysis::events::{bad, read_json, Args, FlowMatcher, Item, KnownArgs};
+use crate::analysis::events::{bad, read_items, Args, FlowMatcher, Item, KnownArgs};
 use crate::analysis::read::{FlowEnd, Trace};
 use crate::error::TraceError;
 use crate::wire::{get_varint, put_varint, unzigzag, zigzag};
@@ -366,7 +365,7 @@ pub struct CompactTrace {
 }
 
 impl CompactTrace {
-    /// Reads the trace at `path` (Chrome JSON), streaming it.
+    /// Reads the trace at `path` (Chrome JSON or Perfetto protobuf), streaming it.
     pub fn read(path: impl AsRef<Path>) -> Result<CompactTrace, TraceError> {
         let path = path.as_ref();
         let mut b = CompactBuilder::default();
@@ -438,14 +437,14 @@ impl CompactTrace {
     }
 }
 
-/// Streams the trace file at `path` as [`Item`]s with the arguments the analyses read;
+/// Streams the trace file at `path` (Chrome JSON or Perfetto protobuf) as [`Item`]s
+/// with the arguments the analyses read;
 /// returns the file's `displayTimeUnit`.
 pub fn for_each_item(
     path: &Path,
     each: impl FnMut(Item<KnownArgs>) -> Result<(), TraceError>,
 ) -> Result<Option<String>, TraceError> {
-    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, e))?;
-    read_json(BufReader::with_capacity(1 << 16, file), path, each)
+    read_items(path, each)
 }
 
 /// Flows are matched by category, name and id, as the viewers do.

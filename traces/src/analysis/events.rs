@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 use serde::de::{
@@ -16,6 +16,7 @@ use serde::de::{
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::analysis::protobuf::read_perfetto;
 use crate::analysis::read::FlowEnd;
 use crate::error::TraceError;
 
@@ -27,6 +28,8 @@ pub trait Args: DeserializeOwned + Default {
     fn i64_arg(&self, key: &str) -> Option<i64>;
     /// A string argument.
     fn str_arg(&self, key: &str) -> Option<&str>;
+    /// Sets an argument (one read from a Perfetto debug annotation).
+    fn set(&mut self, key: &str, value: Value);
 }
 
 impl Args for Map<String, Value> {
@@ -38,6 +41,9 @@ impl Args for Map<String, Value> {
     }
     fn str_arg(&self, key: &str) -> Option<&str> {
         self.get(key).and_then(Value::as_str)
+    }
+    fn set(&mut self, key: &str, value: Value) {
+        self.insert(key.to_owned(), value);
     }
 }
 
@@ -73,6 +79,17 @@ impl Args for KnownArgs {
     }
     fn str_arg(&self, key: &str) -> Option<&str> {
         self.get(key).and_then(Value::as_str)
+    }
+    fn set(&mut self, key: &str, value: Value) {
+        let slot = match key {
+            "bytes" => &mut self.bytes,
+            "src_pe" => &mut self.src_pe,
+            "msg_id" => &mut self.msg_id,
+            "name" => &mut self.name,
+            "sort_index" => &mut self.sort_index,
+            _ => return,
+        };
+        *slot = Some(value);
     }
 }
 
@@ -438,6 +455,42 @@ pub fn read_json<A: Args>(
         return Err(bad(path, "no traceEvents array".to_owned()));
     }
     Ok(driver.display_time_unit)
+}
+
+/// Streams the trace file at `path`, Chrome JSON or Perfetto protobuf (told apart by
+/// their first byte), calling `each` with every [`Item`] in file order; returns the
+/// JSON's `displayTimeUnit`.
+pub fn read_items<A: Args>(
+    path: &Path,
+    each: impl FnMut(Item<A>) -> Result<(), TraceError>,
+) -> Result<Option<String>, TraceError> {
+    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, e))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+    let head = reader.fill_buf().map_err(|e| TraceError::io(path, e))?;
+    // A trace's first packet is field 1, length-delimited: byte 0x0a, which no JSON
+    // text starts with.
+    if head.first() == Some(&0x0a) && is_protobuf(head) {
+        read_perfetto(reader, path, each)?;
+        return Ok(None);
+    }
+    read_json(reader, path, each)
+}
+
+/// Whether `head` starts with a well-formed length-delimited field 1, as a Perfetto
+/// trace does; a JSON text starting with a line break does not.
+fn is_protobuf(head: &[u8]) -> bool {
+    let mut pos = 1;
+    let Some(len) = crate::wire::get_varint(head, &mut pos) else {
+        return false;
+    };
+    match usize::try_from(len)
+        .ok()
+        .and_then(|n| head.get(pos..pos.checked_add(n)?))
+    {
+        Some(packet) => crate::wire::Fields::new(packet).all(|f| f.is_ok()),
+        // Longer than the read-ahead: no JSON text has that many blank lines.
+        None => true,
+    }
 }
 
 /// Pairs flow starts and ends by key as they stream past; only unpaired halves are kept.

@@ -4,6 +4,7 @@
 
 pub mod compact;
 pub mod events;
+pub mod protobuf;
 pub mod read;
 pub mod report_html;
 pub mod summary;

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::analysis::events::{read_json, FlowMatcher, Item};
+use crate::analysis::events::{read_items, read_json, FlowMatcher, Item};
 use crate::error::TraceError;
 
 /// A whole trace: one track per (pid, tid) and the flows between them.
@@ -126,13 +126,12 @@ impl Trace {
     }
 }
 
-/// Reads the Chrome JSON trace at `path`, streaming it (the text is never held whole).
+/// Reads the trace at `path`, streaming it (the text is never held whole): Chrome
+/// JSON, or a Perfetto protobuf trace as chorus writes them.
 pub fn read_chrome(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, e))?;
-    let reader = std::io::BufReader::with_capacity(1 << 16, file);
     let mut b = Builder::default();
-    let unit = read_json(reader, path, |item| {
+    let unit = read_items(path, |item| {
         b.push(item);
         Ok(())
     })?;

@@ -1,4 +1,5 @@
-//! `chorus-trace`: summaries, HTML reports and checks of chorus Chrome traces.
+//! `chorus-trace`: summaries, HTML reports and checks of chorus traces (Chrome JSON
+//! or Perfetto protobuf).
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use chorus_traces::{
 };
 use clap::{Parser, Subcommand};
 
-/// Projections-like views of a chorus trace (Chrome Trace Event JSON).
+/// Projections-like views of a chorus trace (Chrome Trace Event JSON or Perfetto protobuf).
 #[derive(Parser)]
 #[command(name = "chorus-trace", version, about)]
 struct Cli {
