@@ -47,6 +47,7 @@ pub mod wire;
 pub use analysis::{compact, read, report_html, summary, validate};
 pub use capture::{chrome, collector, recorder};
 
+pub use analysis::events::{Format, Source};
 pub use chrome::WriteStats;
 pub use collector::Collector;
 pub use compact::{CompactFlow, CompactTrace, CompactTrack, FlowId, Span, Strings};

@@ -3,7 +3,9 @@
 
 mod common;
 
-use chorus_traces::{read_chrome, summarize, summarize_file, CompactTrace, Trace, TraceConfig};
+use chorus_traces::{
+    check_compact, read_chrome, summarize, summarize_file, CompactTrace, Format, Trace, TraceConfig,
+};
 use common::{record, scenario, scratch};
 use serde_json::{Map, Value};
 
@@ -98,6 +100,10 @@ fn json_and_perfetto_read_back_the_same() {
         assert_eq!(summarize(&b, 13), sum_pf);
         let compact = CompactTrace::read(&pf).unwrap();
         assert_eq!(compact.flows.len(), a.flows.len());
+        assert_eq!(compact.format, Format::Perfetto);
+        let r = check_compact(&compact);
+        assert!(r.ok(), "{:?}", r.problems);
+        assert_eq!(r.flows, a.flows.len());
     }
 }
 

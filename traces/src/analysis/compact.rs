@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
-use crate::analysis::events::{bad, read_items, Args, FlowMatcher, Item, KnownArgs};
+use crate::analysis::events::{
+    bad, read_items, Args, FlowMatcher, Format, Item, KnownArgs, Source,
+};
 use crate::analysis::read::{FlowEnd, Trace};
 use crate::error::TraceError;
 use crate::wire::{get_varint, put_varint, unzigzag, zigzag};
@@ -362,6 +364,8 @@ pub struct CompactTrace {
     pub dangling_flow_events: usize,
     /// The file's `displayTimeUnit`, if any.
     pub display_time_unit: Option<String>,
+    /// The file's format (Chrome JSON for a trace converted from memory).
+    pub format: Format,
 }
 
 impl CompactTrace {
@@ -369,9 +373,10 @@ impl CompactTrace {
     pub fn read(path: impl AsRef<Path>) -> Result<CompactTrace, TraceError> {
         let path = path.as_ref();
         let mut b = CompactBuilder::default();
-        let unit = for_each_item(path, |item| b.push(item, path))?;
-        b.display_time_unit = unit;
-        Ok(b.finish(true))
+        let source = for_each_item(path, |item| b.push(item, path))?;
+        let mut c = b.finish(true);
+        (c.format, c.display_time_unit) = (source.format, source.display_time_unit);
+        Ok(c)
     }
 
     /// The compact form of a trace already in memory.
@@ -438,12 +443,11 @@ impl CompactTrace {
 }
 
 /// Streams the trace file at `path` (Chrome JSON or Perfetto protobuf) as [`Item`]s
-/// with the arguments the analyses read;
-/// returns the file's `displayTimeUnit`.
+/// with the arguments the analyses read.
 pub fn for_each_item(
     path: &Path,
     each: impl FnMut(Item<KnownArgs>) -> Result<(), TraceError>,
-) -> Result<Option<String>, TraceError> {
+) -> Result<Source, TraceError> {
     read_items(path, each)
 }
 
@@ -461,7 +465,6 @@ struct CompactBuilder {
     flows: Vec<CompactFlow>,
     flow_track_index: HashMap<(u32, u32), u32>,
     flow_tracks: Vec<(u32, u32)>,
-    display_time_unit: Option<String>,
 }
 
 impl CompactBuilder {
@@ -584,7 +587,8 @@ impl CompactBuilder {
             flows: self.flows,
             flow_tracks: self.flow_tracks,
             dangling_flow_events: self.matcher.dangling(),
-            display_time_unit: self.display_time_unit,
+            display_time_unit: None,
+            format: Format::ChromeJson,
         }
     }
 }

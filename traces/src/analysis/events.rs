@@ -457,23 +457,47 @@ pub fn read_json<A: Args>(
     Ok(driver.display_time_unit)
 }
 
+/// The two file formats chorus writes and reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// Chrome Trace Event JSON.
+    #[default]
+    ChromeJson,
+    /// Perfetto protobuf (TracePackets).
+    Perfetto,
+}
+
+/// What a file says about itself besides its events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Source {
+    /// Its format.
+    pub format: Format,
+    /// The JSON's `displayTimeUnit`, if any.
+    pub display_time_unit: Option<String>,
+}
+
 /// Streams the trace file at `path`, Chrome JSON or Perfetto protobuf (told apart by
-/// their first byte), calling `each` with every [`Item`] in file order; returns the
-/// JSON's `displayTimeUnit`.
+/// their first bytes), calling `each` with every [`Item`] in file order.
 pub fn read_items<A: Args>(
     path: &Path,
     each: impl FnMut(Item<A>) -> Result<(), TraceError>,
-) -> Result<Option<String>, TraceError> {
+) -> Result<Source, TraceError> {
     let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
     let head = reader.fill_buf().map_err(|e| TraceError::io(path, e))?;
-    // A trace's first packet is field 1, length-delimited: byte 0x0a, which no JSON
-    // text starts with.
+    // A trace's first packet is field 1, length-delimited: byte 0x0a, which only a
+    // JSON text starting with a line break shares.
     if head.first() == Some(&0x0a) && is_protobuf(head) {
         read_perfetto(reader, path, each)?;
-        return Ok(None);
+        return Ok(Source {
+            format: Format::Perfetto,
+            display_time_unit: None,
+        });
     }
-    read_json(reader, path, each)
+    Ok(Source {
+        format: Format::ChromeJson,
+        display_time_unit: read_json(reader, path, each)?,
+    })
 }
 
 /// Whether `head` starts with a well-formed length-delimited field 1, as a Perfetto

@@ -131,11 +131,11 @@ impl Trace {
 pub fn read_chrome(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
     let path = path.as_ref();
     let mut b = Builder::default();
-    let unit = read_items(path, |item| {
+    let source = read_items(path, |item| {
         b.push(item);
         Ok(())
     })?;
-    Ok(b.finish(unit))
+    Ok(b.finish(source.display_time_unit))
 }
 
 /// Parses Chrome JSON trace text; `path` only labels errors.

@@ -18,6 +18,9 @@
 //!   and draws the arrow from the bound slice written first: the `s` and its holder
 //!   must come before the `f` and its holder in the file.
 //!
+//! The file-order rule is not applied to Perfetto protobuf traces, which DevTools
+//! does not read and Perfetto binds by flow id whatever the order.
+//!
 //! Besides: every track with events is named; slices have a positive duration
 //! (catapult drops arrows bound to zero-length slices) and nest (two slices are
 //! disjoint or one contains the other; touching ends are fine); instants are in time
@@ -30,6 +33,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::analysis::compact::{CompactFlow, CompactTrace, CompactTrack, Span, Strings};
+use crate::analysis::events::Format;
 use crate::analysis::read::{FlowEnd, Trace};
 use crate::analysis::summary::{CAT_ENTRY, CAT_IDLE};
 
@@ -167,7 +171,9 @@ pub fn check_compact(trace: &CompactTrace) -> CheckReport {
         let [s, e] = holders[i];
         let holders_reversed = s != NO_HOLDER && e != NO_HOLDER && e < s;
         let (from, to) = (trace.flow_end(f, 0), trace.flow_end(f, 1));
-        if to.seq < from.seq || holders_reversed {
+        // Only DevTools reads events in file order, and it reads no protobuf.
+        let json = trace.format == Format::ChromeJson;
+        if json && (to.seq < from.seq || holders_reversed) {
             bad[i] = true;
             r.add(Rule::FlowFileOrder, || {
                 format!(
