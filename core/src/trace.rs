@@ -98,13 +98,14 @@ impl JobTrace {
         ))
     }
 
-    /// Write the Chrome trace; call after every PE's recorder has been dropped.
+    /// Write the trace (Perfetto protobuf for a `.perfetto-trace` or `.pftrace` path,
+    /// Chrome JSON otherwise); call after every PE's recorder has been dropped.
     pub(crate) fn finish(self) -> Result<TraceReport, RuntimeError> {
         let _span = tracing::info_span!("write_trace").entered();
         let start = Instant::now();
         let stats = self
             .collector
-            .write_chrome(&self.names, &self.out)
+            .write(&self.names, &self.out)
             .map_err(|e| trace_error(&self.out, e))?;
         Ok(TraceReport {
             file: self.out,

@@ -449,3 +449,16 @@ fn trace_window_records_only_that_span() {
     }
     assert!(!trace.flows.is_empty());
 }
+
+#[test]
+fn a_perfetto_trace_path_writes_protobuf_with_the_same_events() {
+    // The sim layer is deterministic, so both runs record the same events.
+    let (_, json) = traced(Layer::Sim, "ring-same.json", 1);
+    let (report, pf) = traced(Layer::Sim, "ring-same.perfetto-trace", 1);
+    let file = report.trace.expect("traced").file;
+    let head = std::fs::read(&file).expect("the trace exists");
+    assert_eq!(head.first(), Some(&0x0a), "a TracePacket first, not JSON");
+    assert_eq!(token_slices(&pf), token_slices(&json));
+    assert_eq!(pf.flows.len(), json.flows.len());
+    assert_eq!(summarize(&pf, 10), summarize(&json, 10));
+}

@@ -6,7 +6,10 @@
 //! spool into one Chrome Trace Event JSON file (Perfetto / chrome://tracing), which
 //! [`read_chrome`] reads back for [`summarize`] (utilisation, time profile, entry
 //! table, message matrix) and [`render_report`] (a self-contained HTML report). The
-//! `chorus-trace` binary wraps the last three for people.
+//! `chorus-trace` binary wraps the last three for people. For big files it streams:
+//! [`summarize_file`] reads the file twice keeping only per-PE and per-bin state, and
+//! [`CompactTrace::read`] keeps interned names and varint-packed slices (about a tenth
+//! of the file) for [`check_compact`] and [`render_report_compact`].
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -36,20 +39,27 @@ pub mod capture;
 pub mod config;
 pub mod error;
 pub mod names;
+pub mod proto;
 pub mod record;
+pub mod wire;
 
 // The modules' first paths (`chorus_traces::chrome`, ...) stay valid.
-pub use analysis::{read, report_html, summary, validate};
+pub use analysis::{compact, read, report_html, summary, validate};
 pub use capture::{chrome, collector, recorder};
 
+pub use analysis::events::{Format, Source};
 pub use chrome::WriteStats;
 pub use collector::Collector;
+pub use compact::{CompactFlow, CompactTrace, CompactTrack, FlowId, Span, Strings};
 pub use config::TraceConfig;
 pub use error::TraceError;
 pub use names::{NameId, Names};
 pub use read::{parse_chrome, read_chrome, Flow, FlowEnd, Instant, Slice, Trace, Track};
 pub use record::{flow_kept, Event, Record, RECORD_BYTES};
 pub use recorder::Recorder;
-pub use report_html::{render_report, ReportOptions};
-pub use summary::{render_text, summarize, EntryStats, MessageCell, PeUsage, Summary, TimeProfile};
-pub use validate::{check, validate, CheckReport, Problem, Rule};
+pub use report_html::{render_report, render_report_compact, ReportOptions};
+pub use summary::{
+    render_text, summarize, summarize_compact, summarize_file, EntryStats, MessageCell, PeUsage,
+    Summary, TimeProfile,
+};
+pub use validate::{check, check_compact, validate, CheckReport, Problem, Rule};

@@ -2,7 +2,11 @@
 //! it: checks ([`validate`]), a [`summary`] and the HTML report ([`report_html`]).
 //! Nothing here depends on the run side: it reads files, from chorus or not.
 
+pub mod compact;
+pub mod events;
+pub mod protobuf;
 pub mod read;
 pub mod report_html;
 pub mod summary;
+pub mod summary_text;
 pub mod validate;

@@ -7,9 +7,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::analysis::events::{read_items, read_json, FlowMatcher, Item};
 use crate::error::TraceError;
 
 /// A whole trace: one track per (pid, tid) and the flows between them.
@@ -64,7 +65,7 @@ pub struct Slice {
 impl Slice {
     /// End in ns.
     pub fn end_ns(&self) -> u64 {
-        self.ts_ns + self.dur_ns
+        self.ts_ns.saturating_add(self.dur_ns)
     }
 
     /// A numeric argument, if present and a non-negative integer.
@@ -125,202 +126,109 @@ impl Trace {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawFile {
-    Object {
-        #[serde(rename = "traceEvents")]
-        trace_events: Vec<RawEvent>,
-        #[serde(rename = "displayTimeUnit", default)]
-        display_time_unit: Option<String>,
-    },
-    Array(Vec<RawEvent>),
-}
-
-#[derive(Deserialize)]
-struct RawEvent {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    cat: Option<String>,
-    ph: String,
-    #[serde(default)]
-    ts: Option<f64>,
-    #[serde(default)]
-    dur: Option<f64>,
-    #[serde(default)]
-    pid: Option<Value>,
-    #[serde(default)]
-    tid: Option<Value>,
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    args: Option<Map<String, Value>>,
-}
-
-/// Microseconds (float) to ns, rounded: the writer prints exactly three decimals.
-fn us_to_ns(us: f64) -> u64 {
-    if us.is_finite() && us > 0.0 {
-        (us * 1000.0).round() as u64
-    } else {
-        0
-    }
-}
-
-fn id_value(v: &Option<Value>, what: &str, path: &Path) -> Result<u32, TraceError> {
-    match v {
-        None => Ok(0),
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| bad(path, format!("{what} {n} is not a 32-bit unsigned number"))),
-        Some(other) => Err(bad(path, format!("{what} {other} is not a number"))),
-    }
-}
-
-fn bad(path: &Path, message: String) -> TraceError {
-    TraceError::Format {
-        path: path.to_path_buf(),
-        message,
-    }
-}
-
-/// Reads and parses the Chrome JSON trace at `path`.
+/// Reads the trace at `path`, streaming it (the text is never held whole): Chrome
+/// JSON, or a Perfetto protobuf trace as chorus writes them.
 pub fn read_chrome(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
-    parse_chrome(&text, path)
+    let mut b = Builder::default();
+    let source = read_items(path, |item| {
+        b.push(item);
+        Ok(())
+    })?;
+    Ok(b.finish(source.display_time_unit))
 }
 
 /// Parses Chrome JSON trace text; `path` only labels errors.
 pub fn parse_chrome(text: &str, path: &Path) -> Result<Trace, TraceError> {
-    let raw: RawFile = serde_json::from_str(text).map_err(|source| TraceError::Json {
-        path: path.to_path_buf(),
-        source,
+    let mut b = Builder::default();
+    let unit = read_json(text.as_bytes(), path, |item| {
+        b.push(item);
+        Ok(())
     })?;
-    let (events, display_time_unit) = match raw {
-        RawFile::Object {
-            trace_events,
-            display_time_unit,
-        } => (trace_events, display_time_unit),
-        RawFile::Array(v) => (v, None),
-    };
+    Ok(b.finish(unit))
+}
 
-    let mut tracks: BTreeMap<(u32, u32), Track> = BTreeMap::new();
-    let mut process_names: HashMap<u32, String> = HashMap::new();
-    // Open `B` slices per track, and unmatched flow halves by (cat, name, id).
-    let mut open_b: HashMap<(u32, u32), Vec<Slice>> = HashMap::new();
-    let mut flow_starts: BTreeMap<(String, String, String), FlowEnd> = BTreeMap::new();
-    let mut flow_ends: BTreeMap<(String, String, String), FlowEnd> = BTreeMap::new();
-    let mut dangling = 0usize;
+/// Flows are matched by category, name and id, as the viewers do.
+type FlowKey = (String, String, String);
 
-    for (seq, e) in events.into_iter().enumerate() {
-        let pid = id_value(&e.pid, "pid", path)?;
-        let tid = id_value(&e.tid, "tid", path)?;
-        let ts_ns = e.ts.map_or(0, us_to_ns);
-        let name = e.name.clone().unwrap_or_default();
-        let cat = e.cat.clone().unwrap_or_default();
-        match e.ph.as_str() {
-            "X" => {
-                let dur_ns = e.dur.map_or(0, us_to_ns);
-                get_track(&mut tracks, pid, tid).slices.push(Slice {
-                    name,
-                    cat,
-                    ts_ns,
-                    dur_ns,
-                    args: e.args.unwrap_or_default(),
-                    seq,
-                });
-            }
-            "B" => open_b.entry((pid, tid)).or_default().push(Slice {
+/// Collects [`Item`]s into a [`Trace`].
+#[derive(Default)]
+struct Builder {
+    tracks: BTreeMap<(u32, u32), Track>,
+    process_names: HashMap<u32, String>,
+    flows: FlowMatcher<FlowKey>,
+    matched: Vec<(FlowKey, FlowEnd, FlowEnd)>,
+}
+
+impl Builder {
+    fn push(&mut self, item: Item<Map<String, Value>>) {
+        match item {
+            Item::Slice {
+                pid,
+                tid,
                 name,
                 cat,
                 ts_ns,
-                dur_ns: 0,
-                args: e.args.unwrap_or_default(),
+                dur_ns,
+                args,
+                seq,
+            } => get_track(&mut self.tracks, pid, tid).slices.push(Slice {
+                name,
+                cat,
+                ts_ns,
+                dur_ns,
+                args,
                 seq,
             }),
-            "E" => {
-                if let Some(mut s) = open_b.get_mut(&(pid, tid)).and_then(Vec::pop) {
-                    s.dur_ns = ts_ns.saturating_sub(s.ts_ns);
-                    get_track(&mut tracks, pid, tid).slices.push(s);
-                }
+            Item::Instant {
+                pid,
+                tid,
+                name,
+                cat,
+                ts_ns,
+            } => get_track(&mut self.tracks, pid, tid)
+                .instants
+                .push(Instant { name, cat, ts_ns }),
+            Item::Flow {
+                start,
+                at,
+                cat,
+                name,
+                id,
+            } => self
+                .matched
+                .extend(self.flows.add(start, (cat, name, id), at)),
+            Item::ProcessName { pid, name } => {
+                self.process_names.insert(pid, name);
             }
-            "i" | "I" => {
-                get_track(&mut tracks, pid, tid)
-                    .instants
-                    .push(Instant { name, cat, ts_ns })
+            Item::ThreadName { pid, tid, name } => {
+                get_track(&mut self.tracks, pid, tid).thread_name = name
             }
-            "s" | "f" => {
-                let id = match &e.id {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Number(n)) => n.to_string(),
-                    _ => return Err(bad(path, format!("flow event '{}' without an id", e.ph))),
-                };
-                let end = FlowEnd {
-                    pid,
-                    tid,
-                    ts_ns,
-                    seq,
-                };
-                // Tracks are written one after another, so an `f` may come first.
-                let side = if e.ph == "s" {
-                    &mut flow_starts
-                } else {
-                    &mut flow_ends
-                };
-                if side.insert((cat, name, id), end).is_some() {
-                    dangling += 1;
-                }
+            Item::SortIndex { pid, tid, index } => {
+                get_track(&mut self.tracks, pid, tid).sort_index = index
             }
-            "M" => {
-                let arg_str = |k: &str| {
-                    e.args
-                        .as_ref()
-                        .and_then(|a| a.get(k))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                };
-                match name.as_str() {
-                    "process_name" => {
-                        if let Some(n) = arg_str("name") {
-                            process_names.insert(pid, n);
-                        }
-                    }
-                    "thread_name" => get_track(&mut tracks, pid, tid).thread_name = arg_str("name"),
-                    "thread_sort_index" => {
-                        get_track(&mut tracks, pid, tid).sort_index = e
-                            .args
-                            .as_ref()
-                            .and_then(|a| a.get("sort_index"))
-                            .and_then(Value::as_i64)
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
         }
     }
-    let mut flows = Vec::with_capacity(flow_starts.len());
-    for ((cat, _name, id), from) in flow_starts {
-        match flow_ends.remove(&(cat.clone(), _name, id.clone())) {
-            Some(to) => flows.push(Flow { id, cat, from, to }),
-            None => dangling += 1,
-        }
-    }
-    dangling += flow_ends.len();
 
-    let mut tracks: Vec<Track> = tracks.into_values().collect();
-    for t in &mut tracks {
-        t.process_name = process_names.get(&t.pid).cloned();
+    fn finish(mut self, display_time_unit: Option<String>) -> Trace {
+        self.matched.sort_by(|a, b| a.0.cmp(&b.0));
+        let flows = self
+            .matched
+            .into_iter()
+            .map(|((cat, _name, id), from, to)| Flow { id, cat, from, to })
+            .collect();
+        let mut tracks: Vec<Track> = self.tracks.into_values().collect();
+        for t in &mut tracks {
+            t.process_name = self.process_names.get(&t.pid).cloned();
+        }
+        tracks.sort_by_key(|t| (t.pid, t.sort_index.unwrap_or(i64::from(t.tid)), t.tid));
+        Trace {
+            tracks,
+            flows,
+            dangling_flow_events: self.flows.dangling(),
+            display_time_unit,
+        }
     }
-    tracks.sort_by_key(|t| (t.pid, t.sort_index.unwrap_or(i64::from(t.tid)), t.tid));
-    Ok(Trace {
-        tracks,
-        flows,
-        dangling_flow_events: dangling,
-        display_time_unit,
-    })
 }
 
 fn get_track(tracks: &mut BTreeMap<(u32, u32), Track>, pid: u32, tid: u32) -> &mut Track {

@@ -9,9 +9,10 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use crate::analysis::compact::CompactTrace;
 use crate::analysis::read::Trace;
 use crate::analysis::summary::{
-    fmt_bytes, fmt_ns, outermost, spread, Summary, CAT_ENTRY, CAT_IDLE,
+    fmt_bytes, fmt_ns, outermost_spans, spread, Summary, CAT_ENTRY, CAT_IDLE,
 };
 
 /// How the report is laid out.
@@ -67,6 +68,15 @@ fn esc(s: &str) -> String {
 
 /// Builds the report for `trace` and its `summary`.
 pub fn render_report(trace: &Trace, summary: &Summary, opts: &ReportOptions) -> String {
+    render_report_compact(&CompactTrace::from_trace(trace), summary, opts)
+}
+
+/// [`render_report`] for a [`CompactTrace`]: unpacks one track at a time.
+pub fn render_report_compact(
+    trace: &CompactTrace,
+    summary: &Summary,
+    opts: &ReportOptions,
+) -> String {
     let colours: HashMap<&str, &'static str> = summary
         .entries
         .iter()
@@ -204,7 +214,7 @@ fn level(frac: f64) -> u8 {
 
 fn overview(
     o: &mut String,
-    trace: &Trace,
+    trace: &CompactTrace,
     summary: &Summary,
     opts: &ReportOptions,
     rows: &[std::ops::Range<usize>],
@@ -233,7 +243,7 @@ fn overview(
     let span = summary.span_ns.max(1) as f64;
     let scale = width / span;
     let exact = per_pe && {
-        let n: usize = trace.tracks.iter().map(|t| t.slices.len()).sum();
+        let n: usize = trace.tracks.iter().map(|t| t.slice_count()).sum();
         n <= opts.max_exact_slices
     };
     let cols = opts.columns.max(1);
@@ -259,7 +269,7 @@ fn overview(
         let h = row_h - gap;
         if exact {
             let t = &tracks[0];
-            for s in outermost(t, CAT_IDLE) {
+            for s in outermost_spans(&trace.strings, t, CAT_IDLE) {
                 let _ = write!(
                     o,
                     "<rect x=\"{:.2}\" y=\"{y:.1}\" width=\"{:.2}\" height=\"{h:.1}\" fill=\"{IDLE_COLOUR}\"/>",
@@ -267,14 +277,15 @@ fn overview(
                     (s.dur_ns as f64 * scale).max(0.3)
                 );
             }
-            for s in outermost(t, CAT_ENTRY) {
+            for s in outermost_spans(&trace.strings, t, CAT_ENTRY) {
+                let name = trace.strings.get(s.name);
                 let _ = write!(
                     o,
                     "<rect x=\"{:.2}\" y=\"{y:.1}\" width=\"{:.2}\" height=\"{h:.1}\" fill=\"{}\"><title>{} {} at {}</title></rect>",
                     LABEL_W + (s.ts_ns - t0) as f64 * scale,
                     (s.dur_ns as f64 * scale).max(0.3),
-                    colour_of(&s.name),
-                    esc(&s.name),
+                    colour_of(name),
+                    esc(name),
                     esc(&fmt_ns(s.dur_ns as f64)),
                     esc(&fmt_ns((s.ts_ns - t0) as f64))
                 );
@@ -287,7 +298,7 @@ fn overview(
             let mut idle = vec![0.0; cols];
             let mut by_entry: HashMap<(usize, &str), f64> = HashMap::new();
             let mut one = vec![0.0; cols];
-            for s in outermost(t, CAT_ENTRY) {
+            for s in outermost_spans(&trace.strings, t, CAT_ENTRY) {
                 // `one` is all zeros between slices: only the touched columns are reset.
                 let first = (((s.ts_ns - t0) as f64 / col_ns) as usize).min(cols - 1);
                 let last = (((s.end_ns() - t0) as f64 / col_ns) as usize).min(cols - 1);
@@ -295,12 +306,12 @@ fn overview(
                 for (c, v) in one.iter_mut().enumerate().take(last + 1).skip(first) {
                     if *v > 0.0 {
                         busy[c] += *v;
-                        *by_entry.entry((c, s.name.as_str())).or_default() += *v;
+                        *by_entry.entry((c, trace.strings.get(s.name))).or_default() += *v;
                     }
                     *v = 0.0;
                 }
             }
-            for s in outermost(t, CAT_IDLE) {
+            for s in outermost_spans(&trace.strings, t, CAT_IDLE) {
                 spread(&mut idle, t0, col_ns, s.ts_ns, s.end_ns());
             }
             let mut best: Vec<(&str, f64)> = vec![("", 0.0); cols];
@@ -324,7 +335,7 @@ fn overview(
         } else {
             let mut busy = vec![0.0; cols];
             for t in tracks {
-                for s in outermost(t, CAT_ENTRY) {
+                for s in outermost_spans(&trace.strings, t, CAT_ENTRY) {
                     spread(&mut busy, t0, col_ns, s.ts_ns, s.end_ns());
                 }
             }
@@ -426,7 +437,7 @@ fn percent_axis(o: &mut String, width: f64, h: f64) {
 
 fn time_profile(
     o: &mut String,
-    trace: &Trace,
+    trace: &CompactTrace,
     summary: &Summary,
     opts: &ReportOptions,
     colour_of: &dyn Fn(&str) -> &'static str,
@@ -441,9 +452,9 @@ fn time_profile(
     // Per entry colour and bin, so the bars stack like Projections' time profile.
     let mut stacks: HashMap<&'static str, Vec<f64>> = HashMap::new();
     for t in &trace.tracks {
-        for s in outermost(t, CAT_ENTRY) {
+        for s in outermost_spans(&trace.strings, t, CAT_ENTRY) {
             let v = stacks
-                .entry(colour_of(&s.name))
+                .entry(colour_of(trace.strings.get(s.name)))
                 .or_insert_with(|| vec![0.0; bins]);
             spread(v, summary.start_ns, tp.bin_ns, s.ts_ns, s.end_ns());
         }

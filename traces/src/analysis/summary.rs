@@ -2,11 +2,17 @@
 //! entry-method table and the PE-to-PE message matrix.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
+use std::path::Path;
 
 use serde::Serialize;
 
+use crate::analysis::compact::{for_each_item, CompactTrace, CompactTrack, Span, Strings};
+use crate::analysis::events::{Args, Item};
 use crate::analysis::read::{Slice, Trace, Track};
+use crate::error::TraceError;
+
+// The text output's first paths (`summary::render_text`, ...) stay valid.
+pub use crate::analysis::summary_text::{fmt_bytes, fmt_ns, render_text};
 
 /// Category of entry-method slices.
 pub const CAT_ENTRY: &str = "entry";
@@ -102,21 +108,71 @@ pub struct MessageCell {
     pub bytes: u64,
 }
 
+/// Something with a start and a duration in ns: a [`Slice`] or a [`Span`].
+pub trait Timed {
+    /// Start.
+    fn start_ns(&self) -> u64;
+    /// Duration.
+    fn length_ns(&self) -> u64;
+}
+
+impl Timed for Slice {
+    fn start_ns(&self) -> u64 {
+        self.ts_ns
+    }
+    fn length_ns(&self) -> u64 {
+        self.dur_ns
+    }
+}
+
+impl Timed for Span {
+    fn start_ns(&self) -> u64 {
+        self.ts_ns
+    }
+    fn length_ns(&self) -> u64 {
+        self.dur_ns
+    }
+}
+
+/// The outermost of `items` (nested ones would count twice), in start order.
+pub fn outermost_of<'a, T: Timed>(items: impl Iterator<Item = &'a T>) -> Vec<&'a T> {
+    let mut sorted: Vec<&T> = items.collect();
+    sorted.sort_by_key(|s| (s.start_ns(), std::cmp::Reverse(s.length_ns())));
+    let mut cover = Cover::default();
+    sorted.retain(|s| cover.keeps(s.start_ns(), s.length_ns()));
+    sorted
+}
+
 /// The outermost slices of category `cat` on a track (nested ones would count twice).
 pub fn outermost<'a>(track: &'a Track, cat: &'a str) -> impl Iterator<Item = &'a Slice> + 'a {
-    let mut sorted: Vec<&Slice> = track.slices.iter().filter(|s| s.cat == cat).collect();
-    sorted.sort_by_key(|s| (s.ts_ns, std::cmp::Reverse(s.dur_ns)));
-    let mut covered_to = 0u64;
-    let mut any = false;
-    sorted.into_iter().filter(move |s| {
-        if any && s.ts_ns < covered_to {
-            // Inside (or, in a foreign trace, overlapping) the previous outermost one.
+    outermost_of(track.slices.iter().filter(move |s| s.cat == cat)).into_iter()
+}
+
+/// The outermost slices of category `cat` on a compact track, in start order.
+pub fn outermost_spans(strings: &Strings, track: &CompactTrack, cat: &str) -> Vec<Span> {
+    let Some(cat) = strings.id(cat) else {
+        return Vec::new();
+    };
+    let all: Vec<Span> = track.spans().filter(|s| s.cat == cat).collect();
+    outermost_of(all.iter()).into_iter().copied().collect()
+}
+
+/// Picks outermost slices from slices coming in start order, longest first at a tie.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cover {
+    /// End of the last slice kept, once one was.
+    to: Option<u64>,
+}
+
+impl Cover {
+    fn keeps(&mut self, ts: u64, dur: u64) -> bool {
+        // Inside (or, in a foreign trace, overlapping) the previous outermost one.
+        if self.to.is_some_and(|to| ts < to) {
             return false;
         }
-        any = true;
-        covered_to = s.end_ns();
+        self.to = Some(ts.saturating_add(dur));
         true
-    })
+    }
 }
 
 /// Adds the interval `[start, end)` to `bins` (each `bin_ns` wide from `t0`), split
@@ -141,23 +197,17 @@ pub fn spread(bins: &mut [f64], t0: u64, bin_ns: f64, start: u64, end: u64) {
 
 /// The time span of the trace: earliest start to latest end over slices and instants.
 pub fn trace_span(trace: &Trace) -> (u64, u64) {
-    let mut lo = u64::MAX;
-    let mut hi = 0u64;
+    let mut scan = Scan::default();
     for t in &trace.tracks {
+        let i = scan.track(t.pid, t.tid);
         for s in &t.slices {
-            lo = lo.min(s.ts_ns);
-            hi = hi.max(s.end_ns());
+            scan.slice(i, &s.cat, s.ts_ns, s.dur_ns);
         }
-        for i in &t.instants {
-            lo = lo.min(i.ts_ns);
-            hi = hi.max(i.ts_ns);
+        for p in &t.instants {
+            scan.instant(p.ts_ns);
         }
     }
-    if lo > hi {
-        (0, 0)
-    } else {
-        (lo, hi)
-    }
+    scan.span()
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -168,310 +218,407 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Index of the categories whose outermost slices are measured.
+fn measured(cat: &str) -> Option<usize> {
+    match cat {
+        CAT_ENTRY => Some(0),
+        CAT_IDLE => Some(1),
+        _ => None,
+    }
+}
+
+/// The first pass of a summary: the span, the tracks and their order, and which
+/// tracks' entry or idle slices come out of start order (those are sorted at the end;
+/// the others are measured as they stream past).
+#[derive(Debug, Default)]
+pub struct Scan {
+    lo: u64,
+    hi: u64,
+    any: bool,
+    index: HashMap<(u32, u32), usize>,
+    tracks: Vec<ScanTrack>,
+}
+
+#[derive(Debug)]
+struct ScanTrack {
+    pid: u32,
+    tid: u32,
+    sort_index: Option<i64>,
+    /// Per measured category: the last (start, longest-first) key, and whether the
+    /// slices went out of that order.
+    last: [Option<(u64, std::cmp::Reverse<u64>)>; 2],
+    unsorted: [bool; 2],
+}
+
+impl Scan {
+    /// The index of track `(pid, tid)`, adding it on first sight.
+    pub fn track(&mut self, pid: u32, tid: u32) -> usize {
+        let tracks = &mut self.tracks;
+        *self.index.entry((pid, tid)).or_insert_with(|| {
+            tracks.push(ScanTrack {
+                pid,
+                tid,
+                sort_index: None,
+                last: [None; 2],
+                unsorted: [false; 2],
+            });
+            tracks.len() - 1
+        })
+    }
+
+    /// Sets a track's `thread_sort_index`.
+    pub fn sort_index(&mut self, track: usize, index: Option<i64>) {
+        self.tracks[track].sort_index = index;
+    }
+
+    fn cover(&mut self, lo: u64, hi: u64) {
+        self.lo = if self.any { self.lo.min(lo) } else { lo };
+        self.hi = if self.any { self.hi.max(hi) } else { hi };
+        self.any = true;
+    }
+
+    /// Notes a slice on `track`.
+    pub fn slice(&mut self, track: usize, cat: &str, ts_ns: u64, dur_ns: u64) {
+        self.cover(ts_ns, ts_ns.saturating_add(dur_ns));
+        if let Some(c) = measured(cat) {
+            let t = &mut self.tracks[track];
+            let key = (ts_ns, std::cmp::Reverse(dur_ns));
+            t.unsorted[c] |= t.last[c].is_some_and(|last| key < last);
+            t.last[c] = Some(key);
+        }
+    }
+
+    /// Notes an instant.
+    pub fn instant(&mut self, ts_ns: u64) {
+        self.cover(ts_ns, ts_ns);
+    }
+
+    /// Earliest start and latest end, `(0, 0)` for an empty trace.
+    pub fn span(&self) -> (u64, u64) {
+        if self.any && self.lo <= self.hi {
+            (self.lo, self.hi)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
+/// The second pass of a summary: takes every slice once, in file order, keeping only
+/// per-PE, per-bin and per-entry-name state (plus the out-of-order tracks' slices).
+#[derive(Debug)]
+pub struct SummaryAcc {
+    index: HashMap<(u32, u32), usize>,
+    start_ns: u64,
+    end_ns: u64,
+    bin_ns: f64,
+    busy_bins: Vec<f64>,
+    idle_bins: Vec<f64>,
+    pes: Vec<PeAcc>,
+    entries: HashMap<String, EntryStats>,
+    matrix: BTreeMap<(u32, u32), (u64, u64)>,
+}
+
+#[derive(Debug)]
+struct PeAcc {
+    pid: u32,
+    tid: u32,
+    sort_index: Option<i64>,
+    busy_ns: u64,
+    idle_ns: u64,
+    entries: u64,
+    cover: [Cover; 2],
+    /// Out-of-order measured slices, kept as (start, duration) to sort at the end.
+    deferred: [Option<Vec<(u64, u64)>>; 2],
+}
+
+impl SummaryAcc {
+    /// Starts the second pass with `bins` time-profile bins (at least 1).
+    pub fn new(scan: Scan, bins: usize) -> Self {
+        let bins = bins.max(1);
+        let (start_ns, end_ns) = scan.span();
+        let pes = scan
+            .tracks
+            .into_iter()
+            .map(|t| PeAcc {
+                pid: t.pid,
+                tid: t.tid,
+                sort_index: t.sort_index,
+                busy_ns: 0,
+                idle_ns: 0,
+                entries: 0,
+                cover: [Cover::default(); 2],
+                deferred: t.unsorted.map(|u| u.then(Vec::new)),
+            })
+            .collect();
+        SummaryAcc {
+            index: scan.index,
+            start_ns,
+            end_ns,
+            bin_ns: (end_ns - start_ns) as f64 / bins as f64,
+            busy_bins: vec![0.0; bins],
+            idle_bins: vec![0.0; bins],
+            pes,
+            entries: HashMap::new(),
+            matrix: BTreeMap::new(),
+        }
+    }
+
+    /// Takes one slice of track `(pid, tid)` (a track the scan saw).
+    #[allow(clippy::too_many_arguments)]
+    pub fn slice(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        name: &str,
+        cat: &str,
+        ts_ns: u64,
+        dur_ns: u64,
+        bytes: Option<u64>,
+        src_pe: Option<u64>,
+    ) {
+        let Some(&i) = self.index.get(&(pid, tid)) else {
+            return;
+        };
+        let Some(c) = measured(cat) else {
+            return;
+        };
+        let pe = &mut self.pes[i];
+        match &mut pe.deferred[c] {
+            Some(v) => v.push((ts_ns, dur_ns)),
+            None => {
+                if pe.cover[c].keeps(ts_ns, dur_ns) {
+                    self.outermost(i, c, ts_ns, dur_ns);
+                }
+            }
+        }
+        if c != 0 {
+            return;
+        }
+        let pe = &mut self.pes[i];
+        pe.entries += 1;
+        let bytes = bytes.unwrap_or(0);
+        let e = match self.entries.get_mut(name) {
+            Some(e) => e,
+            None => self
+                .entries
+                .entry(name.to_owned())
+                .or_insert_with(|| EntryStats {
+                    name: name.to_owned(),
+                    count: 0,
+                    total_ns: 0,
+                    mean_ns: 0.0,
+                    max_ns: 0,
+                    bytes: 0,
+                }),
+        };
+        e.count += 1;
+        e.total_ns += dur_ns;
+        e.max_ns = e.max_ns.max(dur_ns);
+        e.bytes += bytes;
+        if let Some(src) = src_pe.and_then(|v| u32::try_from(v).ok()) {
+            let cell = self.matrix.entry((src, pe.tid)).or_default();
+            cell.0 += 1;
+            cell.1 += bytes;
+        }
+    }
+
+    /// Counts an outermost slice of category index `c` on PE `i`.
+    fn outermost(&mut self, i: usize, c: usize, ts_ns: u64, dur_ns: u64) {
+        let end = ts_ns.saturating_add(dur_ns);
+        let (total, bins) = if c == 0 {
+            (&mut self.pes[i].busy_ns, &mut self.busy_bins)
+        } else {
+            (&mut self.pes[i].idle_ns, &mut self.idle_bins)
+        };
+        *total += dur_ns;
+        spread(bins, self.start_ns, self.bin_ns, ts_ns, end);
+    }
+
+    /// The summary, once every slice is in.
+    pub fn finish(mut self) -> Summary {
+        for i in 0..self.pes.len() {
+            for c in 0..2 {
+                let Some(mut v) = self.pes[i].deferred[c].take() else {
+                    continue;
+                };
+                v.sort_by_key(|&(ts, dur)| (ts, std::cmp::Reverse(dur)));
+                let mut cover = Cover::default();
+                for (ts, dur) in v {
+                    if cover.keeps(ts, dur) {
+                        self.outermost(i, c, ts, dur);
+                    }
+                }
+            }
+        }
+        let span_ns = self.end_ns - self.start_ns;
+        let mut order: Vec<&PeAcc> = self.pes.iter().collect();
+        order.sort_by_key(|p| (p.pid, p.sort_index.unwrap_or(i64::from(p.tid)), p.tid));
+        let pes: Vec<PeUsage> = order
+            .into_iter()
+            .map(|p| PeUsage {
+                pe: p.tid,
+                pid: p.pid,
+                busy_ns: p.busy_ns,
+                idle_ns: p.idle_ns,
+                entries: p.entries,
+                utilisation: ratio(p.busy_ns as f64, span_ns as f64),
+                idle_fraction: ratio(p.idle_ns as f64, span_ns as f64),
+            })
+            .collect();
+        let denom = self.bin_ns * pes.len() as f64;
+        for b in self.busy_bins.iter_mut().chain(self.idle_bins.iter_mut()) {
+            *b = ratio(*b, denom);
+        }
+        let mut entries: Vec<EntryStats> = self
+            .entries
+            .into_values()
+            .map(|mut e| {
+                e.mean_ns = ratio(e.total_ns as f64, e.count as f64);
+                e
+            })
+            .collect();
+        entries.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let messages: Vec<MessageCell> = self
+            .matrix
+            .into_iter()
+            .map(|((src_pe, dst_pe), (messages, bytes))| MessageCell {
+                src_pe,
+                dst_pe,
+                messages,
+                bytes,
+            })
+            .collect();
+        let mean_utilisation = ratio(
+            pes.iter().map(|p| p.utilisation).sum::<f64>(),
+            pes.len() as f64,
+        );
+        Summary {
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            span_ns,
+            pe_count: pes.len(),
+            mean_utilisation,
+            entry_count: pes.iter().map(|p| p.entries).sum(),
+            message_count: messages.iter().map(|c| c.messages).sum(),
+            message_bytes: messages.iter().map(|c| c.bytes).sum(),
+            pes,
+            time_profile: TimeProfile {
+                bin_ns: self.bin_ns,
+                busy: self.busy_bins,
+                idle: self.idle_bins,
+            },
+            entries,
+            messages,
+        }
+    }
+}
+
 /// Computes the summary with a time profile of `bins` bins (at least 1).
 pub fn summarize(trace: &Trace, bins: usize) -> Summary {
-    let bins = bins.max(1);
-    let (start_ns, end_ns) = trace_span(trace);
-    let span_ns = end_ns - start_ns;
-    let bin_ns = span_ns as f64 / bins as f64;
-    let mut busy_bins = vec![0.0; bins];
-    let mut idle_bins = vec![0.0; bins];
-    let mut pes = Vec::with_capacity(trace.tracks.len());
-    let mut entries: HashMap<&str, EntryStats> = HashMap::new();
-    let mut matrix: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
-    let mut entry_count = 0u64;
-
+    let mut scan = Scan::default();
     for t in &trace.tracks {
-        let mut busy_ns = 0;
-        for s in outermost(t, CAT_ENTRY) {
-            busy_ns += s.dur_ns;
-            spread(&mut busy_bins, start_ns, bin_ns, s.ts_ns, s.end_ns());
+        let i = scan.track(t.pid, t.tid);
+        scan.sort_index(i, t.sort_index);
+        for s in &t.slices {
+            scan.slice(i, &s.cat, s.ts_ns, s.dur_ns);
         }
-        let mut idle_ns = 0;
-        for s in outermost(t, CAT_IDLE) {
-            idle_ns += s.dur_ns;
-            spread(&mut idle_bins, start_ns, bin_ns, s.ts_ns, s.end_ns());
+        for p in &t.instants {
+            scan.instant(p.ts_ns);
         }
-        let mut count = 0u64;
-        for s in t.slices.iter().filter(|s| s.cat == CAT_ENTRY) {
-            count += 1;
-            let bytes = s.arg_u64("bytes").unwrap_or(0);
-            let e = entries.entry(&s.name).or_insert_with(|| EntryStats {
-                name: s.name.clone(),
-                count: 0,
-                total_ns: 0,
-                mean_ns: 0.0,
-                max_ns: 0,
-                bytes: 0,
-            });
-            e.count += 1;
-            e.total_ns += s.dur_ns;
-            e.max_ns = e.max_ns.max(s.dur_ns);
-            e.bytes += bytes;
-            if let Some(src) = s.arg_u64("src_pe").and_then(|v| u32::try_from(v).ok()) {
-                let cell = matrix.entry((src, t.tid)).or_default();
-                cell.0 += 1;
-                cell.1 += bytes;
-            }
+    }
+    let mut acc = SummaryAcc::new(scan, bins);
+    for t in &trace.tracks {
+        for s in &t.slices {
+            let (bytes, src) = (s.arg_u64("bytes"), s.arg_u64("src_pe"));
+            acc.slice(t.pid, t.tid, &s.name, &s.cat, s.ts_ns, s.dur_ns, bytes, src);
         }
-        entry_count += count;
-        pes.push(PeUsage {
-            pe: t.tid,
-            pid: t.pid,
-            busy_ns,
-            idle_ns,
-            entries: count,
-            utilisation: ratio(busy_ns as f64, span_ns as f64),
-            idle_fraction: ratio(idle_ns as f64, span_ns as f64),
-        });
     }
-
-    let denom = bin_ns * trace.tracks.len() as f64;
-    for b in busy_bins.iter_mut().chain(idle_bins.iter_mut()) {
-        *b = ratio(*b, denom);
-    }
-    let mut entries: Vec<EntryStats> = entries
-        .into_values()
-        .map(|mut e| {
-            e.mean_ns = ratio(e.total_ns as f64, e.count as f64);
-            e
-        })
-        .collect();
-    entries.sort_by(|a, b| {
-        b.total_ns
-            .cmp(&a.total_ns)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let messages: Vec<MessageCell> = matrix
-        .into_iter()
-        .map(|((src_pe, dst_pe), (messages, bytes))| MessageCell {
-            src_pe,
-            dst_pe,
-            messages,
-            bytes,
-        })
-        .collect();
-    let mean_utilisation = ratio(
-        pes.iter().map(|p| p.utilisation).sum::<f64>(),
-        pes.len() as f64,
-    );
-    Summary {
-        start_ns,
-        end_ns,
-        span_ns,
-        pe_count: trace.tracks.len(),
-        mean_utilisation,
-        entry_count,
-        message_count: messages.iter().map(|c| c.messages).sum(),
-        message_bytes: messages.iter().map(|c| c.bytes).sum(),
-        pes,
-        time_profile: TimeProfile {
-            bin_ns,
-            busy: busy_bins,
-            idle: idle_bins,
-        },
-        entries,
-        messages,
-    }
+    acc.finish()
 }
 
-/// A duration for people: ns, µs, ms or s with a sensible number of digits.
-pub fn fmt_ns(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else if ns < 1e6 {
-        format!("{:.3} us", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.3} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
-    }
-}
-
-/// A byte count for people.
-pub fn fmt_bytes(b: u64) -> String {
-    let b = b as f64;
-    if b < 1024.0 {
-        format!("{b} B")
-    } else if b < 1024.0 * 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else if b < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / (1024.0 * 1024.0))
-    } else {
-        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
-    }
-}
-
-/// PEs listed one by one in the text output; above this, the extremes are shown.
-const TEXT_PE_ROWS: usize = 64;
-/// Matrix drawn densely up to this many PEs; above, the largest pairs are listed.
-const TEXT_DENSE_MATRIX: usize = 16;
-
-/// The summary as plain-text tables for people.
-pub fn render_text(s: &Summary) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "Trace: {} PEs, span {} ({} .. {})",
-        s.pe_count,
-        fmt_ns(s.span_ns as f64),
-        fmt_ns(s.start_ns as f64),
-        fmt_ns(s.end_ns as f64)
-    );
-    let _ = writeln!(
-        o,
-        "Mean utilisation {:.1}%, {} entry executions, {} messages ({})",
-        s.mean_utilisation * 100.0,
-        s.entry_count,
-        s.message_count,
-        fmt_bytes(s.message_bytes)
-    );
-
-    let _ = writeln!(o, "\nUtilisation per PE (busy = in entry methods)");
-    let _ = writeln!(
-        o,
-        "{:>8} {:>6} {:>14} {:>14} {:>7} {:>7} {:>9}",
-        "PE", "pid", "busy", "idle", "busy%", "idle%", "entries"
-    );
-    let row = |o: &mut String, p: &PeUsage| {
-        let _ = writeln!(
-            o,
-            "{:>8} {:>6} {:>14} {:>14} {:>6.1}% {:>6.1}% {:>9}",
-            p.pe,
-            p.pid,
-            fmt_ns(p.busy_ns as f64),
-            fmt_ns(p.idle_ns as f64),
-            p.utilisation * 100.0,
-            p.idle_fraction * 100.0,
-            p.entries
-        );
-    };
-    if s.pes.len() <= TEXT_PE_ROWS {
-        for p in &s.pes {
-            row(&mut o, p);
+/// [`summarize`] for a [`CompactTrace`].
+pub fn summarize_compact(trace: &CompactTrace, bins: usize) -> Summary {
+    let mut scan = Scan::default();
+    for t in &trace.tracks {
+        let i = scan.track(t.pid, t.tid);
+        scan.sort_index(i, t.sort_index);
+        for s in t.spans() {
+            scan.slice(i, trace.strings.get(s.cat), s.ts_ns, s.dur_ns);
         }
-    } else {
-        let mut by_util: Vec<&PeUsage> = s.pes.iter().collect();
-        by_util.sort_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
-        let _ = writeln!(o, "  (least utilised 8)");
-        for p in by_util.iter().take(8) {
-            row(&mut o, p);
-        }
-        let _ = writeln!(o, "  (most utilised 8)");
-        for p in by_util.iter().rev().take(8).rev() {
-            row(&mut o, p);
+        for ts in t.instant_times() {
+            scan.instant(ts);
         }
     }
-
-    let tp = &s.time_profile;
-    let _ = writeln!(
-        o,
-        "\nTime profile (busy % of all PEs per bin of {}; '#' busy, '.' idle)",
-        fmt_ns(tp.bin_ns)
-    );
-    const BAR: usize = 50;
-    for (i, (b, idle)) in tp.busy.iter().zip(&tp.idle).enumerate() {
-        let nb = ((b * BAR as f64).round() as usize).min(BAR);
-        let ni = ((idle * BAR as f64).round() as usize).min(BAR - nb);
-        let _ = writeln!(
-            o,
-            "{:>14} |{}{}{}| {:>5.1}%",
-            fmt_ns(i as f64 * tp.bin_ns),
-            "#".repeat(nb),
-            ".".repeat(ni),
-            " ".repeat(BAR - nb - ni),
-            b * 100.0
-        );
-    }
-
-    let _ = writeln!(o, "\nEntry methods (by total time)");
-    let width = s
-        .entries
-        .iter()
-        .map(|e| e.name.chars().count())
-        .max()
-        .unwrap_or(5)
-        .clamp(5, 48);
-    let _ = writeln!(
-        o,
-        "{:<width$} {:>10} {:>14} {:>14} {:>14} {:>12}",
-        "entry", "count", "total", "mean", "max", "bytes"
-    );
-    for e in &s.entries {
-        let _ = writeln!(
-            o,
-            "{:<width$} {:>10} {:>14} {:>14} {:>14} {:>12}",
-            e.name,
-            e.count,
-            fmt_ns(e.total_ns as f64),
-            fmt_ns(e.mean_ns),
-            fmt_ns(e.max_ns as f64),
-            fmt_bytes(e.bytes)
-        );
-    }
-
-    render_matrix(&mut o, s);
-    o
-}
-
-fn render_matrix(o: &mut String, s: &Summary) {
-    if s.messages.is_empty() {
-        let _ = writeln!(o, "\nMessages: none recorded");
-        return;
-    }
-    if s.pe_count <= TEXT_DENSE_MATRIX {
-        let pes: Vec<u32> = s.pes.iter().map(|p| p.pe).collect();
-        let _ = writeln!(
-            o,
-            "\nMessages PE to PE (row = source, column = destination)"
-        );
-        let _ = write!(o, "{:>8}", "src\\dst");
-        for d in &pes {
-            let _ = write!(o, " {d:>8}");
-        }
-        let _ = writeln!(o);
-        let cells: HashMap<(u32, u32), u64> = s
-            .messages
-            .iter()
-            .map(|c| ((c.src_pe, c.dst_pe), c.messages))
-            .collect();
-        let mut srcs: Vec<u32> = pes.clone();
-        for c in &s.messages {
-            if !srcs.contains(&c.src_pe) {
-                srcs.push(c.src_pe);
-            }
-        }
-        for src in srcs {
-            let _ = write!(o, "{src:>8}");
-            for d in &pes {
-                let _ = write!(o, " {:>8}", cells.get(&(src, *d)).copied().unwrap_or(0));
-            }
-            let _ = writeln!(o);
-        }
-    } else {
-        let mut top: Vec<&MessageCell> = s.messages.iter().collect();
-        top.sort_by(|a, b| b.messages.cmp(&a.messages).then(a.src_pe.cmp(&b.src_pe)));
-        let _ = writeln!(
-            o,
-            "\nMessages PE to PE: {} non-empty pairs; the 20 busiest",
-            s.messages.len()
-        );
-        let _ = writeln!(
-            o,
-            "{:>8} {:>8} {:>10} {:>12}",
-            "src", "dst", "messages", "bytes"
-        );
-        for c in top.into_iter().take(20) {
-            let _ = writeln!(
-                o,
-                "{:>8} {:>8} {:>10} {:>12}",
-                c.src_pe,
-                c.dst_pe,
-                c.messages,
-                fmt_bytes(c.bytes)
+    let mut acc = SummaryAcc::new(scan, bins);
+    for t in &trace.tracks {
+        for s in t.spans() {
+            let (name, cat) = (trace.strings.get(s.name), trace.strings.get(s.cat));
+            acc.slice(
+                t.pid, t.tid, name, cat, s.ts_ns, s.dur_ns, s.bytes, s.src_pe,
             );
         }
     }
+    acc.finish()
+}
+
+/// [`summarize`] for the trace file at `path`, streamed twice (a [`Scan`], then a
+/// [`SummaryAcc`]): memory holds per-PE, per-bin and per-entry state, not the slices.
+pub fn summarize_file(path: impl AsRef<Path>, bins: usize) -> Result<Summary, TraceError> {
+    let path = path.as_ref();
+    let mut scan = Scan::default();
+    for_each_item(path, |item| {
+        match item {
+            Item::Slice {
+                pid,
+                tid,
+                cat,
+                ts_ns,
+                dur_ns,
+                ..
+            } => {
+                let i = scan.track(pid, tid);
+                scan.slice(i, &cat, ts_ns, dur_ns);
+            }
+            Item::Instant {
+                pid, tid, ts_ns, ..
+            } => {
+                scan.track(pid, tid);
+                scan.instant(ts_ns);
+            }
+            Item::ThreadName { pid, tid, .. } => {
+                scan.track(pid, tid);
+            }
+            Item::SortIndex { pid, tid, index } => {
+                let i = scan.track(pid, tid);
+                scan.sort_index(i, index);
+            }
+            Item::Flow { .. } | Item::ProcessName { .. } => {}
+        }
+        Ok(())
+    })?;
+    let mut acc = SummaryAcc::new(scan, bins);
+    for_each_item(path, |item| {
+        if let Item::Slice {
+            pid,
+            tid,
+            name,
+            cat,
+            ts_ns,
+            dur_ns,
+            args,
+            ..
+        } = item
+        {
+            let (bytes, src) = (args.u64_arg("bytes"), args.u64_arg("src_pe"));
+            acc.slice(pid, tid, &name, &cat, ts_ns, dur_ns, bytes, src);
+        }
+        Ok(())
+    })?;
+    Ok(acc.finish())
 }
 
 #[cfg(test)]

@@ -18,6 +18,9 @@
 //!   and draws the arrow from the bound slice written first: the `s` and its holder
 //!   must come before the `f` and its holder in the file.
 //!
+//! The file-order rule is not applied to Perfetto protobuf traces, which DevTools
+//! does not read and Perfetto binds by flow id whatever the order.
+//!
 //! Besides: every track with events is named; slices have a positive duration
 //! (catapult drops arrows bound to zero-length slices) and nest (two slices are
 //! disjoint or one contains the other; touching ends are fine); instants are in time
@@ -29,7 +32,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::analysis::read::{Flow, FlowEnd, Slice, Trace, Track};
+use crate::analysis::compact::{CompactFlow, CompactTrace, CompactTrack, Span, Strings};
+use crate::analysis::events::Format;
+use crate::analysis::read::{FlowEnd, Trace};
+use crate::analysis::summary::{CAT_ENTRY, CAT_IDLE};
 
 /// Examples kept per rule; every problem is counted.
 const EXAMPLES_PER_RULE: usize = 20;
@@ -123,6 +129,12 @@ pub fn validate(trace: &Trace) -> Vec<String> {
 
 /// Checks `trace` against the viewers' rules (see the module docs).
 pub fn check(trace: &Trace) -> CheckReport {
+    check_compact(&CompactTrace::from_trace(trace))
+}
+
+/// [`check`] for a [`CompactTrace`]: holds one track's slices unpacked at a time.
+pub fn check_compact(trace: &CompactTrace) -> CheckReport {
+    let strings = &trace.strings;
     let mut r = CheckReport {
         flows: trace.flows.len(),
         ..CheckReport::default()
@@ -133,41 +145,51 @@ pub fn check(trace: &Trace) -> CheckReport {
         });
     }
     for t in &trace.tracks {
-        let busy = !t.slices.is_empty() || !t.instants.is_empty();
+        let busy = t.slice_count() > 0 || t.instant_count() > 0;
         if busy && t.thread_name.is_none() {
             r.add(Rule::UnnamedTrack, || {
                 format!("track pid {} tid {} has no thread_name", t.pid, t.tid)
             });
         }
-        check_slices(t, &mut r);
-        for w in t.instants.windows(2).filter(|w| w[1].ts_ns < w[0].ts_ns) {
-            r.add(Rule::InstantOrder, || {
-                format!(
-                    "track pid {} tid {}: instant at {} ns after one at {} ns",
-                    t.pid, t.tid, w[1].ts_ns, w[0].ts_ns
-                )
-            });
+        check_slices(strings, t, &mut r);
+        let mut last = None;
+        for ts in t.instant_times() {
+            if let Some(prev) = last.filter(|&prev| ts < prev) {
+                r.add(Rule::InstantOrder, || {
+                    format!(
+                        "track pid {} tid {}: instant at {ts} ns after one at {prev} ns",
+                        t.pid, t.tid
+                    )
+                });
+            }
+            last = Some(ts);
         }
     }
     let mut bad = vec![false; trace.flows.len()];
     let holders = check_flow_ends(trace, &mut bad, &mut r);
     for (i, f) in trace.flows.iter().enumerate() {
-        let holders_reversed = matches!(holders[i], [Some(s), Some(e)] if e < s);
-        if f.to.seq < f.from.seq || holders_reversed {
+        let [s, e] = holders[i];
+        let holders_reversed = s != NO_HOLDER && e != NO_HOLDER && e < s;
+        let (from, to) = (trace.flow_end(f, 0), trace.flow_end(f, 1));
+        // Only DevTools reads events in file order, and it reads no protobuf.
+        let json = trace.format == Format::ChromeJson;
+        if json && (to.seq < from.seq || holders_reversed) {
             bad[i] = true;
             r.add(Rule::FlowFileOrder, || {
                 format!(
                     "flow {}: its end (event {}) or end's slice is written before its start (event {}) or start's slice; DevTools drops or reverses such arrows",
-                    f.id, f.to.seq, f.from.seq
+                    f.id().text(strings), to.seq, from.seq
                 )
             });
         }
-        if f.to.ts_ns <= f.from.ts_ns {
+        if to.ts_ns <= from.ts_ns {
             bad[i] = true;
             r.add(Rule::FlowBackwards, || {
                 format!(
                     "flow {} ends at {} ns, not after its start at {} ns",
-                    f.id, f.to.ts_ns, f.from.ts_ns
+                    f.id().text(strings),
+                    to.ts_ns,
+                    from.ts_ns
                 )
             });
         }
@@ -176,26 +198,33 @@ pub fn check(trace: &Trace) -> CheckReport {
     r
 }
 
-fn describe(s: &Slice) -> String {
-    format!("'{}' ({}) [{}, {}] ns", s.name, s.cat, s.ts_ns, s.end_ns())
+fn describe(strings: &Strings, s: &Span) -> String {
+    format!(
+        "'{}' ({}) [{}, {}] ns",
+        strings.get(s.name),
+        strings.get(s.cat),
+        s.ts_ns,
+        s.end_ns()
+    )
 }
 
 /// Zero length and nesting of one track's slices.
-fn check_slices(t: &Track, r: &mut CheckReport) {
-    for s in &t.slices {
+fn check_slices(strings: &Strings, t: &CompactTrack, r: &mut CheckReport) {
+    let slices = sorted(t);
+    for s in t.spans() {
         if s.dur_ns == 0 {
             r.add(Rule::ZeroLength, || {
                 format!(
                     "track pid {} tid {}: slice {} has zero duration",
                     t.pid,
                     t.tid,
-                    describe(s)
+                    describe(strings, &s)
                 )
             });
         }
     }
-    let mut stack: Vec<&Slice> = Vec::new();
-    for s in sorted(t) {
+    let mut stack: Vec<&Span> = Vec::new();
+    for s in &slices {
         while stack.last().is_some_and(|top| top.end_ns() <= s.ts_ns) {
             stack.pop();
         }
@@ -206,8 +235,8 @@ fn check_slices(t: &Track, r: &mut CheckReport) {
                         "track pid {} tid {}: slice {} partially overlaps {}",
                         t.pid,
                         t.tid,
-                        describe(s),
-                        describe(top)
+                        describe(strings, s),
+                        describe(strings, top)
                     )
                 });
                 // Go on as if it had ended with the slice it overlaps.
@@ -219,56 +248,68 @@ fn check_slices(t: &Track, r: &mut CheckReport) {
 }
 
 /// The track's slices by start, outer (longer) ones first.
-fn sorted(t: &Track) -> Vec<&Slice> {
-    let mut v: Vec<(usize, &Slice)> = t.slices.iter().enumerate().collect();
-    v.sort_by_key(|&(i, s)| (s.ts_ns, Reverse(s.end_ns()), i));
-    v.into_iter().map(|(_, s)| s).collect()
+fn sorted(t: &CompactTrack) -> Vec<Span> {
+    let mut v: Vec<Span> = t.spans().collect();
+    // Stable: equal slices keep their file order.
+    v.sort_by_key(|s| (s.ts_ns, Reverse(s.end_ns())));
+    v
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Side {
-    Start,
-    End,
+    Start = 0,
+    End = 1,
 }
 
-/// A flow end on a track: its time, the flow's index and which end it is.
-type EndAt = (u64, usize, Side);
+/// No holder slice found for a flow end, in the per-flow holder positions.
+const NO_HOLDER: u32 = u32::MAX;
+
+/// A flow end packed in 8 bytes: its track's rank among the flow ends' tracks, and
+/// the flow's index and side (its time is the flow's).
+fn end_key(rank: u32, flow: usize, side: Side) -> u64 {
+    (u64::from(rank) << 32) | ((flow as u64) << 1) | side as u64
+}
 
 /// The binding rules at every flow start and end, one sweep per track; returns each
 /// flow's holder slices' file positions (start, end), where there is one.
-fn check_flow_ends(
-    trace: &Trace,
-    bad: &mut [bool],
-    r: &mut CheckReport,
-) -> Vec<[Option<usize>; 2]> {
-    let mut holders = vec![[None, None]; trace.flows.len()];
-    let mut by_track: HashMap<(u32, u32), Vec<EndAt>> = HashMap::new();
+fn check_flow_ends(trace: &CompactTrace, bad: &mut [bool], r: &mut CheckReport) -> Vec<[u32; 2]> {
+    let mut holders = vec![[NO_HOLDER; 2]; trace.flows.len()];
+    let mut ranks: Vec<usize> = (0..trace.flow_tracks.len()).collect();
+    ranks.sort_unstable_by_key(|&k| trace.flow_tracks[k]);
+    let mut rank_of = vec![0u32; ranks.len()];
+    for (rank, &k) in ranks.iter().enumerate() {
+        rank_of[k] = rank as u32;
+    }
+    let mut ends: Vec<u64> = Vec::with_capacity(2 * trace.flows.len());
     for (i, f) in trace.flows.iter().enumerate() {
-        for (end, side) in [(&f.from, Side::Start), (&f.to, Side::End)] {
-            by_track
-                .entry((end.pid, end.tid))
-                .or_default()
-                .push((end.ts_ns, i, side));
+        for side in [Side::Start, Side::End] {
+            ends.push(end_key(rank_of[f.track(side as usize)], i, side));
         }
     }
-    let mut keys: Vec<_> = by_track.keys().copied().collect();
-    keys.sort_unstable();
-    for key in keys {
-        let mut ends = by_track.remove(&key).unwrap_or_default();
-        ends.sort_unstable_by_key(|&(ts, i, _)| (ts, i));
-        let empty = Track::default();
-        let track = trace.track(key.0, key.1).unwrap_or(&empty);
-        let slices = sorted(track);
-        let mut starts_at: HashMap<u64, Vec<&Slice>> = HashMap::new();
-        let mut ends_at: HashMap<u64, Vec<&Slice>> = HashMap::new();
+    let ts_of = |e: u64| trace.flows[((e as u32) >> 1) as usize].ts((e & 1) as usize);
+    ends.sort_unstable_by_key(|&e| (e >> 32, ts_of(e), e as u32));
+    let index: HashMap<(u32, u32), &CompactTrack> =
+        trace.tracks.iter().map(|t| ((t.pid, t.tid), t)).collect();
+    for run in ends.chunk_by(|a, b| a >> 32 == b >> 32) {
+        let key = trace.flow_tracks[ranks[(run[0] >> 32) as usize]];
+        let slices = index.get(&key).map(|t| sorted(t)).unwrap_or_default();
+        let mut starts_at: HashMap<u64, Vec<&Span>> = HashMap::new();
+        let mut ends_at: HashMap<u64, Vec<&Span>> = HashMap::new();
         for s in &slices {
             starts_at.entry(s.ts_ns).or_default().push(s);
             ends_at.entry(s.end_ns()).or_default().push(s);
         }
         let mut next = 0;
-        let mut stack: Vec<&Slice> = Vec::new();
-        for (ts, i, side) in ends {
-            while let Some(&s) = slices.get(next).filter(|s| s.ts_ns <= ts) {
+        let mut stack: Vec<&Span> = Vec::new();
+        for &packed in run {
+            let ts = ts_of(packed);
+            let i = ((packed as u32) >> 1) as usize;
+            let side = if packed & 1 == 0 {
+                Side::Start
+            } else {
+                Side::End
+            };
+            while let Some(s) = slices.get(next).filter(|s| s.ts_ns <= ts) {
                 while stack.last().is_some_and(|top| top.end_ns() <= s.ts_ns) {
                     stack.pop();
                 }
@@ -279,8 +320,12 @@ fn check_flow_ends(
                 stack.pop();
             }
             let f = &trace.flows[i];
-            let at = if side == Side::Start { &f.from } else { &f.to };
-            let ctx = Ctx { f, at, side };
+            let ctx = Ctx {
+                strings: &trace.strings,
+                f,
+                at: trace.flow_end(f, side as usize),
+                side,
+            };
             let around = stack
                 .iter()
                 .rev()
@@ -288,7 +333,8 @@ fn check_flow_ends(
                 .copied();
             let (found, holder) = binding_problems(&ctx, around, &starts_at, &ends_at, r);
             bad[i] |= found;
-            holders[i][usize::from(side == Side::End)] = holder;
+            holders[i][side as usize] =
+                holder.map_or(NO_HOLDER, |h| h.min(u64::from(u32::MAX - 1)) as u32);
         }
     }
     holders
@@ -296,8 +342,9 @@ fn check_flow_ends(
 
 /// One flow end being checked.
 struct Ctx<'a> {
-    f: &'a Flow,
-    at: &'a FlowEnd,
+    strings: &'a Strings,
+    f: &'a CompactFlow,
+    at: FlowEnd,
     side: Side,
 }
 
@@ -309,7 +356,10 @@ impl Ctx<'_> {
         };
         format!(
             "flow {} {side} at pid {} tid {} {} ns",
-            self.f.id, self.at.pid, self.at.tid, self.at.ts_ns
+            self.f.id().text(self.strings),
+            self.at.pid,
+            self.at.tid,
+            self.at.ts_ns
         )
     }
 }
@@ -317,15 +367,16 @@ impl Ctx<'_> {
 /// Checks one flow end: whether it breaks a rule, and its holder's file position.
 fn binding_problems(
     c: &Ctx<'_>,
-    around: Option<&Slice>,
-    starts_at: &HashMap<u64, Vec<&Slice>>,
-    ends_at: &HashMap<u64, Vec<&Slice>>,
+    around: Option<&Span>,
+    starts_at: &HashMap<u64, Vec<&Span>>,
+    ends_at: &HashMap<u64, Vec<&Span>>,
     r: &mut CheckReport,
-) -> (bool, Option<usize>) {
+) -> (bool, Option<u64>) {
     let ts = c.at.ts_ns;
-    let starting: &[&Slice] = starts_at.get(&ts).map_or(&[], Vec::as_slice);
-    let ending: &[&Slice] = ends_at.get(&ts).map_or(&[], Vec::as_slice);
-    let holders: Vec<&Slice> = starting
+    let describe = |s: &Span| describe(c.strings, s);
+    let starting: &[&Span] = starts_at.get(&ts).map_or(&[], Vec::as_slice);
+    let ending: &[&Span] = ends_at.get(&ts).map_or(&[], Vec::as_slice);
+    let holders: Vec<&Span> = starting
         .iter()
         .filter(|s| s.cat == c.f.cat)
         .copied()
@@ -338,7 +389,7 @@ fn binding_problems(
                 format!(
                     "{}: no slice of category '{}' starts there (DevTools binds flow events by cat, pid, tid and ts)",
                     c.what(),
-                    c.f.cat
+                    c.strings.get(c.f.cat)
                 )
             });
         }
@@ -349,13 +400,13 @@ fn binding_problems(
                 format!(
                     "{}: {n} slices of category '{}' start there",
                     c.what(),
-                    c.f.cat
+                    c.strings.get(c.f.cat)
                 )
             });
         }
     }
     let holder = holders.first().copied();
-    let others: Vec<&Slice> = starting
+    let others: Vec<&Span> = starting
         .iter()
         .filter(|s| holder.is_none_or(|h| !std::ptr::eq(**s, h)))
         .chain(ending.iter())
@@ -379,7 +430,7 @@ fn binding_problems(
         });
         return (true, holder_seq);
     };
-    if around.cat == "idle" {
+    if c.strings.get(around.cat) == CAT_IDLE {
         found = true;
         r.add(Rule::FlowInIdle, || {
             format!("{}: inside idle slice {}", c.what(), describe(around))
@@ -398,8 +449,8 @@ fn binding_problems(
             });
         }
     }
-    if c.side == Side::End && around.cat == "entry" {
-        if let (Some(m), Some(id)) = (around.arg_u64("msg_id"), c.f.id_u64()) {
+    if c.side == Side::End && c.strings.get(around.cat) == CAT_ENTRY {
+        if let (Some(m), Some(id)) = (around.msg_id, c.f.id().as_u64(c.strings)) {
             if m != id {
                 found = true;
                 r.add(Rule::FlowWrongEntry, || {

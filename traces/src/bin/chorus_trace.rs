@@ -1,13 +1,17 @@
-//! `chorus-trace`: summaries, HTML reports and checks of chorus Chrome traces.
+//! `chorus-trace`: summaries, HTML reports and checks of chorus traces (Chrome JSON
+//! or Perfetto protobuf).
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chorus_traces::{check, read_chrome, render_report, render_text, summarize, ReportOptions};
+use chorus_traces::{
+    check_compact, render_report_compact, render_text, summarize_compact, summarize_file,
+    CompactTrace, ReportOptions,
+};
 use clap::{Parser, Subcommand};
 
-/// Projections-like views of a chorus trace (Chrome Trace Event JSON).
+/// Projections-like views of a chorus trace (Chrome Trace Event JSON or Perfetto protobuf).
 #[derive(Parser)]
 #[command(name = "chorus-trace", version, about)]
 struct Cli {
@@ -57,8 +61,8 @@ enum Command {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Summary { file, json, bins } => {
-            let trace = read_chrome(&file).map_err(|e| e.to_string())?;
-            let s = summarize(&trace, bins as usize);
+            // Streamed twice, holding per-PE and per-bin state only.
+            let s = summarize_file(&file, bins as usize).map_err(|e| e.to_string())?;
             if json {
                 let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
                 println!("{text}");
@@ -72,20 +76,20 @@ fn run(cli: Cli) -> Result<(), String> {
             bins,
             max_rows,
         } => {
-            let trace = read_chrome(&file).map_err(|e| e.to_string())?;
-            let s = summarize(&trace, bins as usize);
+            let trace = CompactTrace::read(&file).map_err(|e| e.to_string())?;
+            let s = summarize_compact(&trace, bins as usize);
             let opts = ReportOptions {
                 title: format!("chorus trace: {}", file.display()),
                 max_rows: max_rows as usize,
                 ..ReportOptions::default()
             };
-            let html = render_report(&trace, &s, &opts);
+            let html = render_report_compact(&trace, &s, &opts);
             std::fs::write(&output, html).map_err(|e| format!("{}: {e}", output.display()))?;
             eprintln!("wrote {}", output.display());
         }
         Command::Check { file, json } => {
-            let trace = read_chrome(&file).map_err(|e| e.to_string())?;
-            let report = check(&trace);
+            let trace = CompactTrace::read(&file).map_err(|e| e.to_string())?;
+            let report = check_compact(&trace);
             if json {
                 let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
                 println!("{text}");

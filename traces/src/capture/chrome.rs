@@ -50,8 +50,44 @@ pub use crate::capture::stats::WriteStats;
 /// Most passes that move receives after their sends before the rest are given up.
 const MAX_LAYOUT_PASSES: u64 = 32;
 
+/// What an output format does with the laid-out events: Chrome JSON here, Perfetto
+/// protobuf in [`crate::capture::perfetto`]. Called in this order: `metadata`, `track`
+/// once per PE, `holders`, `finish`.
+pub(crate) trait Output {
+    /// Names the processes and threads.
+    fn metadata(&mut self, view: &SpoolView) -> std::io::Result<()>;
+    /// Writes one PE's events; holders written after every track go to `holders`.
+    fn track(
+        &mut self,
+        o: &TrackOut<'_>,
+        t: &TrackEvents,
+        holders: &mut Vec<HolderOut>,
+        stats: &mut WriteStats,
+    ) -> std::io::Result<()>;
+    /// Writes the deferred holders and their flow events, sorted by time.
+    fn holders(&mut self, holders: &[HolderOut], stats: &mut WriteStats) -> std::io::Result<()>;
+    /// Ends and flushes the file; returns how many events it has.
+    fn finish(self: Box<Self>) -> std::io::Result<u64>;
+}
+
 /// Writes `view`'s spool as Chrome JSON to `out` (see the module docs).
 pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<WriteStats, TraceError> {
+    let file = File::create(out).map_err(|e| TraceError::io(out, e))?;
+    let w = JsonOut {
+        w: BufWriter::with_capacity(1 << 20, file),
+        first: true,
+        events: 0,
+    };
+    write_as(view, names, out, Box::new(w))
+}
+
+/// Lays the spool out and writes it through `w` to `out` (already created).
+pub(crate) fn write_as(
+    view: &SpoolView,
+    names: &Names,
+    out: &Path,
+    mut w: Box<dyn Output>,
+) -> Result<WriteStats, TraceError> {
     let names = names.snapshot();
     let mut stats = WriteStats::default();
     let mut spool = File::open(&view.path).map_err(|e| TraceError::io(&view.path, e))?;
@@ -71,15 +107,8 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
     let (min_recv, backwards) = place_receives(&by_pe, &mut reader, &mut stats)?;
     stats.skewed_flows += backwards.len() as u64;
 
-    let file = File::create(out).map_err(|e| TraceError::io(out, e))?;
-    let mut w = JsonOut {
-        w: BufWriter::with_capacity(1 << 20, file),
-        first: true,
-        events: 0,
-    };
     let io = |e| TraceError::io(out, e);
-    w.w.write_all(b"{\"traceEvents\":[\n").map_err(io)?;
-    write_metadata(&mut w, view).map_err(io)?;
+    w.metadata(view).map_err(io)?;
     let mut holders: Vec<HolderOut> = Vec::with_capacity(2 * plan.sends.len());
     for (&pe, chunks) in &by_pe {
         let mut scratch = WriteStats::default();
@@ -99,31 +128,12 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
             arg_keys: &view.arg_keys,
             backwards: &backwards,
         };
-        emit_track(&mut w, &t, &track, &mut holders, &mut stats).map_err(io)?;
+        w.track(&t, &track, &mut holders, &mut stats).map_err(io)?;
     }
-    // DevTools reads flow events in file order and draws each arrow from the slice
-    // written first, so every holder and flow event comes last, in time order: a
-    // send's before its receive's, whichever PE comes first.
     holders.sort_unstable_by_key(|h| (h.t, h.pid, h.pe));
-    for h in &holders {
-        let (name, ph) = if h.send { ("send", 's') } else { ("recv", 'f') };
-        // The message id is the flow's id; the handling entry has it too.
-        write_x(&mut w, h.pid, h.pe, "msg", name, h.t, h.t + 1).map_err(io)?;
-        w.w.write_all(b"}").map_err(io)?;
-        stats.slices += 1;
-        stats.flow_slices += 1;
-        if h.flow {
-            write_flow(&mut w, h.pid, h.pe, ph, h.msg_id, h.t).map_err(io)?;
-            stats.flows += u64::from(!h.send);
-        }
-    }
-
-    w.w.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")
-        .map_err(io)?;
-    let file = w.w.into_inner().map_err(|e| io(e.into_error()))?;
-    file.sync_all().ok();
+    w.holders(&holders, &mut stats).map_err(io)?;
+    stats.events = w.finish().map_err(io)?;
     stats.pes = view.tracks.len();
-    stats.events = w.events;
     stats.bytes = std::fs::metadata(out).map_err(io)?.len();
     stats.bytes_per_event = if stats.events == 0 {
         0.0
@@ -264,6 +274,49 @@ fn plan_flows(
     Ok(FlowPlan { sends, recvs })
 }
 
+impl Output for JsonOut {
+    fn metadata(&mut self, view: &SpoolView) -> std::io::Result<()> {
+        self.w.write_all(b"{\"traceEvents\":[\n")?;
+        write_metadata(self, view)
+    }
+
+    fn track(
+        &mut self,
+        o: &TrackOut<'_>,
+        t: &TrackEvents,
+        holders: &mut Vec<HolderOut>,
+        stats: &mut WriteStats,
+    ) -> std::io::Result<()> {
+        emit_track(self, o, t, holders, stats)
+    }
+
+    fn holders(&mut self, holders: &[HolderOut], stats: &mut WriteStats) -> std::io::Result<()> {
+        // DevTools reads flow events in file order and draws each arrow from the slice
+        // written first, so every holder and flow event comes last, in time order: a
+        // send's before its receive's, whichever PE comes first.
+        for h in holders {
+            let (name, ph) = if h.send { ("send", 's') } else { ("recv", 'f') };
+            // The message id is the flow's id; the handling entry has it too.
+            write_x(self, h.pid, h.pe, "msg", name, h.t, h.t + 1)?;
+            self.w.write_all(b"}")?;
+            stats.slices += 1;
+            stats.flow_slices += 1;
+            if h.flow {
+                write_flow(self, h.pid, h.pe, ph, h.msg_id, h.t)?;
+                stats.flows += u64::from(!h.send);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> std::io::Result<u64> {
+        self.w.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")?;
+        let file = self.w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all().ok();
+        Ok(self.events)
+    }
+}
+
 /// Buffered JSON event output with comma handling.
 struct JsonOut {
     w: BufWriter<File>,
@@ -350,7 +403,8 @@ fn write_metadata(w: &mut JsonOut, view: &SpoolView) -> std::io::Result<()> {
     Ok(())
 }
 
-fn name_of<'a>(names: &'a [String], id: NameId, fallback: &'a mut String) -> &'a str {
+/// The name of `id`, or `name#id` (in `fallback`) for one the table lacks.
+pub(crate) fn name_of<'a>(names: &'a [String], id: NameId, fallback: &'a mut String) -> &'a str {
     match names.get(id as usize) {
         Some(n) => n,
         None => {
@@ -400,38 +454,31 @@ fn write_flow(
     o.write_all(b"}")
 }
 
-/// What [`emit_track`] needs besides the events.
-struct TrackOut<'a> {
-    pe: u32,
-    pid: u32,
-    names: &'a [String],
-    arg_keys: &'a [&'static str],
+/// What an [`Output`] needs of a track besides its events.
+pub(crate) struct TrackOut<'a> {
+    pub pe: u32,
+    pub pid: u32,
+    pub names: &'a [String],
+    pub arg_keys: &'a [&'static str],
     /// Messages whose arrow would point backwards: holders only, no flow events.
-    backwards: &'a HashSet<u64>,
+    pub backwards: &'a HashSet<u64>,
 }
 
 /// A holder slice and its flow event, written after every track.
-struct HolderOut {
-    t: u64,
-    pid: u32,
-    pe: u32,
-    msg_id: u64,
-    send: bool,
+pub(crate) struct HolderOut {
+    pub t: u64,
+    pub pid: u32,
+    pub pe: u32,
+    pub msg_id: u64,
+    pub send: bool,
     /// Whether its flow event is written (not for arrows that would point back).
-    flow: bool,
+    pub flow: bool,
 }
 
-/// Writes one PE's slices and instants in timestamp order, enclosing slices before
-/// the slices inside them, and adds its holders to `holders`.
-fn emit_track(
-    w: &mut JsonOut,
-    o: &TrackOut<'_>,
-    t: &TrackEvents,
-    holders: &mut Vec<HolderOut>,
-    stats: &mut WriteStats,
-) -> std::io::Result<()> {
-    let (pe, pid, names) = (o.pe, o.pid, o.names);
-    // (start, class, Reverse(end), index): class 0 slices, 1 holders, 2 instants.
+/// A track's events in writing order: by start, enclosing slices before the slices
+/// inside them; as (start, class, Reverse(end), index) with class 0 for slices, 1 for
+/// holders and 2 for instants.
+pub(crate) fn track_order(t: &TrackEvents) -> Vec<(u64, u8, Reverse<u64>, usize)> {
     let mut order: Vec<(u64, u8, Reverse<u64>, usize)> =
         Vec::with_capacity(t.slices.len() + t.holders.len() + t.instants.len());
     order.extend(
@@ -454,7 +501,20 @@ fn emit_track(
             .map(|(i, p)| (p.t, 2, Reverse(0), i)),
     );
     order.sort_unstable();
+    order
+}
 
+/// Writes one PE's slices and instants in timestamp order, enclosing slices before
+/// the slices inside them, and adds its holders to `holders`.
+fn emit_track(
+    w: &mut JsonOut,
+    o: &TrackOut<'_>,
+    t: &TrackEvents,
+    holders: &mut Vec<HolderOut>,
+    stats: &mut WriteStats,
+) -> std::io::Result<()> {
+    let (pe, pid, names) = (o.pe, o.pid, o.names);
+    let order = track_order(t);
     let mut fallback = String::new();
     for (_, class, _, i) in order {
         match class {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::capture::chrome::{self, WriteStats};
+use crate::capture::perfetto;
 use crate::capture::spool::{read_chunk, Chunk, SpoolView};
 use crate::config::TraceConfig;
 use crate::error::TraceError;
@@ -222,6 +223,19 @@ impl Collector {
     pub fn write_chrome(&self, names: &Names, out: &Path) -> Result<WriteStats, TraceError> {
         let view = self.view()?;
         chrome::write(&view, names, out)
+    }
+
+    /// Merges everything spooled into one trace file at `out`: Perfetto protobuf when
+    /// `out` ends in `.perfetto-trace` or `.pftrace`, Chrome JSON otherwise.
+    ///
+    /// The same conditions as [`Collector::write_chrome`] apply.
+    pub fn write(&self, names: &Names, out: &Path) -> Result<WriteStats, TraceError> {
+        let view = self.view()?;
+        if perfetto::is_perfetto_path(out) {
+            perfetto::write(&view, names, out)
+        } else {
+            chrome::write(&view, names, out)
+        }
     }
 
     /// Flushes the spool and copies out the index the writer needs.

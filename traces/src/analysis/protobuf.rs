@@ -1,0 +1,391 @@
+//! Streams a Perfetto protobuf trace packet by packet, as the same [`Item`]s as the
+//! JSON reader.
+//!
+//! Understands what [`crate::Collector::write`] writes for `.perfetto-trace` files and
+//! the common subset of other track-event traces: thread and process track
+//! descriptors, slice begin/end and instant events on tracks named by uuid, interned or
+//! inline names and categories, integer and string debug annotations, and flow ids
+//! (a `flow_ids` entry starts an arrow, a `terminating_flow_ids` entry ends it). Other
+//! packets are skipped. Only one packet is held at a time, with the interning tables
+//! and the open slices.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Read};
+use std::path::Path;
+
+use crate::analysis::events::{bad, Args, Item};
+use crate::analysis::read::FlowEnd;
+use crate::error::TraceError;
+use crate::proto::{annotation, event, interned, packet, track, TRACE_PACKET};
+use crate::wire::{Fields, Value as Wire, FIXED32, FIXED64, LEN, VARINT};
+
+/// Largest packet accepted; bigger ones mean a corrupt file, not a big trace.
+const MAX_PACKET: u64 = 256 << 20;
+
+/// Interned strings of one packet sequence, per index.
+#[derive(Default)]
+struct Interned {
+    categories: HashMap<u64, String>,
+    names: HashMap<u64, String>,
+    annotations: HashMap<u64, String>,
+}
+
+/// A slice whose begin was read: name, category, start, arguments, file position.
+type Open<A> = (String, String, u64, A, usize);
+
+struct Reader<'p, A> {
+    path: &'p Path,
+    /// Per sequence id.
+    interned: HashMap<u64, Interned>,
+    /// Track uuid to (pid, tid).
+    tracks: HashMap<u64, (u32, u32)>,
+    open: HashMap<u64, Vec<Open<A>>>,
+    seq: usize,
+    /// Byte offset of the current packet, for errors.
+    offset: u64,
+}
+
+/// Counts the bytes read, for error messages.
+struct Counted<R> {
+    inner: R,
+    n: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads one varint from `r`; `Ok(None)` at a clean end of file.
+fn read_varint(r: &mut impl Read, path: &Path) -> Result<Option<u64>, TraceError> {
+    let mut v = 0u64;
+    for (i, shift) in (0..70).step_by(7).enumerate() {
+        let mut b = [0u8];
+        if r.read(&mut b).map_err(|e| TraceError::io(path, e))? == 0 {
+            if i == 0 {
+                return Ok(None);
+            }
+            return Err(bad(path, "truncated Perfetto trace".to_owned()));
+        }
+        v |= u64::from(b[0] & 0x7f) << shift;
+        if b[0] < 0x80 {
+            return Ok(Some(v));
+        }
+    }
+    Err(bad(
+        path,
+        "not a Perfetto trace: a varint is too long".to_owned(),
+    ))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The 32-bit id Chrome-style tracks use, from a protobuf integer.
+fn id32(v: u64) -> u32 {
+    v as u32
+}
+
+impl<A: Args> Reader<'_, A> {
+    fn malformed(&self, what: &str) -> TraceError {
+        bad(
+            self.path,
+            format!("malformed {what} in the packet at byte {}", self.offset),
+        )
+    }
+
+    /// The fields of `buf`, or an error naming `what` at the first malformed one.
+    fn fields<'b>(&self, buf: &'b [u8], what: &str) -> Result<Vec<(u32, Wire<'b>)>, TraceError> {
+        Fields::new(buf)
+            .collect::<Result<Vec<_>, usize>>()
+            .map_err(|_| self.malformed(what))
+    }
+
+    fn packet(
+        &mut self,
+        buf: &[u8],
+        each: &mut impl FnMut(Item<A>) -> Result<(), TraceError>,
+    ) -> Result<(), TraceError> {
+        let (mut ts, mut sequence, mut flags) = (0, 0, 0);
+        let (mut ev, mut data, mut desc) = (None, None, None);
+        for (field, v) in self.fields(buf, "TracePacket")? {
+            match (field, v) {
+                (packet::TIMESTAMP, Wire::Varint(t)) => ts = t,
+                (packet::SEQUENCE_ID, Wire::Varint(s)) => sequence = s,
+                (packet::SEQUENCE_FLAGS, Wire::Varint(f)) => flags = f,
+                (packet::TRACK_EVENT, Wire::Bytes(b)) => ev = Some(b),
+                (packet::INTERNED_DATA, Wire::Bytes(b)) => data = Some(b),
+                (packet::TRACK_DESCRIPTOR, Wire::Bytes(b)) => desc = Some(b),
+                _ => {}
+            }
+        }
+        if flags & packet::SEQ_INCREMENTAL_STATE_CLEARED != 0 {
+            self.interned.remove(&sequence);
+        }
+        if let Some(b) = data {
+            self.interned_data(sequence, b)?;
+        }
+        if let Some(b) = desc {
+            self.descriptor(b, each)?;
+        }
+        if let Some(b) = ev {
+            self.track_event(sequence, ts, b, each)?;
+        }
+        Ok(())
+    }
+
+    fn interned_data(&mut self, sequence: u64, buf: &[u8]) -> Result<(), TraceError> {
+        let fields = self.fields(buf, "InternedData")?;
+        for (field, v) in fields {
+            let Wire::Bytes(entry) = v else { continue };
+            let (mut iid, mut name) = (0, String::new());
+            for (f, v) in self.fields(entry, "interned entry")? {
+                match (f, v) {
+                    (interned::IID, Wire::Varint(i)) => iid = i,
+                    (interned::NAME, Wire::Bytes(b)) => name = text(b),
+                    _ => {}
+                }
+            }
+            let table = self.interned.entry(sequence).or_default();
+            let index = match field {
+                interned::EVENT_CATEGORIES => &mut table.categories,
+                interned::EVENT_NAMES => &mut table.names,
+                interned::DEBUG_ANNOTATION_NAMES => &mut table.annotations,
+                _ => continue,
+            };
+            index.insert(iid, name);
+        }
+        Ok(())
+    }
+
+    fn descriptor(
+        &mut self,
+        buf: &[u8],
+        each: &mut impl FnMut(Item<A>) -> Result<(), TraceError>,
+    ) -> Result<(), TraceError> {
+        let (mut uuid, mut name, mut parent) = (0, None, None);
+        let (mut process, mut thread) = (None, None);
+        for (field, v) in self.fields(buf, "TrackDescriptor")? {
+            match (field, v) {
+                (track::UUID, Wire::Varint(u)) => uuid = u,
+                (track::NAME, Wire::Bytes(b)) => name = Some(text(b)),
+                (track::PARENT_UUID, Wire::Varint(u)) => parent = Some(u),
+                (track::PROCESS, Wire::Bytes(b)) => process = Some(b),
+                (track::THREAD, Wire::Bytes(b)) => thread = Some(b),
+                _ => {}
+            }
+        }
+        if let Some(b) = thread {
+            let (mut pid, mut tid, mut thread_name) = (0, 0, None);
+            for (field, v) in self.fields(b, "ThreadDescriptor")? {
+                match (field, v) {
+                    (track::PID, Wire::Varint(p)) => pid = id32(p),
+                    (track::TID, Wire::Varint(t)) => tid = id32(t),
+                    (track::THREAD_NAME, Wire::Bytes(n)) => thread_name = Some(text(n)),
+                    _ => {}
+                }
+            }
+            self.tracks.insert(uuid, (pid, tid));
+            let name = thread_name.or(name);
+            return each(Item::ThreadName { pid, tid, name });
+        }
+        if let Some(b) = process {
+            let (mut pid, mut process_name) = (0, None);
+            for (field, v) in self.fields(b, "ProcessDescriptor")? {
+                match (field, v) {
+                    (track::PID, Wire::Varint(p)) => pid = id32(p),
+                    (track::PROCESS_NAME, Wire::Bytes(n)) => process_name = Some(text(n)),
+                    _ => {}
+                }
+            }
+            self.tracks.insert(uuid, (pid, pid));
+            return match process_name.or(name) {
+                Some(name) => each(Item::ProcessName { pid, name }),
+                None => Ok(()),
+            };
+        }
+        // A plain track: its own thread in its parent's process.
+        let pid = parent
+            .and_then(|p| self.tracks.get(&p))
+            .map_or(0, |&(pid, _)| pid);
+        let tid = id32(uuid);
+        self.tracks.insert(uuid, (pid, tid));
+        each(Item::ThreadName { pid, tid, name })
+    }
+
+    fn track_event(
+        &mut self,
+        sequence: u64,
+        ts_ns: u64,
+        buf: &[u8],
+        each: &mut impl FnMut(Item<A>) -> Result<(), TraceError>,
+    ) -> Result<(), TraceError> {
+        let seq = self.seq;
+        self.seq += 1;
+        let (mut kind, mut uuid, mut name) = (0, None, String::new());
+        let mut cats: Vec<String> = Vec::new();
+        let mut args = A::default();
+        let mut flows: Vec<(u64, bool)> = Vec::new();
+        let empty = Interned::default();
+        let table = self.interned.get(&sequence).unwrap_or(&empty);
+        let lookup = |m: &HashMap<u64, String>, iid: u64| m.get(&iid).cloned().unwrap_or_default();
+        for (field, v) in self.fields(buf, "TrackEvent")? {
+            match (field, v) {
+                (event::TYPE, Wire::Varint(k)) => kind = k,
+                (event::TRACK_UUID, Wire::Varint(u)) => uuid = Some(u),
+                (event::NAME_IID, Wire::Varint(i)) => name = lookup(&table.names, i),
+                (event::NAME, Wire::Bytes(b)) => name = text(b),
+                (event::CATEGORIES, Wire::Bytes(b)) => cats.push(text(b)),
+                (event::CATEGORY_IIDS, Wire::Varint(i)) => cats.push(lookup(&table.categories, i)),
+                (event::DEBUG_ANNOTATIONS, Wire::Bytes(b)) => {
+                    let (mut key, mut value) = (String::new(), None);
+                    for (f, v) in self.fields(b, "DebugAnnotation")? {
+                        match (f, v) {
+                            (annotation::NAME_IID, Wire::Varint(i)) => {
+                                key = lookup(&table.annotations, i)
+                            }
+                            (annotation::NAME, Wire::Bytes(n)) => key = text(n),
+                            (annotation::UINT_VALUE, Wire::Varint(u)) => value = Some(u.into()),
+                            (annotation::INT_VALUE, Wire::Varint(i)) => {
+                                value = Some((i as i64).into())
+                            }
+                            (annotation::BOOL_VALUE, Wire::Varint(b)) => {
+                                value = Some((b != 0).into())
+                            }
+                            (annotation::STRING_VALUE, Wire::Bytes(s)) => {
+                                value = Some(text(s).into())
+                            }
+                            _ => {}
+                        }
+                    }
+                    if let Some(value) = value {
+                        args.set(&key, value);
+                    }
+                }
+                (event::FLOW_IDS | event::FLOW_IDS_OLD, v) => {
+                    flows.extend(v.as_u64().map(|id| (id, false)))
+                }
+                (event::TERMINATING_FLOW_IDS | event::TERMINATING_FLOW_IDS_OLD, v) => {
+                    flows.extend(v.as_u64().map(|id| (id, true)))
+                }
+                _ => {}
+            }
+        }
+        let Some(&(pid, tid)) = uuid.and_then(|u| self.tracks.get(&u)) else {
+            // Events on tracks without a descriptor (or on a default track) are not drawn here.
+            return Ok(());
+        };
+        let cat = cats.join(",");
+        for (id, ends) in flows {
+            each(Item::Flow {
+                start: !ends,
+                at: FlowEnd {
+                    pid,
+                    tid,
+                    ts_ns,
+                    seq,
+                },
+                cat: cat.clone(),
+                name: cat.clone(),
+                id: format!("{id:#x}"),
+            })?;
+        }
+        let key = uuid.unwrap_or_default();
+        match kind {
+            event::SLICE_BEGIN => {
+                let open = (name, cat, ts_ns, args, seq);
+                self.open.entry(key).or_default().push(open);
+            }
+            event::SLICE_END => {
+                if let Some((name, cat, start, args, seq)) =
+                    self.open.get_mut(&key).and_then(Vec::pop)
+                {
+                    each(Item::Slice {
+                        pid,
+                        tid,
+                        name,
+                        cat,
+                        ts_ns: start,
+                        dur_ns: ts_ns.saturating_sub(start),
+                        args,
+                        seq,
+                    })?;
+                }
+            }
+            event::INSTANT => each(Item::Instant {
+                pid,
+                tid,
+                name,
+                cat,
+                ts_ns,
+            })?,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Reads a Perfetto protobuf trace from `reader`, calling `each` with every [`Item`]
+/// in file order. `path` only labels errors.
+pub fn read_perfetto<A: Args>(
+    reader: impl BufRead,
+    path: &Path,
+    mut each: impl FnMut(Item<A>) -> Result<(), TraceError>,
+) -> Result<(), TraceError> {
+    let mut r = Reader::<A> {
+        path,
+        interned: HashMap::new(),
+        tracks: HashMap::new(),
+        open: HashMap::new(),
+        seq: 0,
+        offset: 0,
+    };
+    let mut buf = Vec::new();
+    let mut reader = Counted {
+        inner: reader,
+        n: 0,
+    };
+    loop {
+        let offset = reader.n;
+        let Some(key) = read_varint(&mut reader, path)? else {
+            break;
+        };
+        r.offset = offset;
+        let (field, wire_type) = (key >> 3, (key & 7) as u8);
+        let len = match wire_type {
+            LEN => read_varint(&mut reader, path)?
+                .ok_or_else(|| bad(path, "truncated Perfetto trace".to_owned()))?,
+            VARINT => {
+                read_varint(&mut reader, path)?;
+                continue;
+            }
+            FIXED64 => 8,
+            FIXED32 => 4,
+            _ => {
+                return Err(bad(
+                    path,
+                    format!("not a Perfetto trace: wire type {wire_type} at byte {offset}"),
+                ))
+            }
+        };
+        if len > MAX_PACKET {
+            return Err(bad(
+                path,
+                format!("not a Perfetto trace: a {len}-byte field at byte {offset}"),
+            ));
+        }
+        buf.resize(len as usize, 0);
+        reader.read_exact(&mut buf).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => bad(path, "truncated Perfetto trace".to_owned()),
+            _ => TraceError::io(path, e),
+        })?;
+        if field == u64::from(TRACE_PACKET) && wire_type == LEN {
+            r.packet(&buf, &mut each)?;
+        }
+    }
+    Ok(())
+}
