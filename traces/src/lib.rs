@@ -44,7 +44,7 @@ pub mod record;
 pub mod wire;
 
 // The modules' first paths (`chorus_traces::chrome`, ...) stay valid.
-pub use analysis::{compact, read, report_html, summary, validate};
+pub use analysis::{compact, read, report_html, summary, validate, views};
 pub use capture::{chrome, collector, recorder};
 
 pub use analysis::events::{Format, Source};
@@ -59,7 +59,8 @@ pub use record::{flow_kept, Event, Record, RECORD_BYTES};
 pub use recorder::Recorder;
 pub use report_html::{render_report, render_report_compact, ReportOptions};
 pub use summary::{
-    render_text, summarize, summarize_compact, summarize_file, EntryStats, MessageCell, PeUsage,
-    Summary, TimeProfile,
+    render_critical_path, render_text, summarize, summarize_compact, summarize_file, EntryStats,
+    MessageCell, PeUsage, Summary, SummaryOptions, TimeProfile,
 };
 pub use validate::{check, check_compact, validate, CheckReport, Problem, Rule};
+pub use views::{critical_path, CriticalPath, HeatMap, HeatRow, PathEntry, SizeBucket};

@@ -4,7 +4,8 @@
 mod common;
 
 use chorus_traces::{
-    check_compact, read_chrome, summarize, summarize_file, CompactTrace, Format, Trace, TraceConfig,
+    check_compact, read_chrome, summarize, summarize_file, CompactTrace, Format, SummaryOptions,
+    Trace, TraceConfig,
 };
 use common::{record, scenario, scratch};
 use serde_json::{Map, Value};
@@ -91,8 +92,8 @@ fn json_and_perfetto_read_back_the_same() {
         assert!(!a.flows.is_empty());
         assert_eq!(b.dangling_flow_events, 0);
 
-        let sum_json = summarize_file(&json, 13).unwrap();
-        let sum_pf = summarize_file(&pf, 13).unwrap();
+        let sum_json = summarize_file(&json, &SummaryOptions::bins(13)).unwrap();
+        let sum_pf = summarize_file(&pf, &SummaryOptions::bins(13)).unwrap();
         assert_eq!(
             serde_json::to_value(&sum_json).unwrap(),
             serde_json::to_value(&sum_pf).unwrap()
@@ -118,7 +119,9 @@ fn a_damaged_perfetto_trace_is_a_clear_error() {
     let bytes = std::fs::read(&pf).unwrap();
     let cut = dir.join("cut.pftrace");
     std::fs::write(&cut, &bytes[..bytes.len() - 3]).unwrap();
-    let e = summarize_file(&cut, 4).unwrap_err().to_string();
+    let e = summarize_file(&cut, &SummaryOptions::bins(4))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("truncated Perfetto trace"), "{e}");
     // After the first packet, one whose field claims more bytes than the packet has.
     let first = 2 + usize::from(bytes[1]);

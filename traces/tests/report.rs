@@ -63,10 +63,31 @@ fn small_run_has_one_row_per_pe() {
         let doc = parse(&html);
         self_contained(&doc);
         assert_eq!(rows(&doc), (0..8).map(|p| (p, p)).collect::<Vec<_>>());
-        let svgs = doc.descendants().filter(|n| n.has_tag_name("svg")).count();
-        assert_eq!(svgs, 3, "overview, usage profile, time profile");
-        let table_rows = doc.descendants().filter(|n| n.has_tag_name("tr")).count();
-        assert_eq!(table_rows, sum.entries.len() + 1);
+        let svgs: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("svg"))
+            .filter_map(|n| n.attribute("class"))
+            .collect();
+        assert_eq!(
+            svgs,
+            ["overview", "usage", "time-profile", "heat-map", "sizes"]
+        );
+        let rows_of = |class: &str| {
+            doc.descendants()
+                .filter(|n| n.has_tag_name("table") && n.attribute("class") == Some(class))
+                .flat_map(|t| t.descendants().filter(|n| n.has_tag_name("tr")))
+                .count()
+        };
+        assert_eq!(rows_of("entries"), sum.entries.len() + 1);
+        assert!(
+            rows_of("critical-path") >= 2,
+            "a header and at least one entry"
+        );
+        let heat_rows = doc
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("heat-row"))
+            .count();
+        assert_eq!(heat_rows, 8);
         let text: String = doc
             .descendants()
             .filter(|n| n.is_text())

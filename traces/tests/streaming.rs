@@ -9,7 +9,7 @@ use std::path::Path;
 use chorus_traces::{
     check, check_compact, parse_chrome, read_chrome, render_report, render_report_compact,
     summarize, summarize_compact, summarize_file, CompactTrace, ReportOptions, Summary,
-    TraceConfig,
+    SummaryOptions, TraceConfig,
 };
 use common::{record, scenario, scratch};
 use serde_json::Value;
@@ -58,9 +58,15 @@ fn streamed_results_equal_the_in_memory_ones() {
 
         let trace = read_chrome(&out).unwrap();
         let in_memory = summarize(&trace, 17);
-        same_summary(&summarize_file(&out, 17).unwrap(), &in_memory);
+        same_summary(
+            &summarize_file(&out, &SummaryOptions::bins(17)).unwrap(),
+            &in_memory,
+        );
         let compact = CompactTrace::read(&out).unwrap();
-        same_summary(&summarize_compact(&compact, 17), &in_memory);
+        same_summary(
+            &summarize_compact(&compact, &SummaryOptions::bins(17)),
+            &in_memory,
+        );
         assert_eq!(check_compact(&compact), check(&trace));
         assert_eq!(compact.flows.len(), trace.flows.len());
         for exact in [0, usize::MAX] {
@@ -102,9 +108,15 @@ fn foreign_traces_out_of_order_stream_the_same() {
     );
     assert_eq!(in_memory.pes[1].busy_ns, 14_000);
     assert_eq!(in_memory.message_bytes, 12);
-    same_summary(&summarize_file(&out, 5).unwrap(), &in_memory);
+    same_summary(
+        &summarize_file(&out, &SummaryOptions::bins(5)).unwrap(),
+        &in_memory,
+    );
     let compact = CompactTrace::read(&out).unwrap();
-    same_summary(&summarize_compact(&compact, 5), &in_memory);
+    same_summary(
+        &summarize_compact(&compact, &SummaryOptions::bins(5)),
+        &in_memory,
+    );
     assert_eq!(check_compact(&compact), check(&trace));
 }
 
@@ -156,7 +168,7 @@ fn a_big_trace_is_held_in_a_fraction_of_its_size() {
     let size = write_big(&out, pes, per_pe);
     assert!(size > 40_000_000, "{size} bytes");
 
-    let s = summarize_file(&out, 10).unwrap();
+    let s = summarize_file(&out, &SummaryOptions::bins(10)).unwrap();
     let n = u64::from(pes) * per_pe;
     assert_eq!(s.pe_count, pes as usize);
     assert_eq!((s.entry_count, s.message_count), (n, n));
@@ -170,7 +182,7 @@ fn a_big_trace_is_held_in_a_fraction_of_its_size() {
     assert_eq!(compact.display_time_unit.as_deref(), Some("ns"));
     let held = compact.packed_bytes() as u64;
     assert!(held * 5 < size, "{held} bytes held for a {size}-byte file");
-    same_summary(&summarize_compact(&compact, 10), &s);
+    same_summary(&summarize_compact(&compact, &SummaryOptions::bins(10)), &s);
     let r = check_compact(&compact);
     assert_eq!(r.flows as u64, n);
 }

@@ -7,6 +7,8 @@ pub mod events;
 pub mod protobuf;
 pub mod read;
 pub mod report_html;
+pub(crate) mod report_views;
 pub mod summary;
 pub mod summary_text;
 pub mod validate;
+pub mod views;

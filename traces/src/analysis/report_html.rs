@@ -1,4 +1,5 @@
-//! A self-contained HTML report (inline SVG and CSS, no script, no network).
+//! A self-contained HTML report (inline SVG and CSS, no script, no network); the
+//! sections beyond Projections' basic views are in the private `report_views` module.
 //!
 //! The document is well-formed XHTML (every element closed, every attribute quoted,
 //! text escaped) so tools and tests can read it with an XML parser. Each overview row
@@ -11,9 +12,11 @@ use std::fmt::Write as _;
 
 use crate::analysis::compact::CompactTrace;
 use crate::analysis::read::Trace;
+use crate::analysis::report_views::{critical_path_table, heat_map, size_histogram};
 use crate::analysis::summary::{
     fmt_bytes, fmt_ns, outermost_spans, spread, Summary, CAT_ENTRY, CAT_IDLE,
 };
+use crate::analysis::views::{critical_path, row_groups};
 
 /// How the report is laid out.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,16 +43,16 @@ impl Default for ReportOptions {
 }
 
 /// Colours of the ten entries with the most time; the rest share [`OTHER_COLOUR`].
-const PALETTE: [&str; 10] = [
+pub(crate) const PALETTE: [&str; 10] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
     "#17becf", "#393b79",
 ];
-const OTHER_COLOUR: &str = "#7f7f7f";
+pub(crate) const OTHER_COLOUR: &str = "#7f7f7f";
 const IDLE_COLOUR: &str = "#d9d9d9";
-const LABEL_W: f64 = 120.0;
+pub(crate) const LABEL_W: f64 = 120.0;
 
 /// Escapes text for XHTML content and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -123,17 +126,11 @@ pub fn render_report_compact(
     usage_profile(&mut o, summary, opts, &rows);
     time_profile(&mut o, trace, summary, opts, &colour_of);
     entry_table(&mut o, summary, &colour_of);
+    heat_map(&mut o, summary, opts);
+    size_histogram(&mut o, summary);
+    critical_path_table(&mut o, critical_path(trace).as_ref());
     o.push_str("</body>\n</html>\n");
     o
-}
-
-/// Splits `n` tracks into at most `max_rows` consecutive ranges of equal size.
-fn row_groups(n: usize, max_rows: usize) -> Vec<std::ops::Range<usize>> {
-    let per_row = n.div_ceil(max_rows.max(1)).max(1);
-    (0..n)
-        .step_by(per_row)
-        .map(|a| a..(a + per_row).min(n))
-        .collect()
 }
 
 fn legend(o: &mut String, summary: &Summary) {
@@ -158,7 +155,7 @@ fn legend(o: &mut String, summary: &Summary) {
     );
 }
 
-fn time_axis(o: &mut String, summary: &Summary, width: f64, y: f64) {
+pub(crate) fn time_axis(o: &mut String, summary: &Summary, width: f64, y: f64) {
     for k in 0..=4 {
         let x = LABEL_W + width * k as f64 / 4.0;
         let t = summary.span_ns as f64 * k as f64 / 4.0;
@@ -180,7 +177,7 @@ fn time_axis(o: &mut String, summary: &Summary, width: f64, y: f64) {
 }
 
 /// Appends `rect`s for runs of equal `(colour, opacity)` columns.
-fn runs(o: &mut String, cols: &[Option<(&str, u8)>], y: f64, h: f64, col_w: f64) {
+pub(crate) fn runs(o: &mut String, cols: &[Option<(&str, u8)>], y: f64, h: f64, col_w: f64) {
     let mut i = 0;
     while i < cols.len() {
         let Some(key) = cols[i] else {
@@ -204,7 +201,7 @@ fn runs(o: &mut String, cols: &[Option<(&str, u8)>], y: f64, h: f64, col_w: f64)
 }
 
 /// Opacity level 1..=10 for a fraction, 0 meaning nothing to draw.
-fn level(frac: f64) -> u8 {
+pub(crate) fn level(frac: f64) -> u8 {
     if frac <= 0.0 {
         0
     } else {
@@ -553,15 +550,6 @@ fn entry_table(o: &mut String, summary: &Summary, colour_of: &dyn Fn(&str) -> &'
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rows_group_evenly() {
-        assert_eq!(row_groups(8, 256).len(), 8);
-        let g = row_groups(10_000, 256);
-        assert!(g.len() <= 256);
-        assert_eq!(g.iter().map(|r| r.len()).sum::<usize>(), 10_000);
-        assert!(row_groups(0, 256).is_empty());
-    }
 
     #[test]
     fn escapes_markup() {

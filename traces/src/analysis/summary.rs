@@ -9,10 +9,13 @@ use serde::Serialize;
 use crate::analysis::compact::{for_each_item, CompactTrace, CompactTrack, Span, Strings};
 use crate::analysis::events::{Args, Item};
 use crate::analysis::read::{Slice, Trace, Track};
+use crate::analysis::views::{
+    row_groups, size_bucket, size_histogram, HeatMap, HeatRow, SizeBucket, SIZE_BUCKETS,
+};
 use crate::error::TraceError;
 
 // The text output's first paths (`summary::render_text`, ...) stay valid.
-pub use crate::analysis::summary_text::{fmt_bytes, fmt_ns, render_text};
+pub use crate::analysis::summary_text::{fmt_bytes, fmt_ns, render_critical_path, render_text};
 
 /// Category of entry-method slices.
 pub const CAT_ENTRY: &str = "entry";
@@ -46,6 +49,38 @@ pub struct Summary {
     pub entries: Vec<EntryStats>,
     /// Non-empty cells of the PE-to-PE message matrix, by source then destination PE.
     pub messages: Vec<MessageCell>,
+    /// Received messages by size, in power-of-two buckets (empty ones left out).
+    pub message_sizes: Vec<SizeBucket>,
+    /// Busy fraction per PE (or range of PEs) and time-profile bin.
+    pub heat_map: HeatMap,
+}
+
+/// How a summary is binned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SummaryOptions {
+    /// Bins of the time profile and the heat map (at least 1).
+    pub bins: usize,
+    /// Most heat-map rows; above this many PEs, rows aggregate PE ranges.
+    pub heat_rows: usize,
+}
+
+impl Default for SummaryOptions {
+    fn default() -> Self {
+        SummaryOptions {
+            bins: 20,
+            heat_rows: 64,
+        }
+    }
+}
+
+impl SummaryOptions {
+    /// The defaults with `bins` bins.
+    pub fn bins(bins: usize) -> Self {
+        SummaryOptions {
+            bins,
+            ..SummaryOptions::default()
+        }
+    }
 }
 
 /// How one PE spent the trace span.
@@ -316,13 +351,19 @@ pub struct SummaryAcc {
     pes: Vec<PeAcc>,
     entries: HashMap<String, EntryStats>,
     matrix: BTreeMap<(u32, u32), (u64, u64)>,
+    sizes: [(u64, u64); SIZE_BUCKETS],
+    /// Track indexes in PE order, grouped into heat-map rows.
+    rows: Vec<std::ops::Range<usize>>,
+    order: Vec<usize>,
+    /// Per track: its heat-map row.
+    row_of: Vec<usize>,
+    heat: Vec<Vec<f64>>,
 }
 
 #[derive(Debug)]
 struct PeAcc {
     pid: u32,
     tid: u32,
-    sort_index: Option<i64>,
     busy_ns: u64,
     idle_ns: u64,
     entries: u64,
@@ -332,9 +373,21 @@ struct PeAcc {
 }
 
 impl SummaryAcc {
-    /// Starts the second pass with `bins` time-profile bins (at least 1).
-    pub fn new(scan: Scan, bins: usize) -> Self {
-        let bins = bins.max(1);
+    /// Starts the second pass.
+    pub fn new(scan: Scan, opts: &SummaryOptions) -> Self {
+        let bins = opts.bins.max(1);
+        let mut order: Vec<usize> = (0..scan.tracks.len()).collect();
+        order.sort_by_key(|&i| {
+            let t = &scan.tracks[i];
+            (t.pid, t.sort_index.unwrap_or(i64::from(t.tid)), t.tid)
+        });
+        let rows = row_groups(order.len(), opts.heat_rows);
+        let mut row_of = vec![0; order.len()];
+        for (r, range) in rows.iter().enumerate() {
+            for &i in &order[range.clone()] {
+                row_of[i] = r;
+            }
+        }
         let (start_ns, end_ns) = scan.span();
         let pes = scan
             .tracks
@@ -342,7 +395,6 @@ impl SummaryAcc {
             .map(|t| PeAcc {
                 pid: t.pid,
                 tid: t.tid,
-                sort_index: t.sort_index,
                 busy_ns: 0,
                 idle_ns: 0,
                 entries: 0,
@@ -360,6 +412,11 @@ impl SummaryAcc {
             pes,
             entries: HashMap::new(),
             matrix: BTreeMap::new(),
+            sizes: [(0, 0); SIZE_BUCKETS],
+            heat: vec![vec![0.0; bins]; rows.len()],
+            rows,
+            order,
+            row_of,
         }
     }
 
@@ -419,6 +476,9 @@ impl SummaryAcc {
             let cell = self.matrix.entry((src, pe.tid)).or_default();
             cell.0 += 1;
             cell.1 += bytes;
+            let size = &mut self.sizes[size_bucket(bytes)];
+            size.0 += 1;
+            size.1 += bytes;
         }
     }
 
@@ -432,6 +492,10 @@ impl SummaryAcc {
         };
         *total += dur_ns;
         spread(bins, self.start_ns, self.bin_ns, ts_ns, end);
+        if c == 0 {
+            let row = &mut self.heat[self.row_of[i]];
+            spread(row, self.start_ns, self.bin_ns, ts_ns, end);
+        }
     }
 
     /// The summary, once every slice is in.
@@ -451,10 +515,28 @@ impl SummaryAcc {
             }
         }
         let span_ns = self.end_ns - self.start_ns;
-        let mut order: Vec<&PeAcc> = self.pes.iter().collect();
-        order.sort_by_key(|p| (p.pid, p.sort_index.unwrap_or(i64::from(p.tid)), p.tid));
-        let pes: Vec<PeUsage> = order
-            .into_iter()
+        let heat_rows: Vec<HeatRow> = self
+            .rows
+            .iter()
+            .zip(std::mem::take(&mut self.heat))
+            .map(|(range, mut busy)| {
+                let pes = range.len();
+                for b in &mut busy {
+                    *b = ratio(*b, self.bin_ns * pes as f64);
+                }
+                let tid = |k: usize| self.pes[self.order[k]].tid;
+                HeatRow {
+                    first_pe: tid(range.start),
+                    last_pe: tid(range.end - 1),
+                    pes,
+                    busy,
+                }
+            })
+            .collect();
+        let pes: Vec<PeUsage> = self
+            .order
+            .iter()
+            .map(|&i| &self.pes[i])
             .map(|p| PeUsage {
                 pe: p.tid,
                 pid: p.pid,
@@ -513,12 +595,18 @@ impl SummaryAcc {
             },
             entries,
             messages,
+            message_sizes: size_histogram(&self.sizes),
+            heat_map: HeatMap {
+                bin_ns: self.bin_ns,
+                rows: heat_rows,
+            },
         }
     }
 }
 
 /// Computes the summary with a time profile of `bins` bins (at least 1).
 pub fn summarize(trace: &Trace, bins: usize) -> Summary {
+    let opts = SummaryOptions::bins(bins);
     let mut scan = Scan::default();
     for t in &trace.tracks {
         let i = scan.track(t.pid, t.tid);
@@ -530,7 +618,7 @@ pub fn summarize(trace: &Trace, bins: usize) -> Summary {
             scan.instant(p.ts_ns);
         }
     }
-    let mut acc = SummaryAcc::new(scan, bins);
+    let mut acc = SummaryAcc::new(scan, &opts);
     for t in &trace.tracks {
         for s in &t.slices {
             let (bytes, src) = (s.arg_u64("bytes"), s.arg_u64("src_pe"));
@@ -541,7 +629,7 @@ pub fn summarize(trace: &Trace, bins: usize) -> Summary {
 }
 
 /// [`summarize`] for a [`CompactTrace`].
-pub fn summarize_compact(trace: &CompactTrace, bins: usize) -> Summary {
+pub fn summarize_compact(trace: &CompactTrace, opts: &SummaryOptions) -> Summary {
     let mut scan = Scan::default();
     for t in &trace.tracks {
         let i = scan.track(t.pid, t.tid);
@@ -553,7 +641,7 @@ pub fn summarize_compact(trace: &CompactTrace, bins: usize) -> Summary {
             scan.instant(ts);
         }
     }
-    let mut acc = SummaryAcc::new(scan, bins);
+    let mut acc = SummaryAcc::new(scan, opts);
     for t in &trace.tracks {
         for s in t.spans() {
             let (name, cat) = (trace.strings.get(s.name), trace.strings.get(s.cat));
@@ -567,7 +655,10 @@ pub fn summarize_compact(trace: &CompactTrace, bins: usize) -> Summary {
 
 /// [`summarize`] for the trace file at `path`, streamed twice (a [`Scan`], then a
 /// [`SummaryAcc`]): memory holds per-PE, per-bin and per-entry state, not the slices.
-pub fn summarize_file(path: impl AsRef<Path>, bins: usize) -> Result<Summary, TraceError> {
+pub fn summarize_file(
+    path: impl AsRef<Path>,
+    opts: &SummaryOptions,
+) -> Result<Summary, TraceError> {
     let path = path.as_ref();
     let mut scan = Scan::default();
     for_each_item(path, |item| {
@@ -600,7 +691,7 @@ pub fn summarize_file(path: impl AsRef<Path>, bins: usize) -> Result<Summary, Tr
         }
         Ok(())
     })?;
-    let mut acc = SummaryAcc::new(scan, bins);
+    let mut acc = SummaryAcc::new(scan, opts);
     for_each_item(path, |item| {
         if let Item::Slice {
             pid,

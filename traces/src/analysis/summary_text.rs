@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::analysis::summary::{MessageCell, PeUsage, Summary};
+use crate::analysis::views::{elide, CriticalPath};
 
 /// A duration for people: ns, µs, ms or s with a sensible number of digits.
 pub fn fmt_ns(ns: f64) -> String {
@@ -141,8 +142,108 @@ pub fn render_text(s: &Summary) -> String {
     }
 
     render_matrix(&mut o, s);
+    render_sizes(&mut o, s);
+    render_heat_map(&mut o, s);
     o
 }
+
+fn render_sizes(o: &mut String, s: &Summary) {
+    if s.message_sizes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nMessage sizes (received messages, power-of-two buckets)"
+    );
+    let _ = writeln!(o, "{:>24} {:>10} {:>12}", "size", "messages", "bytes");
+    let most = s
+        .message_sizes
+        .iter()
+        .map(|b| b.messages)
+        .max()
+        .unwrap_or(1);
+    for b in &s.message_sizes {
+        let range = format!("{} .. {}", fmt_bytes(b.min_bytes), fmt_bytes(b.max_bytes));
+        let bar = (b.messages * 40).div_ceil(most.max(1)) as usize;
+        let _ = writeln!(
+            o,
+            "{range:>24} {:>10} {:>12} |{}",
+            b.messages,
+            fmt_bytes(b.bytes),
+            "#".repeat(bar)
+        );
+    }
+}
+
+/// Shades of a busy fraction, from idle to fully busy.
+const SHADES: &[u8] = b" .:-=+*#%@";
+
+fn render_heat_map(o: &mut String, s: &Summary) {
+    let h = &s.heat_map;
+    if h.rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\nUtilisation heat map (busy share per {} and bin of {}; ' ' idle .. '@' busy)",
+        if h.rows.iter().all(|r| r.pes == 1) {
+            "PE"
+        } else {
+            "range of PEs"
+        },
+        fmt_ns(h.bin_ns)
+    );
+    for r in &h.rows {
+        let label = if r.pes == 1 {
+            format!("PE {}", r.first_pe)
+        } else {
+            format!("PE {}-{}", r.first_pe, r.last_pe)
+        };
+        let cells: String = r
+            .busy
+            .iter()
+            .map(|&b| {
+                let i = (b * (SHADES.len() - 1) as f64).round() as usize;
+                SHADES[i.min(SHADES.len() - 1)] as char
+            })
+            .collect();
+        let _ = writeln!(o, "{label:>14} |{cells}|");
+    }
+}
+
+/// The critical path as text: its span and its entries, first to last.
+pub fn render_critical_path(path: Option<&CriticalPath>) -> String {
+    let mut o = String::new();
+    let Some(p) = path else {
+        let _ = writeln!(o, "\nCritical path: no entries");
+        return o;
+    };
+    let _ = writeln!(
+        o,
+        "\nCritical path: {} entries over {} (each started by a message from the one before)",
+        p.entries.len(),
+        fmt_ns(p.span_ns as f64)
+    );
+    let _ = writeln!(o, "{:>8} {:>14} {:>14}  entry", "PE", "start", "duration");
+    for i in elide(p.entries.len(), PATH_ROWS / 2) {
+        let Some(e) = i.map(|i| &p.entries[i]) else {
+            let _ = writeln!(o, "{:>8}  ({} more)", "...", p.entries.len() - PATH_ROWS);
+            continue;
+        };
+        let _ = writeln!(
+            o,
+            "{:>8} {:>14} {:>14}  {}",
+            e.pe,
+            fmt_ns(e.start_ns as f64),
+            fmt_ns(e.dur_ns as f64),
+            e.name
+        );
+    }
+    o
+}
+
+/// Entries of a critical path listed; a longer one shows its two ends.
+pub(crate) const PATH_ROWS: usize = 40;
 
 fn render_matrix(o: &mut String, s: &Summary) {
     if s.messages.is_empty() {

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chorus_traces::{
-    check_compact, render_report_compact, render_text, summarize_compact, summarize_file,
-    CompactTrace, ReportOptions,
+    check_compact, critical_path, render_critical_path, render_report_compact, render_text,
+    summarize_compact, summarize_file, CompactTrace, ReportOptions, SummaryOptions,
 };
 use clap::{Parser, Subcommand};
 
@@ -21,18 +21,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Utilisation per PE, time profile, entry-method table and PE-to-PE messages.
+    /// Utilisation per PE, time profile, entry-method table, PE-to-PE messages,
+    /// message sizes and a utilisation heat map (PE x time).
     Summary {
         /// The trace file.
         file: PathBuf,
         /// Print one JSON object instead of tables.
         #[arg(long)]
         json: bool,
-        /// Bins of the time profile.
+        /// Bins of the time profile and the heat map.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         bins: u32,
+        /// Most heat-map rows before PEs are aggregated into ranges.
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        rows: u32,
+        /// Also find the critical path through the message arrows (holds the trace in
+        /// compact form, like `check`, instead of streaming it in constant memory).
+        #[arg(long)]
+        critical_path: bool,
     },
-    /// Write a self-contained HTML report (overview, usage and time profiles, entry table).
+    /// Write a self-contained HTML report (overview, usage and time profiles, heat map,
+    /// entry table, message sizes, critical path).
     Report {
         /// The trace file.
         file: PathBuf,
@@ -42,7 +51,7 @@ enum Command {
         /// Bins of the time profile.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         bins: u32,
-        /// Most overview rows before PEs are aggregated into ranges.
+        /// Most overview and heat-map rows before PEs are aggregated into ranges.
         #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         max_rows: u32,
     },
@@ -60,14 +69,38 @@ enum Command {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Summary { file, json, bins } => {
-            // Streamed twice, holding per-PE and per-bin state only.
-            let s = summarize_file(&file, bins as usize).map_err(|e| e.to_string())?;
+        Command::Summary {
+            file,
+            json,
+            bins,
+            rows,
+            critical_path: with_path,
+        } => {
+            let opts = SummaryOptions {
+                bins: bins as usize,
+                heat_rows: rows as usize,
+            };
+            let (s, path) = if with_path {
+                let trace = CompactTrace::read(&file).map_err(|e| e.to_string())?;
+                (summarize_compact(&trace, &opts), critical_path(&trace))
+            } else {
+                // Streamed twice, holding per-PE and per-bin state only.
+                let s = summarize_file(&file, &opts).map_err(|e| e.to_string())?;
+                (s, None)
+            };
             if json {
-                let text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
+                let mut v = serde_json::to_value(&s).map_err(|e| e.to_string())?;
+                if let (Some(o), true) = (v.as_object_mut(), with_path) {
+                    let p = serde_json::to_value(&path).map_err(|e| e.to_string())?;
+                    o.insert("critical_path".to_owned(), p);
+                }
+                let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
                 println!("{text}");
             } else {
                 print!("{}", render_text(&s));
+                if with_path {
+                    print!("{}", render_critical_path(path.as_ref()));
+                }
             }
         }
         Command::Report {
@@ -77,7 +110,11 @@ fn run(cli: Cli) -> Result<(), String> {
             max_rows,
         } => {
             let trace = CompactTrace::read(&file).map_err(|e| e.to_string())?;
-            let s = summarize_compact(&trace, bins as usize);
+            let opts = SummaryOptions {
+                bins: bins as usize,
+                heat_rows: max_rows as usize,
+            };
+            let s = summarize_compact(&trace, &opts);
             let opts = ReportOptions {
                 title: format!("chorus trace: {}", file.display()),
                 max_rows: max_rows as usize,

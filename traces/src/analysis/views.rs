@@ -1,0 +1,280 @@
+//! Projections' extra views: the message-size histogram and the utilisation heat map
+//! (filled while a summary streams, see [`crate::summary::SummaryAcc`]), and the
+//! critical path through the message arrows ([`critical_path`], which needs every
+//! entry and so a [`CompactTrace`]).
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use serde::Serialize;
+
+use crate::analysis::compact::{CompactTrace, Span};
+use crate::analysis::summary::CAT_ENTRY;
+
+/// Messages whose size falls in one power-of-two bucket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SizeBucket {
+    /// Smallest size in the bucket (0, or a power of two).
+    pub min_bytes: u64,
+    /// Largest size in the bucket (0, or the next power of two less one).
+    pub max_bytes: u64,
+    /// Messages of a size in the bucket.
+    pub messages: u64,
+    /// Their total bytes.
+    pub bytes: u64,
+}
+
+/// Buckets of [`SizeBucket`]: 0 bytes, then `[2^k, 2^(k+1))` for k in 0..64.
+pub const SIZE_BUCKETS: usize = 65;
+
+/// The bucket of a message of `bytes` bytes.
+pub fn size_bucket(bytes: u64) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        64 - bytes.leading_zeros() as usize
+    }
+}
+
+/// The non-empty buckets of per-bucket (messages, bytes) counts, smallest first.
+pub fn size_histogram(counts: &[(u64, u64); SIZE_BUCKETS]) -> Vec<SizeBucket> {
+    counts
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.0 > 0)
+        .map(|(k, &(messages, bytes))| SizeBucket {
+            min_bytes: if k == 0 { 0 } else { 1 << (k - 1) },
+            max_bytes: match k {
+                0 => 0,
+                64 => u64::MAX,
+                _ => (1 << k) - 1,
+            },
+            messages,
+            bytes,
+        })
+        .collect()
+}
+
+/// Busy fraction per PE (or range of PEs) and time bin.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HeatMap {
+    /// Width of a bin in ns (the time profile's).
+    pub bin_ns: f64,
+    /// Rows in PE order.
+    pub rows: Vec<HeatRow>,
+}
+
+/// One row of the [`HeatMap`]: a PE, or a range of consecutive PEs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeatRow {
+    /// First PE of the row.
+    pub first_pe: u32,
+    /// Last PE of the row.
+    pub last_pe: u32,
+    /// PEs in the row.
+    pub pes: usize,
+    /// Per bin: time in outermost entries of the row's PEs over `bin_ns * pes`.
+    pub busy: Vec<f64>,
+}
+
+/// Splits `n` tracks into at most `max_rows` consecutive ranges of equal size.
+pub fn row_groups(n: usize, max_rows: usize) -> Vec<Range<usize>> {
+    let per_row = n.div_ceil(max_rows.max(1)).max(1);
+    (0..n)
+        .step_by(per_row)
+        .map(|a| a..(a + per_row).min(n))
+        .collect()
+}
+
+/// The chain of entries that ends last, each started by a message from the one before.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CriticalPath {
+    /// From the first entry of the chain to the last.
+    pub entries: Vec<PathEntry>,
+    /// From the first entry's start to the last one's end, in ns.
+    pub span_ns: u64,
+}
+
+/// One entry execution on the [`CriticalPath`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PathEntry {
+    /// Entry name.
+    pub name: String,
+    /// PE (the track's tid).
+    pub pe: u32,
+    /// Start in ns.
+    pub start_ns: u64,
+    /// Duration in ns.
+    pub dur_ns: u64,
+}
+
+/// Rows of a long list to show: `Some(i)` for the first and last `keep` of `len`,
+/// and one `None` where the rest are left out.
+pub fn elide(len: usize, keep: usize) -> impl Iterator<Item = Option<usize>> {
+    let cut = len > 2 * keep;
+    let head = if cut { keep } else { len };
+    (0..head)
+        .map(Some)
+        .chain(cut.then_some(None))
+        .chain((if cut { len - keep } else { len }..len).map(Some))
+}
+
+/// No entry found, in node tables.
+const NONE: u32 = u32::MAX;
+
+/// The track's entry slices by start, outer ones first.
+fn entries_of(trace: &CompactTrace, track: usize, entry: u32) -> Vec<Span> {
+    let mut v: Vec<Span> = trace.tracks[track]
+        .spans()
+        .filter(|s| s.cat == entry)
+        .collect();
+    v.sort_by_key(|s| (s.ts_ns, std::cmp::Reverse(s.dur_ns)));
+    v
+}
+
+/// The critical path: from the entry that ends last (the longer chain at a tie), back
+/// through the entries that sent the message each one handled, as the arrows show
+/// (an arrow binds to the innermost entry around its end). `None` without entries.
+///
+/// Holds one track's entries at a time, plus four bytes per entry and per flow end.
+pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
+    let entry = trace.strings.id(CAT_ENTRY)?;
+    let track_of: HashMap<(u32, u32), usize> = trace
+        .tracks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((t.pid, t.tid), i))
+        .collect();
+    // Flow ends per track, as (time, flow index, side).
+    let mut ends: HashMap<usize, Vec<(u64, u32, u8)>> = HashMap::new();
+    for (i, f) in trace.flows.iter().enumerate() {
+        for side in 0..2 {
+            let at = trace.flow_end(f, side);
+            if let Some(&t) = track_of.get(&(at.pid, at.tid)) {
+                ends.entry(t)
+                    .or_default()
+                    .push((at.ts_ns, i as u32, side as u8));
+            }
+        }
+    }
+    let mut node_of = vec![[NONE; 2]; trace.flows.len()];
+    let mut offsets = Vec::with_capacity(trace.tracks.len() + 1);
+    let mut total = 0usize;
+    // The last end seen: (end, node).
+    let mut last: Option<(u64, u32)> = None;
+    for t in 0..trace.tracks.len() {
+        offsets.push(total);
+        let spans = entries_of(trace, t, entry);
+        for (k, s) in spans.iter().enumerate() {
+            let node = (total + k) as u32;
+            if last.is_none_or(|(end, _)| s.end_ns() > end) {
+                last = Some((s.end_ns(), node));
+            }
+        }
+        let mut here = ends.remove(&t).unwrap_or_default();
+        here.sort_unstable();
+        let (mut next, mut stack) = (0, Vec::<usize>::new());
+        for (ts, flow, side) in here {
+            while next < spans.len() && spans[next].ts_ns <= ts {
+                while stack
+                    .last()
+                    .is_some_and(|&k| spans[k].end_ns() <= spans[next].ts_ns)
+                {
+                    stack.pop();
+                }
+                stack.push(next);
+                next += 1;
+            }
+            let around = stack.iter().rev().find(|&&k| ts < spans[k].end_ns());
+            if let Some(&k) = around {
+                node_of[flow as usize][usize::from(side)] = (total + k) as u32;
+            }
+        }
+        total += spans.len();
+    }
+    offsets.push(total);
+    let (_, end_node) = last?;
+
+    // Each entry's sender: of the messages it handled, the one sent last.
+    let mut pred = vec![(NONE, 0u64); total];
+    for (f, nodes) in trace.flows.iter().zip(&node_of) {
+        let [from, to] = *nodes;
+        if from == NONE || to == NONE || from == to {
+            continue;
+        }
+        let sent = f.ts(0);
+        let p = &mut pred[to as usize];
+        if p.0 == NONE || sent > p.1 {
+            *p = (from, sent);
+        }
+    }
+    let mut chain = vec![end_node];
+    // Arrows go forward in time, so a chain has no loops; the bound guards bad input.
+    while chain.len() <= total {
+        let (p, _) = pred[*chain.last()? as usize];
+        if p == NONE {
+            break;
+        }
+        chain.push(p);
+    }
+    chain.reverse();
+
+    let mut cache: HashMap<usize, Vec<Span>> = HashMap::new();
+    let entries: Vec<PathEntry> = chain
+        .iter()
+        .map(|&node| {
+            let node = node as usize;
+            let t = offsets.partition_point(|&o| o <= node) - 1;
+            let spans = cache
+                .entry(t)
+                .or_insert_with(|| entries_of(trace, t, entry));
+            let s = spans[node - offsets[t]];
+            PathEntry {
+                name: trace.strings.get(s.name).to_owned(),
+                pe: trace.tracks[t].tid,
+                start_ns: s.ts_ns,
+                dur_ns: s.dur_ns,
+            }
+        })
+        .collect();
+    let span_ns = match (entries.first(), entries.last()) {
+        (Some(a), Some(b)) => (b.start_ns + b.dur_ns).saturating_sub(a.start_ns),
+        _ => 0,
+    };
+    Some(CriticalPath { entries, span_ns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_fall_in_power_of_two_buckets() {
+        let b: Vec<usize> = [0, 1, 2, 3, 4, 1023, 1024, u64::MAX]
+            .into_iter()
+            .map(size_bucket)
+            .collect();
+        assert_eq!(b, [0, 1, 2, 2, 3, 10, 11, 64]);
+        let mut counts = [(0, 0); SIZE_BUCKETS];
+        counts[0] = (2, 0);
+        counts[11] = (1, 1500);
+        let h = size_histogram(&counts);
+        assert_eq!((h[0].min_bytes, h[0].max_bytes), (0, 0));
+        assert_eq!((h[1].min_bytes, h[1].max_bytes), (1024, 2047));
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn long_lists_are_elided_in_the_middle() {
+        let v: Vec<Option<usize>> = elide(5, 2).collect();
+        assert_eq!(v, [Some(0), Some(1), None, Some(3), Some(4)]);
+        assert_eq!(elide(4, 2).count(), 4);
+    }
+
+    #[test]
+    fn rows_group_evenly() {
+        assert_eq!(row_groups(4, 256), vec![0..1, 1..2, 2..3, 3..4]);
+        assert_eq!(row_groups(10, 4), vec![0..3, 3..6, 6..9, 9..10]);
+        assert_eq!(row_groups(0, 4), Vec::<Range<usize>>::new());
+    }
+}
