@@ -14,7 +14,7 @@ use chorus_core::{
     RunReport, Runtime, RuntimeError,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How much traffic a ledger run makes: `elements * tokens * hops` token messages.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
@@ -152,7 +152,7 @@ struct Driver {
     walkers: Option<ArrayProxy<Walker, usize>>,
     elements: u64,
     quiet: Entry<Driver, ()>,
-    reported: BTreeMap<u64, ()>,
+    reported: BTreeSet<u64>,
     account: Account,
     rounds: u64,
 }
@@ -177,7 +177,7 @@ impl Chare for Driver {
             walkers: None,
             elements,
             quiet,
-            reported: BTreeMap::new(),
+            reported: BTreeSet::new(),
             account: Account::default(),
             rounds: 0,
         }
@@ -189,12 +189,12 @@ impl Chare for Driver {
             DriverMsg::Walkers(w) => self.walkers = Some(w),
             DriverMsg::Reported((index, ack)) => {
                 self.account.delivered.push(ack);
-                self.reported.insert(index, ());
+                self.reported.insert(index);
             }
             DriverMsg::Quiet(()) => {
                 let walkers = self.walkers.expect("told before quiescence");
                 let missing: Vec<u64> = (0..self.elements)
-                    .filter(|i| !self.reported.contains_key(i))
+                    .filter(|i| !self.reported.contains(i))
                     .collect();
                 if missing.is_empty() || self.rounds == MAX_ROUNDS {
                     ctx.publish("driver", &self.account.row());
