@@ -238,7 +238,10 @@ pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
         })
         .collect();
     let span_ns = match (entries.first(), entries.last()) {
-        (Some(a), Some(b)) => (b.start_ns + b.dur_ns).saturating_sub(a.start_ns),
+        (Some(a), Some(b)) => b
+            .start_ns
+            .saturating_add(b.dur_ns)
+            .saturating_sub(a.start_ns),
         _ => 0,
     };
     Some(CriticalPath { entries, span_ns })
