@@ -2,14 +2,16 @@
 //!
 //! The runtime gives each PE a [`Recorder`] that appends 32-byte [`Record`]s to a
 //! bounded buffer; full buffers go to a shared [`Collector`], which streams them to a
-//! spool file next to the output. At the end, [`Collector::write_chrome`] merges the
-//! spool into one Chrome Trace Event JSON file (Perfetto / chrome://tracing), which
-//! [`read_chrome`] reads back for [`summarize`] (utilisation, time profile, entry
-//! table, message matrix) and [`render_report`] (a self-contained HTML report). The
-//! `chorus-trace` binary wraps the last three for people. For big files it streams:
-//! [`summarize_file`] reads the file twice keeping only per-PE and per-bin state, and
-//! [`CompactTrace::read`] keeps interned names and varint-packed slices (about a tenth
-//! of the file) for [`check_compact`] and [`render_report_compact`].
+//! spool file next to the output. At the end, [`Collector::write`] merges the spool
+//! into one trace file: Chrome Trace Event JSON (Perfetto / chrome://tracing, also
+//! [`Collector::write_chrome`]), or Perfetto protobuf for a `.perfetto-trace` path.
+//! [`read_chrome`] reads either back for [`summarize`] (utilisation, time profile,
+//! entry table, message matrix, message sizes, heat map) and [`render_report`] (a
+//! self-contained HTML report). The `chorus-trace` binary wraps these for people and
+//! streams big files: [`summarize_file`] reads the file twice keeping only per-PE and
+//! per-bin state, and [`CompactTrace::read`] keeps interned names and varint-packed
+//! slices (a fifth of the file or less) for [`check_compact`],
+//! [`render_report_compact`] and [`critical_path`].
 //!
 //! ```no_run
 //! use std::sync::Arc;

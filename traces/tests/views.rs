@@ -103,3 +103,18 @@ fn the_cli_prints_the_views() {
     assert_eq!(v["message_sizes"].as_array().unwrap().len(), 3);
     assert_eq!(v["heat_map"]["rows"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn the_critical_path_is_the_longest_chain_not_the_last_entry() {
+    // E ends last but starts a chain of its own (no arrow leads to it): 3 us against
+    // the 20 us of A -> B -> C.
+    let late = r#"{"ph":"X","cat":"entry","name":"E","pid":0,"tid":1,"ts":18,"dur":3},"#;
+    let text = TRACE.replacen("\n{\"ph\":\"s\"", &format!("\n{late}\n{{\"ph\":\"s\""), 1);
+    assert!(text.contains("\"E\""));
+    let file = scratch("views_longest").join("t.json");
+    std::fs::write(&file, text).unwrap();
+    let path = critical_path(&CompactTrace::read(&file).unwrap()).unwrap();
+    let names: Vec<&str> = path.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["A", "B", "C"]);
+    assert_eq!(path.span_ns, 20_000);
+}

@@ -117,7 +117,7 @@ pub(crate) fn critical_path_table(o: &mut String, path: Option<&CriticalPath>) {
     };
     let _ = writeln!(
         o,
-        "<h2>Critical path</h2>\n<p>{} entries over {}: from the entry that ends last back through the entries whose messages started each one (only arrows the trace draws are followed).</p>",
+        "<h2>Critical path</h2>\n<p>{} entries over {}: the longest chain in time of entries each started by a message from the one before (only arrows the trace draws are followed).</p>",
         p.entries.len(),
         esc(&fmt_ns(p.span_ns as f64))
     );

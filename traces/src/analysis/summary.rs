@@ -469,16 +469,17 @@ impl SummaryAcc {
                 }),
         };
         e.count += 1;
-        e.total_ns += dur_ns;
+        // Saturating: a foreign trace's durations may be absurd, not a reason to panic.
+        e.total_ns = e.total_ns.saturating_add(dur_ns);
         e.max_ns = e.max_ns.max(dur_ns);
-        e.bytes += bytes;
+        e.bytes = e.bytes.saturating_add(bytes);
         if let Some(src) = src_pe.and_then(|v| u32::try_from(v).ok()) {
             let cell = self.matrix.entry((src, pe.tid)).or_default();
             cell.0 += 1;
-            cell.1 += bytes;
+            cell.1 = cell.1.saturating_add(bytes);
             let size = &mut self.sizes[size_bucket(bytes)];
             size.0 += 1;
-            size.1 += bytes;
+            size.1 = size.1.saturating_add(bytes);
         }
     }
 
@@ -490,7 +491,7 @@ impl SummaryAcc {
         } else {
             (&mut self.pes[i].idle_ns, &mut self.idle_bins)
         };
-        *total += dur_ns;
+        *total = total.saturating_add(dur_ns);
         spread(bins, self.start_ns, self.bin_ns, ts_ns, end);
         if c == 0 {
             let row = &mut self.heat[self.row_of[i]];
@@ -586,7 +587,7 @@ impl SummaryAcc {
             mean_utilisation,
             entry_count: pes.iter().map(|p| p.entries).sum(),
             message_count: messages.iter().map(|c| c.messages).sum(),
-            message_bytes: messages.iter().map(|c| c.bytes).sum(),
+            message_bytes: messages.iter().fold(0u64, |a, c| a.saturating_add(c.bytes)),
             pes,
             time_profile: TimeProfile {
                 bin_ns: self.bin_ns,

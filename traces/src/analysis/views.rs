@@ -86,7 +86,7 @@ pub fn row_groups(n: usize, max_rows: usize) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// The chain of entries that ends last, each started by a message from the one before.
+/// The longest chain in time of entries each started by a message from the one before.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CriticalPath {
     /// From the first entry of the chain to the last.
@@ -132,11 +132,13 @@ fn entries_of(trace: &CompactTrace, track: usize, entry: u32) -> Vec<Span> {
     v
 }
 
-/// The critical path: from the entry that ends last (the longer chain at a tie), back
-/// through the entries that sent the message each one handled, as the arrows show
-/// (an arrow binds to the innermost entry around its end). `None` without entries.
+/// The critical path: of the chains of entries each started by a message from the one
+/// before (an entry's sender being the entry around the send of the last message it
+/// handled, as the arrows show), the longest in time, from its first entry's start
+/// to its last one's end; the later-ending one at a tie. `None` without entries.
 ///
-/// Holds one track's entries at a time, plus four bytes per entry and per flow end.
+/// Holds one track's entries at a time, plus about 40 bytes per entry and 16 per flow
+/// end.
 pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
     let entry = trace.strings.id(CAT_ENTRY)?;
     let track_of: HashMap<(u32, u32), usize> = trace
@@ -160,17 +162,12 @@ pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
     let mut node_of = vec![[NONE; 2]; trace.flows.len()];
     let mut offsets = Vec::with_capacity(trace.tracks.len() + 1);
     let mut total = 0usize;
-    // The last end seen: (end, node).
-    let mut last: Option<(u64, u32)> = None;
+    // Per node (entry): start and end.
+    let mut times: Vec<(u64, u64)> = Vec::new();
     for t in 0..trace.tracks.len() {
         offsets.push(total);
         let spans = entries_of(trace, t, entry);
-        for (k, s) in spans.iter().enumerate() {
-            let node = (total + k) as u32;
-            if last.is_none_or(|(end, _)| s.end_ns() > end) {
-                last = Some((s.end_ns(), node));
-            }
-        }
+        times.extend(spans.iter().map(|s| (s.ts_ns, s.end_ns())));
         let mut here = ends.remove(&t).unwrap_or_default();
         here.sort_unstable();
         let (mut next, mut stack) = (0, Vec::<usize>::new());
@@ -193,7 +190,6 @@ pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
         total += spans.len();
     }
     offsets.push(total);
-    let (_, end_node) = last?;
 
     // Each entry's sender: of the messages it handled, the one sent last.
     let mut pred = vec![(NONE, 0u64); total];
@@ -208,10 +204,14 @@ pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
             *p = (from, sent);
         }
     }
+    let pred: Vec<u32> = pred.into_iter().map(|(p, _)| p).collect();
+    let origin = chain_starts(&pred, &times);
+    let end_node =
+        (0..total).max_by_key(|&n| (times[n].1.saturating_sub(origin[n]), times[n].1))? as u32;
     let mut chain = vec![end_node];
     // Arrows go forward in time, so a chain has no loops; the bound guards bad input.
     while chain.len() <= total {
-        let (p, _) = pred[*chain.last()? as usize];
+        let p = pred[*chain.last()? as usize];
         if p == NONE {
             break;
         }
@@ -238,10 +238,46 @@ pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
         })
         .collect();
     let span_ns = match (entries.first(), entries.last()) {
-        (Some(a), Some(b)) => (b.start_ns + b.dur_ns).saturating_sub(a.start_ns),
+        (Some(a), Some(b)) => b
+            .start_ns
+            .saturating_add(b.dur_ns)
+            .saturating_sub(a.start_ns),
         _ => 0,
     };
     Some(CriticalPath { entries, span_ns })
+}
+
+/// Per node, the start of the first entry of the chain that ends with it.
+fn chain_starts(pred: &[u32], times: &[(u64, u64)]) -> Vec<u64> {
+    const UNKNOWN: u64 = u64::MAX;
+    let mut origin = vec![UNKNOWN; pred.len()];
+    let mut on_walk = vec![false; pred.len()];
+    let mut walk = Vec::new();
+    for n in 0..pred.len() {
+        let mut at = n;
+        // Up to a node already resolved, a chain's first entry, or (in a bad trace
+        // whose arrows loop) a node of this same walk.
+        while origin[at] == UNKNOWN && !on_walk[at] {
+            on_walk[at] = true;
+            walk.push(at);
+            match pred[at] {
+                NONE => break,
+                p => at = p as usize,
+            }
+        }
+        let mut o = if origin[at] == UNKNOWN {
+            times[at].0
+        } else {
+            origin[at]
+        };
+        for &m in walk.iter().rev() {
+            o = o.min(times[m].0);
+            origin[m] = o;
+            on_walk[m] = false;
+        }
+        walk.clear();
+    }
+    origin
 }
 
 #[cfg(test)]
@@ -262,6 +298,14 @@ mod tests {
         assert_eq!((h[0].min_bytes, h[0].max_bytes), (0, 0));
         assert_eq!((h[1].min_bytes, h[1].max_bytes), (1024, 2047));
         assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn chains_start_at_their_first_entry_even_when_arrows_loop() {
+        // 0 <- 1 <- 2, and 3 <-> 4 looping (a bad trace).
+        let pred = [NONE, 0, 1, 4, 3];
+        let times = [(10, 20), (30, 40), (50, 60), (5, 6), (7, 8)];
+        assert_eq!(chain_starts(&pred, &times), [10, 10, 10, 5, 5]);
     }
 
     #[test]

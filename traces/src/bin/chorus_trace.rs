@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use chorus_traces::{
     check_compact, critical_path, render_critical_path, render_report_compact, render_text,
-    summarize_compact, summarize_file, CompactTrace, ReportOptions, SummaryOptions,
+    summarize_compact, summarize_file, CompactTrace, CriticalPath, ReportOptions, Summary,
+    SummaryOptions,
 };
 use clap::{Parser, Subcommand};
 
@@ -67,6 +68,15 @@ enum Command {
     },
 }
 
+/// `summary --json`: the summary's fields, and the critical path when asked for.
+#[derive(serde::Serialize)]
+struct SummaryJson<'a> {
+    #[serde(flatten)]
+    summary: &'a Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    critical_path: Option<&'a CriticalPath>,
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Summary {
@@ -89,12 +99,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 (s, None)
             };
             if json {
-                let mut v = serde_json::to_value(&s).map_err(|e| e.to_string())?;
-                if let (Some(o), true) = (v.as_object_mut(), with_path) {
-                    let p = serde_json::to_value(&path).map_err(|e| e.to_string())?;
-                    o.insert("critical_path".to_owned(), p);
-                }
-                let text = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+                let out = SummaryJson {
+                    summary: &s,
+                    critical_path: path.as_ref().filter(|_| with_path),
+                };
+                let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
                 println!("{text}");
             } else {
                 print!("{}", render_text(&s));
