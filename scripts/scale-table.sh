@@ -14,7 +14,7 @@
 # Wall time and peak memory ("Maximum resident set size") come from /usr/bin/time -v.
 # radix runs with --no-baseline so that each row is one simulation (by default it also
 # sorts with the blocking baseline); its histogram allgather carries PEs^2 data
-# (8.7 GB at 1024 PEs, 35 GB and 12 GiB peak memory at 2048; 4096 PEs exceeded the 23 GB
+# (8.7 GB at 1024 PEs, 35 GB and 12 GiB peak memory at 2048; 4096 PEs exceeded the 23 GiB
 # of the development machine), hence 1024 PEs. Progress goes to stderr; a run that fails is
 # marked in its row and the script exits 1. BIN=dir picks another directory of binaries.
 set -euo pipefail
@@ -75,7 +75,8 @@ else
     )
 fi
 
-tmp="$(mktemp -d)"
+# Under target/, away from anything that tidies /tmp.
+tmp="$(mktemp -d "${root}/target/scale-table.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 
 # Prints one table row from a run's stdout, stderr and /usr/bin/time -v report.
