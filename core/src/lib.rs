@@ -48,7 +48,7 @@ pub use msg::envelope::Envelope;
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};
 pub use registry::{Entry, Registry};
-pub use report::{PeReport, RunReport};
+pub use report::{PeReport, RunReport, MAX_ERRORS_KEPT};
 pub use trace::TraceReport;
 
 pub use launch::Runtime;

@@ -22,8 +22,10 @@ pub struct PeReport {
     /// on the way in, or refused on the way out (one error can cover a run of
     /// several messages).
     pub dropped_on_wire: u64,
-    /// Errors it saw.
+    /// The first [`MAX_ERRORS_KEPT`] errors it saw.
     pub errors: Vec<RuntimeError>,
+    /// Errors it saw after the first [`MAX_ERRORS_KEPT`]: counted, not kept.
+    pub errors_not_kept: u64,
     /// Values published with `Ctx::publish`, in order.
     pub outputs: Vec<(String, Vec<u8>)>,
     /// Quiescence-detection waves this PE started (PE 0 only).
@@ -32,11 +34,24 @@ pub struct PeReport {
     pub aborted: bool,
 }
 
+/// Errors a PE keeps in its report; under `--on-error drop` a job can see one per
+/// message, so the rest are only counted (in `errors_not_kept`) to bound its memory.
+pub const MAX_ERRORS_KEPT: usize = 1024;
+
 impl PeReport {
     pub(crate) fn new(pe: Pe) -> Self {
         PeReport {
             pe,
             ..Default::default()
+        }
+    }
+
+    /// Keep `err` if fewer than [`MAX_ERRORS_KEPT`] are kept, else count it.
+    pub(crate) fn record_error(&mut self, err: RuntimeError) {
+        if self.errors.len() < MAX_ERRORS_KEPT {
+            self.errors.push(err);
+        } else {
+            self.errors_not_kept += 1;
         }
     }
 }
@@ -59,7 +74,8 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// Every error any PE saw (under `--on-error drop`, the dropped messages).
+    /// Every error the PEs kept (under `--on-error drop`, the dropped messages; past
+    /// [`MAX_ERRORS_KEPT`] a PE counts them in `errors_not_kept` instead).
     pub fn errors(&self) -> Vec<&RuntimeError> {
         self.per_pe.iter().flat_map(|p| p.errors.iter()).collect()
     }

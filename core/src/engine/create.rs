@@ -452,4 +452,34 @@ mod tests {
         assert!(bad[1].contains("too large"), "{bad:?}");
         assert!(rt.colls.is_empty());
     }
+
+    #[test]
+    fn errors_past_the_kept_number_are_counted_not_kept() {
+        let mut rt = pe();
+        let bad = crate::api::report::MAX_ERRORS_KEPT + 500;
+        for seq in 0..bad {
+            let id = ChareId {
+                pe: 1,
+                creator: 0,
+                seq: 1_000 + seq as u32,
+            };
+            let kind = Kind::User {
+                dest: crate::msg::envelope::Dest::Chare(id),
+                payload: Payload::new(()),
+                hops: 0,
+            };
+            rt.process(from(0, kind));
+        }
+        // None of those chares can be created any more: at quiescence each message
+        // becomes an error.
+        rt.report_orphans(0);
+        let report = &rt.core.report;
+        assert_eq!(report.errors.len(), crate::api::report::MAX_ERRORS_KEPT);
+        assert_eq!(report.errors_not_kept, 500);
+        assert!(
+            report.errors[0].to_string().contains("does not exist"),
+            "{:?}",
+            report.errors[0]
+        );
+    }
 }

@@ -157,7 +157,7 @@ impl PeRuntime {
                 }
                 if let Some(e) = error {
                     if !self.core.report.errors.contains(&e) {
-                        self.core.report.errors.push(e);
+                        self.core.report.record_error(e);
                     }
                     self.core.report.aborted = true;
                 }

@@ -173,7 +173,7 @@ impl PeCore {
         match self.policy {
             ErrorPolicy::Drop => {
                 tracing::warn!(pe = self.me, "dropped: {err}");
-                self.report.errors.push(err);
+                self.report.record_error(err);
             }
             ErrorPolicy::Abort => self.abort(err),
         }
@@ -182,7 +182,7 @@ impl PeCore {
     /// Record an error and end the job, whatever its policy.
     pub(crate) fn abort(&mut self, err: RuntimeError) {
         tracing::error!(pe = self.me, "aborting job: {err}");
-        self.report.errors.push(err.clone());
+        self.report.record_error(err.clone());
         self.report.aborted = true;
         if !self.exiting {
             self.exit(Some(err));

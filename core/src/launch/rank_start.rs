@@ -287,6 +287,7 @@ struct WireReport {
     processed: u64,
     unprocessed: u64,
     dropped_on_wire: u64,
+    errors_not_kept: u64,
     errors: Vec<String>,
     outputs: Vec<(String, Vec<u8>)>,
     qd_waves: u64,
@@ -303,6 +304,7 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
             processed: r.processed,
             unprocessed: r.unprocessed,
             dropped_on_wire: r.dropped_on_wire,
+            errors_not_kept: r.errors_not_kept,
             errors: r.errors.iter().map(|e| e.to_string()).collect(),
             outputs: r.outputs.clone(),
             qd_waves: r.qd_waves,
@@ -343,6 +345,7 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
                 processed: w.processed,
                 unprocessed: w.unprocessed,
                 dropped_on_wire: w.dropped_on_wire,
+                errors_not_kept: w.errors_not_kept,
                 errors: w.errors.into_iter().map(RuntimeError::Remote).collect(),
                 outputs: w.outputs,
                 qd_waves: w.qd_waves,
@@ -350,7 +353,7 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
             })),
             Err(e) => out.extend((r * ppr..(r + 1) * ppr).map(|pe| {
                 let mut report = PeReport::new(pe as Pe);
-                report.errors.push(RuntimeError::Decode {
+                report.record_error(RuntimeError::Decode {
                     pe: me as Pe,
                     what: format!("rank {r}'s reports"),
                     reason: e.to_string(),
