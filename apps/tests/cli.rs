@@ -148,6 +148,12 @@ fn bad_numbers_are_usage_errors_that_name_the_range() {
             [&sim[..], &["--sim-kill", "1@1e30s"]].concat(),
             "at most 1e6 s",
         ),
+        (hello, vec!["--fault-hold-long-ms", "0"], "1..=3600000"),
+        (
+            hello,
+            vec!["--fault-hold-long-ms", "5"],
+            "needs --layer mpi",
+        ),
         (hello, vec!["--trace", blocked], "cannot be created"),
         (mcmc, vec!["--trace", blocked], "cannot be created"),
         (

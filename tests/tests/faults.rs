@@ -31,3 +31,10 @@ fn a_job_that_never_exits_is_reported_stalled_under_either_policy() {
         faults::a_job_that_never_exits_is_reported_stalled_under_either_policy(layer);
     }
 }
+
+#[test]
+fn a_slow_sender_delays_only_its_own_messages() {
+    for layer in layers() {
+        chorus_tests::suite::slow_sender::a_slow_sender_delays_only_its_own_messages(layer);
+    }
+}

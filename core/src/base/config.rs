@@ -281,6 +281,11 @@ pub struct Config {
     /// damaged and fails to decode (threads and mpi layers)
     #[cfg_attr(feature = "cli", arg(long = "fault-corrupt-every", env = "CHORUS_FAULT_CORRUPT_EVERY", value_parser = clap::value_parser!(u64).range(1..)))]
     pub fault_corrupt_every: Option<u64>,
+    /// Fault injection (mpi layer): the body of every envelope too long for one
+    /// posted receive, and its segments, leave this many ms after its notice, as from
+    /// a slow or paused sender
+    #[cfg_attr(feature = "cli", arg(long = "fault-hold-long-ms", env = "CHORUS_FAULT_HOLD_LONG_MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000)))]
+    pub fault_hold_long_ms: Option<u64>,
     /// The sim layer's network model and failures.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub sim: SimArgs,
@@ -303,12 +308,19 @@ impl Default for Config {
             stats: None,
             pes_per_rank: 1,
             fault_corrupt_every: None,
+            fault_hold_long_ms: None,
             sim: SimArgs::default(),
         }
     }
 }
 
 impl Config {
+    /// `--fault-hold-long-ms` as a duration.
+    pub(crate) fn fault_hold(&self) -> Option<std::time::Duration> {
+        self.fault_hold_long_ms
+            .map(std::time::Duration::from_millis)
+    }
+
     /// The default configuration with `pes` PEs.
     pub fn with_pes(pes: u32) -> Self {
         Config {
@@ -417,6 +429,9 @@ impl Config {
         }
         if self.fault_corrupt_every.is_some() && self.layer == Layer::Sim {
             return Err("--fault-corrupt-every needs a layer whose PEs exchange bytes (threads or mpi); on sim use --sim-kill".into());
+        }
+        if self.fault_hold_long_ms.is_some() && self.layer != Layer::Mpi {
+            return Err("--fault-hold-long-ms holds messages on an MPI link: it needs --layer mpi under mpirun".into());
         }
         if self.trace_flow_every == 0 {
             return Err(

@@ -58,7 +58,7 @@ impl MachineLayer for Mpi {
 
 fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeError> {
     let (start, comm) = RankStart::new(world, &job, 1)?;
-    let link = Rc::new(RefCell::new(Link::new(comm, true)));
+    let link = Rc::new(RefCell::new(Link::new(comm, true, job.config.fault_hold())));
     let setup = start.pe_setup(&job.config, start.rank);
     let net = MpiNet::new(
         start.rank,

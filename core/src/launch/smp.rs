@@ -32,7 +32,7 @@ pub(super) fn run_rank(
         )));
     }
     let (start, comm) = RankStart::new(world, &job, ppr)?;
-    let mut link = Link::new(comm, false);
+    let mut link = Link::new(comm, false, job.config.fault_hold());
     let first = start.rank * ppr as Pe;
     // Unbounded, as the threads layer's inboxes (launch/threads.rs says why); what
     // crosses ranks is bounded by `OUT_QUEUE` and the link's bytes in flight.

@@ -13,6 +13,7 @@ pub mod messaging;
 pub mod migration;
 pub mod quiescence;
 pub mod reductions;
+pub mod slow_sender;
 
 /// A named suite test.
 pub type Test = (&'static str, fn(Layer));
@@ -28,6 +29,7 @@ pub fn all() -> Vec<Test> {
         migration::TESTS,
         quiescence::TESTS,
         reductions::TESTS,
+        slow_sender::TESTS,
     ]
     .concat()
 }

@@ -6,6 +6,8 @@
 //! ahead of them; a longer one is announced by a notice and taken whole by matched
 //! probe, as are the segments of a segmented envelope.
 
+mod announced;
+
 use super::backoff::Backoff;
 use super::posted_receive::PostedReceive;
 use crate::base::bytes::Bytes;
@@ -13,11 +15,10 @@ use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::msg::envelope::Envelope;
 use crate::wire;
-use mpi::point_to_point::{Message, Status};
 use mpi::request::{Request, StaticScope};
-use mpi::topology::{Process, SimpleCommunicator};
+use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,16 @@ struct PendingSend {
     segment: Option<Bytes>,
     /// Bytes the send reads.
     len: usize,
+}
+
+/// A body or segment held back by `--fault-hold-long-ms` until `due`.
+struct HeldPost {
+    due: Instant,
+    to: Pe,
+    slice: &'static [u8],
+    tag: i32,
+    buf: Vec<u8>,
+    segment: Option<Bytes>,
 }
 
 /// A rank's side of the network: its communicator and its sends in flight.
@@ -50,10 +61,21 @@ pub(crate) struct Link {
     /// False when other threads encode the envelopes (SMP mode): nothing here would
     /// take the spare buffers again.
     keep_spares: bool,
-    /// Messages taken off the network while a send waited for room: at most what
-    /// arrives while `MAX_IN_FLIGHT` bytes of this rank's sends drain, and emptied by
-    /// the next polls before anything else is received.
+    /// Whole envelopes taken off the network, in the order they are to be handled:
+    /// those that came while a send waited for room (at most what arrives while
+    /// `MAX_IN_FLIGHT` bytes of this rank's sends drain) and those whose announced
+    /// parts came after later envelopes; emptied by the next polls before anything
+    /// else is received.
     inbox: VecDeque<(Arc<Vec<u8>>, i32)>,
+    /// Sources with an envelope whose announced parts have not all come, by rank
+    /// (at most one entry per rank of the job).
+    waiting: BTreeMap<i32, announced::Waiting>,
+    /// `--fault-hold-long-ms`: how long a long envelope's body and segments wait
+    /// after its notice before they are sent.
+    hold: Option<Duration>,
+    /// Bodies and segments held by `hold`, due in this order: at most what the rank
+    /// sends within the hold.
+    held_posts: VecDeque<HeldPost>,
     /// Large receive buffers lately handed out; one no longer shared is reused.
     recycle: Vec<Arc<Vec<u8>>>,
     /// Small receive buffers in the order they were handed out. Messages mostly run
@@ -92,11 +114,6 @@ const POSTED: usize = 4;
 /// Ranks compare it (with the wire version) at startup: a longer message on the
 /// envelope tag would overflow a posted receive.
 pub(crate) const POSTED_BYTES: usize = 16 << 10;
-/// How long a receiver waits for a message an envelope announced (a long envelope's
-/// body, a segment) before it ends the job. The sender posts them together with the
-/// envelope, so only a broken peer makes it wait this long, and going on without the
-/// message would pair later announcements with the wrong messages.
-const SEGMENT_WAIT: Duration = Duration::from_secs(30);
 
 /// An envelope in its wire form: its bytes, and the long byte strings that follow
 /// it as segments (see `wire::encode_segmented`).
@@ -154,7 +171,8 @@ impl Encoded {
 }
 
 impl Link {
-    pub(crate) fn new(comm: SimpleCommunicator, keep_spares: bool) -> Self {
+    /// The link over `comm`; `hold` is `--fault-hold-long-ms`.
+    pub(crate) fn new(comm: SimpleCommunicator, keep_spares: bool, hold: Option<Duration>) -> Self {
         Link {
             posted: (0..POSTED)
                 .map(|_| PostedReceive::new(&comm, POSTED_BYTES, ENVELOPE_TAG))
@@ -166,6 +184,9 @@ impl Link {
             spare: Vec::new(),
             keep_spares,
             inbox: VecDeque::new(),
+            waiting: BTreeMap::new(),
+            hold,
+            held_posts: VecDeque::new(),
             recycle: Vec::new(),
             small: VecDeque::new(),
         }
@@ -235,6 +256,41 @@ impl Link {
         buf: Vec<u8>,
         segment: Option<Bytes>,
     ) {
+        if let Some(hold) = self.hold.filter(|_| tag != ENVELOPE_TAG) {
+            self.held_posts.push_back(HeldPost {
+                due: Instant::now() + hold,
+                to,
+                slice,
+                tag,
+                buf,
+                segment,
+            });
+            return;
+        }
+        self.post_now(to, slice, tag, buf, segment);
+    }
+
+    /// Post held bodies and segments that are due, in order; true if any was.
+    fn post_held(&mut self) -> bool {
+        let now = Instant::now();
+        let mut any = false;
+        while self.held_posts.front().is_some_and(|h| h.due <= now) {
+            let h = self.held_posts.pop_front().expect("checked above");
+            self.post_now(h.to, h.slice, h.tag, h.buf, h.segment);
+            any = true;
+        }
+        any
+    }
+
+    /// Start sending `slice` now; see `post`.
+    fn post_now(
+        &mut self,
+        to: Pe,
+        slice: &'static [u8],
+        tag: i32,
+        buf: Vec<u8>,
+        segment: Option<Bytes>,
+    ) {
         let req = self
             .comm
             .process_at_rank(to as i32)
@@ -258,9 +314,9 @@ impl Link {
         self.comm.abort(70)
     }
 
-    /// True while some send is not yet complete.
+    /// True while some send is not yet complete (or held, not yet started).
     pub(crate) fn sending(&self) -> bool {
-        !self.pending.is_empty()
+        !self.pending.is_empty() || !self.held_posts.is_empty()
     }
 
     /// An empty buffer for a send, reusing a spare one that is large enough.
@@ -276,7 +332,7 @@ impl Link {
 
     /// Complete every send MPI has finished with; true if any did.
     pub(crate) fn progress(&mut self) -> bool {
-        let mut any = false;
+        let mut any = self.post_held();
         let mut i = 0;
         while i < self.pending.len() {
             let Some(req) = self.pending[i].req.take() else {
@@ -304,24 +360,27 @@ impl Link {
         any
     }
 
-    /// Move one arrived message into the inbox; true if there was one.
+    /// Take what has arrived off the network into the inbox; true if anything came.
     pub(crate) fn pull(&mut self) -> bool {
-        match self.probe() {
-            Some(got) => {
-                self.inbox.push_back(got);
-                true
+        let completed = self.complete_waiting();
+        completed | self.take_posted()
+    }
+
+    /// Take the next whole envelope that has arrived, with its source rank.
+    pub(crate) fn receive(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
+        loop {
+            if let Some(got) = self.inbox.pop_front() {
+                return Some(got);
             }
-            None => false,
+            if !self.pull() {
+                return None;
+            }
         }
     }
 
-    /// Take one message that has arrived, with its source rank.
-    pub(crate) fn receive(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
-        self.inbox.pop_front().or_else(|| self.probe())
-    }
-
-    /// Take the next envelope that has arrived, with its source rank.
-    fn probe(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
+    /// Take the message in the first posted receive, if one has come, into the inbox
+    /// (or, if it waits for an announced part, into its source's wait); true if one had.
+    fn take_posted(&mut self) -> bool {
         // Posting the last arrival's receive again waits until now, the next look:
         // done before that arrival was handed on, the MPI call sat on the path of
         // every reply. The other posted receives take arrivals meanwhile, in order.
@@ -329,49 +388,19 @@ impl Link {
             again.post(&self.comm);
             self.posted.push_back(again);
         }
-        let status = self.posted.front_mut()?.test()?;
+        let Some(status) = self.posted.front_mut().and_then(PostedReceive::test) else {
+            return false;
+        };
         let posted = self.posted.pop_front().expect("tested just above");
         let source = status.source_rank();
         let len = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
         let got = posted.bytes(len);
-        let arrived = match wire::noticed_len(got) {
-            Some(long) => Err(long),
-            None => Ok(self.filled(got.len(), |buf| buf.copy_from_slice(got))),
-        };
+        let first = self.filled(got.len(), |buf| buf.copy_from_slice(got));
         self.unposted = Some(posted);
-        let buf = match arrived {
-            Ok(buf) => buf,
-            Err(long) => self.receive_long(source, long),
-        };
-        // A malformed table is left for `decode` to report (it refuses a segmented
-        // envelope that was not reassembled).
-        if let Ok(Some(plan)) = wire::segment_plan(&buf) {
-            return Some((self.receive_segments(&buf, &plan, source), source));
+        if let Some(whole) = self.arrived(source, first) {
+            self.inbox.push_back((whole, source));
         }
-        Some((buf, source))
-    }
-
-    /// The envelope `source` announced with a notice of `len` bytes, received whole
-    /// from `LONG_TAG`. It is probed before its buffer is allocated, so the buffer
-    /// holds only the bytes really sent; the body says its own length, so a notice of
-    /// another length is only logged (`decode` checks the envelope itself).
-    fn receive_long(&mut self, source: i32, len: u64) -> Arc<Vec<u8>> {
-        let from = self.comm.process_at_rank(source);
-        let Some((msg, status)) = probe_within(&from, LONG_TAG) else {
-            self.abort(&format!(
-                "the {len}-byte envelope rank {source} announced did not arrive within {SEGMENT_WAIT:?}"
-            ));
-        };
-        let arrived = usize::try_from(status.count(u8::equivalent_datatype())).unwrap_or(0);
-        if arrived as u64 != len {
-            tracing::warn!(
-                rank = source,
-                "a long envelope of {arrived} bytes came where its notice said {len}"
-            );
-        }
-        self.filled(arrived, |buf| {
-            msg.matched_receive_into(buf);
-        })
+        true
     }
 
     /// A buffer of exactly `len` bytes, written by `fill`, and kept to be reused once
@@ -454,76 +483,6 @@ impl Link {
         }
         self.recycle.push(Arc::clone(buf));
     }
-
-    /// The whole envelope of segmented `main` from `source`: its parts copied into
-    /// place and each segment received straight into its gap. The sender posted the
-    /// segments with the envelope, so they are on their way. Every segment is probed
-    /// before the envelope's buffer is allocated, so a corrupt table (a peer's bug)
-    /// costs only the bytes really sent: segments of the wrong length make the
-    /// envelope one `decode` refuses (each is still received, so later envelopes stay
-    /// paired with their own); one that does not come within `SEGMENT_WAIT` ends the
-    /// job.
-    fn receive_segments(
-        &mut self,
-        main: &[u8],
-        plan: &wire::SegmentPlan,
-        source: i32,
-    ) -> Arc<Vec<u8>> {
-        let from = self.comm.process_at_rank(source);
-        let count = plan.gaps.len();
-        let mut probed = Vec::with_capacity(count);
-        let mut fault = None;
-        for (i, &(_, len)) in plan.gaps.iter().enumerate() {
-            let Some((msg, status)) = probe_within(&from, SEGMENT_TAG) else {
-                self.abort(&format!(
-                    "segment {i} of {count} that rank {source} announced did not arrive within {SEGMENT_WAIT:?}"
-                ));
-            };
-            let arrived = status.count(u8::equivalent_datatype()) as usize;
-            if fault.is_none() && arrived == len {
-                probed.push((msg, len));
-                continue;
-            }
-            // Every announced segment is taken off the network, refused or not, so the
-            // sender's later segments stay in step with their envelopes.
-            let _ = (msg, status).matched_receive_vec::<u8>();
-            fault.get_or_insert(format!(
-                "segment {i} is {arrived} bytes where its table says {len}"
-            ));
-        }
-        if let Some(fault) = fault {
-            tracing::warn!(rank = source, "refusing a segmented envelope: {fault}");
-            // Segments already matched must still be received; each holds what the
-            // sender really sent, so the scratch space is bounded by that.
-            for (msg, len) in probed {
-                let mut scratch = vec![0u8; len];
-                msg.matched_receive_into(&mut scratch[..]);
-            }
-            // `main` still says it is segmented, so `decode` refuses it.
-            return Arc::new(main.to_vec());
-        }
-        self.filled(plan.total, |whole| {
-            plan.assemble(main, whole);
-            for ((msg, len), &(at, _)) in probed.into_iter().zip(&plan.gaps) {
-                msg.matched_receive_into(&mut whole[at..at + len]);
-            }
-        })
-    }
-}
-
-/// The next message from `from` on `tag`, waited for up to `SEGMENT_WAIT` (see there);
-/// None if it did not come.
-fn probe_within(from: &Process<'_>, tag: i32) -> Option<(Message, Status)> {
-    let deadline = Instant::now() + SEGMENT_WAIT;
-    loop {
-        if let Some(got) = from.immediate_matched_probe_with_tag(tag) {
-            return Some(got);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::hint::spin_loop();
-    }
 }
 
 /// After the exit: finish our sends while dropping whatever still arrives, then wait
@@ -541,7 +500,7 @@ pub(crate) fn shut_down(link: &mut Link) {
             backoff.wait();
         }
     };
-    while !link.pending.is_empty() {
+    while link.sending() {
         drain(link, &mut backoff);
     }
     let mut barrier = Some(link.comm.immediate_barrier());
