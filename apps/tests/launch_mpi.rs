@@ -67,3 +67,31 @@ fn a_job_under_mpirun_prints_its_result_once() {
         "printed by rank 0 only (is_root_process):\n{stdout}"
     );
 }
+
+#[test]
+fn mcmc_runs_on_as_many_pes_as_mpirun_starts_ranks() {
+    if !have_mpirun() {
+        eprintln!("SKIPPED: mpirun not found");
+        return;
+    }
+    // Three ranks, where --pes defaults to 4: the walker groups must be laid out on
+    // the job's 3 PEs, or the group on a fourth PE never exists and the job stalls.
+    let out = common::mpirun_as_typed(
+        &["-n", "3", "--oversubscribe"],
+        env!("CARGO_BIN_EXE_mcmc"),
+        &[
+            "--layer",
+            "mpi",
+            "--group-size",
+            "1",
+            "--lb",
+            "none",
+            "--item-ms",
+            "5",
+            "--json",
+        ],
+    );
+    let v = json_of(&out);
+    assert_eq!(v["pes"], 3, "{v}");
+    assert!(v["strategies"][0]["makespan_s"].as_f64().is_some(), "{v}");
+}

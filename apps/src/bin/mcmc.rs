@@ -73,6 +73,9 @@ fn run(args: &Args) -> Result<(), String> {
     let mut reports = Vec::new();
     for spec in strategies {
         let mut config = args.chorus.clone();
+        // Under mpirun the job has as many PEs as ranks x --pes-per-rank, whatever
+        // --pes defaulted to: the walker groups are laid out on those.
+        config.pes = job.pes;
         // One trace per strategy, named after it even when it runs alone, so the
         // file name never depends on how many strategies ran.
         if let Some(t) = &args.chorus.trace {
@@ -92,9 +95,9 @@ fn run(args: &Args) -> Result<(), String> {
     }
     if speaks {
         if args.json {
-            println!("{}", to_json(&reports));
+            println!("{}", to_json(&reports, job.pes));
         } else {
-            print_table(&reports, args, item_ms);
+            print_table(&reports, args, item_ms, job.pes);
         }
     }
     Ok(())
@@ -111,8 +114,9 @@ fn trace_name(t: &Path, name: &str) -> PathBuf {
     t.with_file_name(file)
 }
 
-fn to_json(reports: &[McmcReport]) -> serde_json::Value {
+fn to_json(reports: &[McmcReport], pes: u32) -> serde_json::Value {
     json!({
+        "pes": pes,
         "ideal_s": reports.first().map_or(0.0, |r| r.ideal_s),
         "strategies": reports.iter().map(|r| json!({
             "name": r.name,
@@ -126,7 +130,7 @@ fn to_json(reports: &[McmcReport]) -> serde_json::Value {
     })
 }
 
-fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64) {
+fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64, pes: u32) {
     let none = reports
         .iter()
         .find(|r| r.name == "none")
@@ -139,7 +143,7 @@ fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64) {
     let ideal = reports.first().map_or(0.0, |r| r.ideal_s);
     println!(
         "MCMC kernel: {} PEs on {}, G = {}, T = {item_ms} ms, workload {}; ideal {ideal:.3} s",
-        args.chorus.pes,
+        pes,
         args.chorus.layer.name(),
         args.group_size,
         args.workload
