@@ -316,6 +316,7 @@ impl Default for Config {
 
 impl Config {
     /// `--fault-hold-long-ms` as a duration.
+    #[cfg(feature = "mpi")]
     pub(crate) fn fault_hold(&self) -> Option<std::time::Duration> {
         self.fault_hold_long_ms
             .map(std::time::Duration::from_millis)

@@ -1,7 +1,7 @@
 //! Dispatch: what a PE does with each envelope it takes from its queue, by kind,
 //! and its part in quiescence detection waves.
 
-use super::{PeRuntime, Via};
+use super::{flow, PeRuntime, Via};
 use crate::api::proxy::SendOpts;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
@@ -15,6 +15,11 @@ impl PeRuntime {
     pub(super) fn process(&mut self, env: Envelope) {
         if env.counted {
             self.core.processed += env.weight();
+            if env.src != self.core.me && flow::windowed(&env) {
+                if let Some(n) = self.core.flow.handled(env.src, env.weight()) {
+                    self.core.uncounted(env.src, Kind::Credit { n });
+                }
+            }
         }
         if let Some(t) = self.core.trace.as_deref_mut() {
             let net = &self.core.net;
@@ -162,6 +167,14 @@ impl PeRuntime {
                     self.core.report.aborted = true;
                 }
                 self.core.exiting = true;
+            }
+            Kind::Credit { n } => {
+                if let Some(held) = self.core.flow.credited(src, n) {
+                    for env in held {
+                        let (prio, exp) = (env.prio, env.expedited);
+                        self.core.queue.push(env, prio, exp);
+                    }
+                }
             }
             Kind::PeFailed { pe, callback } => {
                 self.core.fire(&callback, RedData::U64(vec![u64::from(pe)]));

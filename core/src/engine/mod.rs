@@ -30,6 +30,7 @@ mod deliver;
 mod digest;
 mod dispatch;
 mod drive;
+pub(crate) mod flow;
 mod guard;
 pub(crate) mod location;
 mod migration;
@@ -164,6 +165,7 @@ impl PeRuntime {
                 loc: Locations::default(),
                 moves: Vec::new(),
                 leaving: false,
+                flow: flow::Flow::default(),
             },
             chare_slab: Vec::new(),
             chare_slot: HashMap::default(),
@@ -254,7 +256,7 @@ impl PeRuntime {
         while let Some(env) = self.core.queue.pop() {
             n += env.weight();
         }
-        n
+        n + self.core.flow.discard()
     }
 
     /// Queue the machine layer's notice that `pe` failed for `callback`. It is counted

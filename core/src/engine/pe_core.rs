@@ -9,6 +9,7 @@ use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::base::tree;
+use crate::engine::flow::{self, Flow};
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
 use crate::engine::scheduler::ReadyQueue;
@@ -95,6 +96,8 @@ pub(crate) struct PeCore {
     pub(crate) moves: Vec<MoveRequest>,
     /// True while an element's state is being serialized to leave this PE.
     pub(crate) leaving: bool,
+    /// Windows of messages unhandled at other PEs, credits owed, held messages.
+    pub(crate) flow: Flow,
 }
 
 /// An element's request to move to PE `to`.
@@ -155,16 +158,23 @@ impl PeCore {
             t.send(ns(self.net.now()), env.msg_id(), to, env.wire_bytes());
         }
         if to == self.me {
+            if flow::windowed(&env) && self.flow.holding() {
+                self.flow.hold(env);
+                return;
+            }
             let (prio, exp) = (env.prio, env.expedited);
             self.queue.push(env, prio, exp);
             return;
         }
+        let windowed = flow::windowed(&env);
         if let Err(e) = self.net.send(to, env) {
             // Counted as sent above and never to arrive: dropped with a reason, so
             // processed, or quiescence would wait for it forever.
             self.processed += weight;
             self.report.dropped_on_wire += weight;
             self.fail(e);
+        } else if windowed {
+            self.flow.sent(to, weight);
         }
     }
 
@@ -215,15 +225,21 @@ impl PeCore {
         if opts.expedited || to as usize >= self.npes {
             return self.send_new_run(to, dest, msg, opts);
         }
-        let tail = if to == me {
-            self.queue.tail_mut(opts.prio)
-        } else {
+        let tail = if to != me {
             self.net.held_tail(to)
+        } else if self.flow.holding() {
+            // Held messages to itself must not slip into the queue inside a run.
+            None
+        } else {
+            self.queue.tail_mut(opts.prio)
         };
         let msg = match tail {
             Some(env) => match env.append(me, &dest, opts.prio, msg) {
                 Ok(()) => {
                     self.sent += 1;
+                    if to != me {
+                        self.flow.sent(to, 1);
+                    }
                     return;
                 }
                 Err(msg) => msg,

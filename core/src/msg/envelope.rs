@@ -196,6 +196,11 @@ pub(crate) enum Kind {
         reducer: Reducer,
         body: Box<(Callback, Partial)>,
     },
+    /// Credit for `n` windowed messages of the receiver's that the sender handled
+    /// (`engine/flow.rs`).
+    Credit {
+        n: u64,
+    },
 }
 
 /// A message between PEs.
@@ -232,6 +237,7 @@ impl Kind {
             Kind::Orphans { .. } => "chorus::orphans",
             Kind::Exit { .. } => "chorus::exit",
             Kind::PeFailed { .. } => "chorus::pe_failed",
+            Kind::Credit { .. } => "chorus::credit",
         })
     }
 }

@@ -53,7 +53,7 @@ use thiserror::Error;
 /// The first four bytes of every envelope.
 pub const MAGIC: [u8; 4] = *b"CHRS";
 /// The wire version this build writes and reads.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 32;
 
@@ -70,7 +70,7 @@ const LONG_MAGIC: [u8; 4] = *b"CHRL";
 const NOTICE_BYTES: usize = 16;
 
 /// Names of the kinds, by their number on the wire.
-pub const KIND_NAMES: [&str; 18] = [
+pub const KIND_NAMES: [&str; 19] = [
     "User",
     "Bcast",
     "CreateChare",
@@ -89,6 +89,7 @@ pub const KIND_NAMES: [&str; 18] = [
     "Migrate",
     "Moved",
     "HomeContribute",
+    "Credit",
 ];
 
 /// What was wrong with bytes that should have been an envelope.
@@ -215,6 +216,7 @@ fn kind_tag(kind: &Kind) -> u8 {
         Kind::Migrate { .. } => 15,
         Kind::Moved { .. } => 16,
         Kind::HomeContribute { .. } => 17,
+        Kind::Credit { .. } => 18,
     }
 }
 

@@ -335,6 +335,12 @@ fn corpus_seeds() -> Vec<(&'static str, Vec<u8>)> {
     };
     encode(&qd, 1, &mut out).expect("encodes");
     seeds.push(("qd-request", std::mem::take(&mut out)));
+    let credit = Envelope {
+        kind: Kind::Credit { n: 1024 },
+        ..qd
+    };
+    encode(&credit, 1, &mut out).expect("encodes");
+    seeds.push(("credit", std::mem::take(&mut out)));
     let a = Bytes::from(vec![1u8; SEGMENT_MIN]);
     encode_segmented(&long(&a, &a), 1, &mut out).expect("encodes");
     seeds.push(("segmented-main", std::mem::take(&mut out)));
