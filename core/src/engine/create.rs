@@ -26,8 +26,11 @@ impl PeRuntime {
             self.core.fail(err);
             return None;
         };
-        let name = self.core.reg.chares[ty as usize].name.clone();
-        guarded(&mut self.core, current, &name, |ctx| ctor(init, ctx))
+        // The registry is shared: borrowing the name from a handle on it saves a copy
+        // of the name per construction.
+        let reg = self.core.reg.clone();
+        let name = &reg.chares[ty as usize].name;
+        guarded(&mut self.core, current, name, |ctx| ctor(init, ctx))
     }
 
     pub(super) fn create_chare(&mut self, id: ChareId, ty: u32, init: Payload) {

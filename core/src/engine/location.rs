@@ -44,8 +44,14 @@ pub(crate) enum Route {
 }
 
 /// One PE's knowledge of migrated elements, and the messages that wait for one.
+/// Boxed and built on first use: most PEs never see a migration, and a simulated
+/// PE stays small.
 #[derive(Default)]
-pub(crate) struct Locations {
+pub(crate) struct Locations(Option<Box<Table>>);
+
+/// What `Locations` knows once anything has moved.
+#[derive(Default)]
+struct Table {
     by_coll: HashMap<CollectionId, HashMap<IndexKey, Loc>>,
     /// Messages that arrived ahead of an element on its way to this PE.
     waiting: HashMap<(CollectionId, IndexKey), Vec<Envelope>>,
@@ -55,20 +61,25 @@ pub(crate) struct Locations {
 }
 
 impl Locations {
+    /// The table, built if this is the first news.
+    fn table(&mut self) -> &mut Table {
+        self.0.get_or_insert_with(Box::default)
+    }
+
     /// True while no element of any array has moved as far as this PE knows: the
     /// common case, in which sending needs no lookup.
     pub(crate) fn is_empty(&self) -> bool {
-        self.by_coll.is_empty()
+        self.0.as_ref().is_none_or(|t| t.by_coll.is_empty())
     }
 
     /// The latest news of an element.
     pub(crate) fn get(&self, coll: CollectionId, key: &IndexKey) -> Option<Loc> {
-        self.by_coll.get(&coll)?.get(key).copied()
+        self.0.as_ref()?.by_coll.get(&coll)?.get(key).copied()
     }
 
     /// Record that an element reached `pe` on move `moves`; older news is ignored.
     pub(crate) fn learn(&mut self, coll: CollectionId, key: &IndexKey, loc: Loc) {
-        let table = self.by_coll.entry(coll).or_default();
+        let table = self.table().by_coll.entry(coll).or_default();
         match table.get_mut(key) {
             Some(old) if old.moves >= loc.moves => {}
             Some(old) => *old = loc,
@@ -92,7 +103,8 @@ impl Locations {
 
     /// Elements homed here that are elsewhere now, with where they were last heard of.
     pub(crate) fn away_from_home(&self, coll: CollectionId, me: Pe) -> Vec<(IndexKey, Loc)> {
-        self.by_coll.get(&coll).map_or_else(Vec::new, |t| {
+        let table = self.0.as_ref().and_then(|t| t.by_coll.get(&coll));
+        table.map_or_else(Vec::new, |t| {
             t.iter()
                 .filter(|(_, l)| l.homed_here && l.pe != me)
                 .map(|(k, l)| (k.clone(), *l))
@@ -102,7 +114,8 @@ impl Locations {
 
     /// Number of elements homed here that are elsewhere now.
     pub(crate) fn away_count(&self, coll: CollectionId, me: Pe) -> u64 {
-        self.by_coll.get(&coll).map_or(0, |t| {
+        let table = self.0.as_ref().and_then(|t| t.by_coll.get(&coll));
+        table.map_or(0, |t| {
             t.values().filter(|l| l.homed_here && l.pe != me).count() as u64
         })
     }
@@ -116,32 +129,42 @@ impl Locations {
         key: &IndexKey,
         moves: u32,
     ) -> bool {
-        if let Some((t, c, k, m)) = &self.last_told {
+        let table = self.table();
+        if let Some((t, c, k, m)) = &table.last_told {
             if (*t, *c, *m) == (to, coll, moves) && k == key {
                 return false;
             }
         }
-        self.last_told = Some((to, coll, key.clone(), moves));
+        table.last_told = Some((to, coll, key.clone(), moves));
         true
     }
 
     /// Keep a message until the element it is for arrives here.
     pub(crate) fn wait(&mut self, coll: CollectionId, key: IndexKey, env: Envelope) {
-        self.waiting.entry((coll, key)).or_default().push(env);
+        self.table()
+            .waiting
+            .entry((coll, key))
+            .or_default()
+            .push(env);
     }
 
     /// The messages that waited for an element that has just arrived.
     pub(crate) fn arrived(&mut self, coll: CollectionId, key: &IndexKey) -> Option<Vec<Envelope>> {
-        if self.waiting.is_empty() {
+        let table = self.0.as_mut()?;
+        if table.waiting.is_empty() {
             return None;
         }
-        self.waiting.remove(&(coll, key.clone()))
+        table.waiting.remove(&(coll, key.clone()))
     }
 
     /// Every message still waiting, with the element it waits for (at quiescence, when
     /// no element is on its way any more, they can never be delivered).
     pub(crate) fn drain_waiting(&mut self) -> Vec<(CollectionId, IndexKey, Vec<Envelope>)> {
-        self.waiting
+        let Some(table) = self.0.as_mut() else {
+            return Vec::new();
+        };
+        table
+            .waiting
             .drain()
             .map(|((c, k), envs)| (c, k, envs))
             .collect()
@@ -149,7 +172,9 @@ impl Locations {
 
     /// Messages waiting for elements on their way here.
     pub(crate) fn waiting_count(&self) -> usize {
-        self.waiting.values().map(Vec::len).sum()
+        self.0
+            .as_ref()
+            .map_or(0, |t| t.waiting.values().map(Vec::len).sum())
     }
 }
 

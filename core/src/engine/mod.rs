@@ -16,7 +16,7 @@ use crate::engine::announced::Announced;
 use crate::engine::digest::DeliveryLog;
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
-use crate::engine::scheduler::ReadyQueue;
+use crate::engine::scheduler::{ReadyQueue, SpareBuffers};
 use crate::machine::Port;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::{Dest, Envelope, Kind};
@@ -240,9 +240,16 @@ impl PeRuntime {
         self.core.net.flush();
     }
 
-    /// Give back the queue's memory if it is empty (many idle simulated PEs).
-    pub(crate) fn release_idle_memory(&mut self) {
-        self.core.queue.release_if_empty();
+    /// Give back the queue's memory if it is empty (many idle simulated PEs), its
+    /// buffer to `spares`.
+    pub(crate) fn release_idle_memory(&mut self, spares: &mut SpareBuffers<Envelope>) {
+        self.core.queue.release_if_empty(spares);
+    }
+
+    /// Accept an envelope, queueing it in a buffer from `spares` if the queue has none.
+    pub(crate) fn accept_reusing(&mut self, env: Envelope, spares: &mut SpareBuffers<Envelope>) {
+        let (prio, exp) = (env.prio, env.expedited);
+        self.core.queue.push_reusing(env, prio, exp, spares);
     }
 
     /// Messages waiting in this PE's queue.

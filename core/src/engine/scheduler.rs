@@ -23,6 +23,39 @@ impl<T> Default for ReadyQueue<T> {
     }
 }
 
+/// Most spare buffers kept: enough for the PEs that run close together in time.
+const MAX_SPARES: usize = 1024;
+/// Largest buffer kept as a spare; a PE that queued more frees its buffer.
+const MAX_SPARE_CAPACITY: usize = 16;
+
+/// Empty ready-queue buffers of PEs that went idle, for PEs that get a message next.
+/// The sim layer runs 10^5 and more PEs that are idle most of the time; without
+/// these, each message to an idle PE allocates a buffer and frees it once run.
+/// Bounded by `MAX_SPARES` buffers of at most `MAX_SPARE_CAPACITY` entries.
+pub(crate) struct SpareBuffers<T> {
+    bufs: Vec<VecDeque<T>>,
+}
+
+impl<T> Default for SpareBuffers<T> {
+    fn default() -> Self {
+        SpareBuffers { bufs: Vec::new() }
+    }
+}
+
+impl<T> SpareBuffers<T> {
+    /// Keep an emptied buffer if it has room and is small; free it otherwise.
+    fn keep(&mut self, buf: VecDeque<T>) {
+        debug_assert!(buf.is_empty());
+        let cap = buf.capacity();
+        if cap == 0 {
+            return;
+        }
+        if cap <= MAX_SPARE_CAPACITY && self.bufs.len() < MAX_SPARES {
+            self.bufs.push(buf);
+        }
+    }
+}
+
 impl<T> ReadyQueue<T> {
     /// Queue a message.
     pub(crate) fn push(&mut self, item: T, prio: i32, expedited: bool) {
@@ -56,12 +89,36 @@ impl<T> ReadyQueue<T> {
         }
     }
 
-    /// Free the queues' memory when nothing is queued (the sim layer's idle PEs).
-    pub(crate) fn release_if_empty(&mut self) {
+    /// Free the queues' memory when nothing is queued (the sim layer's idle PEs),
+    /// keeping their buffers in `spares` for the next PE a message reaches.
+    pub(crate) fn release_if_empty(&mut self, spares: &mut SpareBuffers<T>) {
         if self.len == 0 {
-            self.expedited = VecDeque::new();
-            self.normal = VecDeque::new();
+            spares.keep(std::mem::take(&mut self.expedited));
+            spares.keep(std::mem::take(&mut self.normal));
         }
+    }
+
+    /// Queue a message, in a spare buffer if the queue it joins has none.
+    pub(crate) fn push_reusing(
+        &mut self,
+        item: T,
+        prio: i32,
+        expedited: bool,
+        spares: &mut SpareBuffers<T>,
+    ) {
+        let target = if expedited {
+            &mut self.expedited
+        } else if prio == 0 {
+            &mut self.normal
+        } else {
+            return self.push(item, prio, expedited);
+        };
+        if target.capacity() == 0 {
+            if let Some(buf) = spares.bufs.pop() {
+                *target = buf;
+            }
+        }
+        self.push(item, prio, expedited);
     }
 
     /// True if an expedited message is waiting.

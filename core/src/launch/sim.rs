@@ -17,11 +17,13 @@ use crate::base::config::Config;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::base::progress::Progress;
+use crate::engine::scheduler::SpareBuffers;
 use crate::engine::{PeRuntime, PeSetup};
 use crate::machine::sim::events::{EventList, What};
 use crate::machine::sim::network::NetworkModel;
 use crate::machine::sim::port::{Cursor, SimPort};
 use crate::machine::sim::stats::{Digest, SimStats};
+use crate::msg::envelope::Envelope;
 use crate::trace::{JobTrace, SIM_PES_PER_GROUP};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -67,6 +69,8 @@ struct SimPe {
 struct Simulator {
     pes: Vec<SimPe>,
     events: EventList,
+    /// Ready-queue buffers of idle PEs, for the next PE a message reaches.
+    spares: SpareBuffers<Envelope>,
     cursor: Rc<RefCell<Cursor>>,
     registry: Arc<Registry>,
     config: Config,
@@ -94,6 +98,7 @@ impl Simulator {
         Ok(Simulator {
             pes: (0..npes).map(|_| SimPe::default()).collect(),
             events,
+            spares: SpareBuffers::default(),
             cursor: Rc::new(RefCell::new(Cursor::new(model, npes, config.seed))),
             registry,
             config: config.clone(),
@@ -173,7 +178,9 @@ impl Simulator {
         if st.exited {
             return;
         }
-        self.runtime(pe).accept(env);
+        let mut spares = std::mem::take(&mut self.spares);
+        self.runtime(pe).accept_reusing(env, &mut spares);
+        self.spares = spares;
         self.schedule_wake(pe, t);
     }
 
@@ -231,7 +238,7 @@ impl Simulator {
         }
         let (exiting, queued) = (rt.exiting(), rt.queued());
         if queued == 0 {
-            rt.release_idle_memory();
+            rt.release_idle_memory(&mut self.spares);
         }
         let mut c = self.cursor.borrow_mut();
         let end = c.clock;

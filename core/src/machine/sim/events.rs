@@ -31,11 +31,11 @@ impl What {
 const WAKE: u32 = u32::MAX;
 const KILL: u32 = u32::MAX - 1;
 
-/// A scheduled event, 24 bytes so the heap stays compact.
+/// A scheduled event, 16 bytes so the buckets stay compact. It needs no sequence
+/// number: every bucket holds its events in scheduling order (see `EventList`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Event {
     pub(crate) time: u64,
-    seq: u64,
     pub(crate) pe: Pe,
     what: u32,
 }
@@ -57,14 +57,21 @@ impl Event {
 /// event sits in the bucket numbered by the highest bit in which its time differs
 /// from the last popped time, and popping only ever moves events to lower buckets
 /// (O(1) amortised per event instead of a binary heap's O(log n) cache misses).
-/// Bucket 0 holds the events of the current time in scheduling order, so events pop
-/// by (time, scheduling order).
+/// Bucket 0 holds the events of the current time, so events pop by (time,
+/// scheduling order), because every bucket lists its events in scheduling order:
+/// a push appends the newest event, and a pop that empties the lowest non-empty
+/// bucket moves its events, in their order, into lower buckets that are all empty.
+///
+/// The event list grows with the events in flight, which the program bounds (each
+/// is a message sent or a PE's one pending wake-up); the slab's free slots are
+/// reused, so it holds at most as many envelopes as were ever in flight at once.
 pub(crate) struct EventList {
     now: u64,
     current: VecDeque<Event>,
     buckets: Vec<Vec<Event>>,
+    /// Bit `b - 1` set when bucket `b` (1..=64) holds events.
+    occupied: u64,
     len: usize,
-    seq: u64,
     slab: Vec<Option<Envelope>>,
     free: Vec<u32>,
 }
@@ -75,8 +82,8 @@ impl Default for EventList {
             now: 0,
             current: VecDeque::new(),
             buckets: (0..=64).map(|_| Vec::new()).collect(),
+            occupied: 0,
             len: 0,
-            seq: 0,
             slab: Vec::new(),
             free: Vec::new(),
         }
@@ -96,41 +103,43 @@ impl EventList {
             What::Wake => WAKE,
             What::Kill => KILL,
         };
-        self.seq += 1;
         self.len += 1;
         let ev = Event {
             time: time.max(self.now),
-            seq: self.seq,
             pe,
             what,
         };
+        self.file(ev);
+    }
+
+    /// Put an event at the end of its bucket.
+    fn file(&mut self, ev: Event) {
         match self.bucket(ev.time) {
             0 => self.current.push_back(ev),
-            b => self.buckets[b].push(ev),
+            b => {
+                self.buckets[b].push(ev);
+                self.occupied |= 1 << (b - 1);
+            }
         }
     }
 
     /// The earliest event.
     pub(crate) fn pop(&mut self) -> Option<Event> {
         if self.current.is_empty() {
-            let b = (1..=64).find(|&b| !self.buckets[b].is_empty())?;
-            let moving = std::mem::take(&mut self.buckets[b]);
+            if self.occupied == 0 {
+                return None;
+            }
+            let b = self.occupied.trailing_zeros() as usize + 1;
+            self.occupied &= !(1 << (b - 1));
+            let mut moving = std::mem::take(&mut self.buckets[b]);
             self.now = moving.iter().map(|e| e.time).min()?;
-            for ev in &moving {
-                match self.bucket(ev.time) {
-                    0 => self.current.push_back(*ev),
-                    lower => self.buckets[lower].push(*ev),
-                }
+            // Every event lands in a lower bucket, in order: they share the bits
+            // above bit b - 1 with the new time, which has that bit set as they do.
+            for ev in moving.drain(..) {
+                self.file(ev);
             }
             // Keep the emptied bucket's capacity for later events.
-            let mut moving = moving;
-            moving.clear();
-            if self.buckets[b].is_empty() {
-                self.buckets[b] = moving;
-            }
-            self.current
-                .make_contiguous()
-                .sort_unstable_by_key(|e| e.seq);
+            self.buckets[b] = moving;
         }
         let ev = self.current.pop_front()?;
         self.len -= 1;
