@@ -93,11 +93,13 @@ fn run(args: &Args) -> Result<bool, String> {
         return Err(NO_MPI.into());
     }
     let outcome = match args.sections {
-        SectionMode::Range | SectionMode::ShrinkAndHash => match jquick::run(&args.chorus, &spec) {
-            Ok(r) => Some((r.outcome, r.sim)),
-            Err(jquick::JquickError::Missing) if !speaks => None,
-            Err(e) => return Err(e.to_string()),
-        },
+        SectionMode::Range | SectionMode::ShrinkAndHash | SectionMode::SplitModel => {
+            match jquick::run(&args.chorus, &spec) {
+                Ok(r) => Some((r.outcome, r.sim)),
+                Err(jquick::JquickError::Missing) if !speaks => None,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
         #[cfg(feature = "mpi")]
         SectionMode::MpiSplit => mpi_split(args, &spec, job.session.as_ref())?.map(|o| (o, None)),
         #[cfg(not(feature = "mpi"))]
