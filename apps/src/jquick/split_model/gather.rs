@@ -174,7 +174,12 @@ mod tests {
     /// Runs every member, delivering messages last-sent first (so rounds arrive
     /// early); returns each member's table, rounds, messages and pairs received.
     fn run(algorithm: Algorithm, p: u32) -> Vec<(PairTable, u32, u32, u32)> {
-        let mine = |r: u32| PairTable::one(pair(if r % 3 == 0 { UNDEFINED } else { 0 }, r as i32));
+        let mine = |r: u32| {
+            PairTable::one(pair(
+                if r.is_multiple_of(3) { UNDEFINED } else { 0 },
+                r as i32,
+            ))
+        };
         let mut members: Vec<PairGather> = (0..p)
             .map(|r| PairGather::new(algorithm, r, p, mine(r)))
             .collect();
@@ -209,7 +214,7 @@ mod tests {
         ] {
             for p in sizes {
                 let want: PairTable = (0..p)
-                    .map(|r| pair(if r % 3 == 0 { UNDEFINED } else { 0 }, r as i32))
+                    .map(|r| pair(if r.is_multiple_of(3) { UNDEFINED } else { 0 }, r as i32))
                     .collect();
                 let log2 = p.next_power_of_two().trailing_zeros();
                 for (rank, (table, rounds, msgs, pairs)) in

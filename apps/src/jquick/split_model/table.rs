@@ -116,7 +116,7 @@ impl PairTable {
     pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         self.runs
             .iter()
-            .flat_map(|&(p, c)| std::iter::repeat(p).take(c as usize))
+            .flat_map(|&(p, c)| std::iter::repeat_n(p, c as usize))
     }
 }
 
