@@ -166,3 +166,37 @@ fn shrink_and_hash_sections_sort_the_same() {
         assert!(b.outcome.sections_created >= 1, "{:?}", b.outcome);
     }
 }
+
+#[test]
+fn split_model_sorts_the_same_and_costs_time() {
+    for (pes, kind, layer) in [
+        (3, InputKind::Uniform, Layer::Sim),
+        (7, InputKind::Uniform, Layer::Sim),
+        (12, InputKind::Duplicates, Layer::Sim),
+        (16, InputKind::Zipf, Layer::Sim),
+        (17, InputKind::Equal, Layer::Sim),
+        (9, InputKind::Reverse, Layer::Threads),
+    ] {
+        let range = SortSpec {
+            sim_ns_per_elem: (layer == Layer::Sim).then_some(2.0),
+            ..spec(u64::from(pes) * 200 + 3, kind, KeyType::U64, 5)
+        };
+        let modelled = SortSpec {
+            sections: SectionMode::SplitModel,
+            ..range.clone()
+        };
+        let r = sorts_exactly(layer, pes, &range);
+        let m = sorts_exactly(layer, pes, &modelled);
+        let what = format!("{pes} PEs, {kind:?}");
+        // The same recursion (elements are kept in sending-PE order, so pivots never
+        // depend on timing): only group creation differs.
+        let shape = |o: &jquick::Outcome| (o.levels, o.sections_created, o.janus);
+        assert_eq!(shape(&r.outcome), shape(&m.outcome), "{what}");
+        if layer == Layer::Sim && r.outcome.sections_created > 0 {
+            assert!(
+                m.outcome.time_s > r.outcome.time_s,
+                "{what}: splits cost time"
+            );
+        }
+    }
+}

@@ -27,8 +27,9 @@ struct Args {
     #[arg(long, default_value = "u64")]
     key: KeyType,
     /// How each level's sections are made: range (O(1), no message), shrink-and-hash
-    /// (the section builder, from the world) or mpi-split (MPI_Comm_split per level;
-    /// --layer mpi with the mpi feature).
+    /// (the section builder, from the world), mpi-split (MPI_Comm_split per level;
+    /// --layer mpi with the mpi feature) or split-model (range sections behind a
+    /// modelled MPICH MPI_Comm_split per level; any layer).
     #[arg(long, default_value = "range")]
     sections: SectionMode,
     /// Samples per pivot (the median is the pivot; 1 = one random element).
@@ -46,10 +47,11 @@ struct Args {
     /// Print one JSON object.
     #[arg(long, help_heading = "Output")]
     json: bool,
-    /// Under --layer mpi: sort --reps times with range sections and with mpi-split,
-    /// alternately in this one MPI job, and report both medians and their ratio.
-    #[arg(long)]
-    compare: bool,
+    /// Sort --reps times with range sections and with this baseline, alternately, and
+    /// report both medians and their ratio: mpi-split (the default; --layer mpi under
+    /// mpirun) or split-model (any layer).
+    #[arg(long, num_args = 0..=1, default_missing_value = "mpi-split", value_parser = compare_mode)]
+    compare: Option<SectionMode>,
     /// Repetitions of each variant with --compare.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
@@ -86,18 +88,24 @@ fn run(args: &Args) -> Result<bool, String> {
         sim_ns_per_elem: (args.chorus.layer == Layer::Sim).then_some(args.sim_ns_per_elem),
         keep_output: false,
     };
-    if args.compare {
-        #[cfg(feature = "mpi")]
-        return compare(args, &spec, job.session.as_ref(), speaks);
-        #[cfg(not(feature = "mpi"))]
-        return Err(NO_MPI.into());
+    match args.compare {
+        Some(SectionMode::SplitModel) => return compare_model(args, &spec, speaks),
+        Some(_) => {
+            #[cfg(feature = "mpi")]
+            return compare(args, &spec, job.session.as_ref(), speaks);
+            #[cfg(not(feature = "mpi"))]
+            return Err(NO_MPI.into());
+        }
+        None => {}
     }
     let outcome = match args.sections {
-        SectionMode::Range | SectionMode::ShrinkAndHash => match jquick::run(&args.chorus, &spec) {
-            Ok(r) => Some((r.outcome, r.sim)),
-            Err(jquick::JquickError::Missing) if !speaks => None,
-            Err(e) => return Err(e.to_string()),
-        },
+        SectionMode::Range | SectionMode::ShrinkAndHash | SectionMode::SplitModel => {
+            match jquick::run(&args.chorus, &spec) {
+                Ok(r) => Some((r.outcome, r.sim)),
+                Err(jquick::JquickError::Missing) if !speaks => None,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
         #[cfg(feature = "mpi")]
         SectionMode::MpiSplit => mpi_split(args, &spec, job.session.as_ref())?.map(|o| (o, None)),
         #[cfg(not(feature = "mpi"))]
@@ -189,6 +197,78 @@ fn compare(
             "  the baseline without its MPI_Comm_split calls: {:.6} s, so free sections gain at most {:.1}x at equal collective speed",
             ts_rest,
             ts / ts_rest
+        );
+    }
+    Ok(!args.verify || (ok(&range) && ok(&split)))
+}
+
+/// The baselines `--compare` takes.
+fn compare_mode(s: &str) -> Result<SectionMode, String> {
+    match s.parse()? {
+        m @ (SectionMode::MpiSplit | SectionMode::SplitModel) => Ok(m),
+        _ => Err(format!(
+            "--compare takes mpi-split or split-model, not {s:?}"
+        )),
+    }
+}
+
+/// Range sections against the modelled MPI_Comm_split, --reps times each, alternately.
+fn compare_model(args: &Args, spec: &SortSpec, speaks: bool) -> Result<bool, String> {
+    let modelled = SortSpec {
+        sections: SectionMode::SplitModel,
+        ..spec.clone()
+    };
+    let (mut range, mut split) = (Vec::new(), Vec::new());
+    for _ in 0..args.reps {
+        for (s, out) in [(spec, &mut range), (&modelled, &mut split)] {
+            match jquick::run(&args.chorus, s) {
+                Ok(r) => out.push(r.outcome),
+                Err(jquick::JquickError::Missing) if !speaks => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    if !speaks {
+        return Ok(true);
+    }
+    let median = |v: &[Outcome]| {
+        let t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
+        chorus_apps::bench::median(&t)
+    };
+    let ok = |v: &[Outcome]| v.iter().all(|o| o.sorted && o.balanced && o.permutation);
+    let (tr, ts) = (median(&range), median(&split));
+    let (r0, s0) = (&range[0], &split[0]);
+    if args.json {
+        let v = json!({
+            "sorted": range.iter().chain(&split).all(|o| o.sorted),
+            "balanced": range.iter().chain(&split).all(|o| o.balanced),
+            "permutation": range.iter().chain(&split).all(|o| o.permutation),
+            "n": r0.n,
+            "pes": r0.pes,
+            "time_s": tr,
+            "split_model_time_s": ts,
+            "speedup_vs_split_model": ts / tr,
+            "levels": r0.levels,
+            "split_model_levels": s0.levels,
+            "sections_created": r0.sections_created,
+            "janus": r0.janus,
+            "reps": args.reps,
+            "layer": args.chorus.layer.name(),
+            "input": args.input.name(),
+            "key": args.key.name(),
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "jquick on {} PEs ({}), n = {} ({}): range sections {:.6} s, modelled MPI_Comm_split {:.6} s (medians of {}): range is {:.1}x faster",
+            r0.pes,
+            args.chorus.layer.name(),
+            r0.n,
+            args.input.name(),
+            tr,
+            ts,
+            args.reps,
+            ts / tr
         );
     }
     Ok(!args.verify || (ok(&range) && ok(&split)))

@@ -15,6 +15,7 @@ pub mod mpi_split;
 pub mod pivot;
 pub mod sorter;
 pub mod spec;
+pub mod split_model;
 pub mod task;
 pub mod verify;
 
@@ -59,7 +60,8 @@ pub struct SortRun {
     pub sim: Option<chorus_core::SimStats>,
 }
 
-/// Sort once on the runtime under `config`, with range sections or Shrink-and-Hash.
+/// Sort once on the runtime under `config`, with range sections, Shrink-and-Hash or
+/// range sections behind modelled MPI_Comm_splits.
 pub fn run(config: &Config, spec: &SortSpec) -> Result<SortRun, JquickError> {
     spec.validate().map_err(JquickError::Spec)?;
     if spec.sections == SectionMode::MpiSplit {
@@ -80,6 +82,7 @@ pub fn run(config: &Config, spec: &SortSpec) -> Result<SortRun, JquickError> {
         total: reg.entry::<Sorter, Vec<u64>>("Sorter::total", SorterMsg::Total),
         counts: reg.entry::<Sorter, Vec<u64>>("Sorter::counts", SorterMsg::Counts),
         section: reg.entry::<Sorter, Encoded<Section>>("Sorter::section", SorterMsg::Section),
+        context: reg.entry::<Sorter, Vec<u64>>("Sorter::context", SorterMsg::Context),
     };
     let records = reg.entry::<Driver, Vec<u64>>("Driver::records", DriverMsg::Records);
     let init = DriverInit {

@@ -4,7 +4,9 @@
 //! counts, both in flight at once — and sends its elements to the two subtasks point
 //! to point. Tasks progress independently, so a janus PE works on both of its
 //! sections at the same time. Base cases wait until the PE has no distributed task
-//! left, then the PE reports its slice.
+//! left, then the PE reports its slice. With `--sections split-model` every level
+//! first splits its group as MPICH's MPI_Comm_split would (`split_model`), and a
+//! child starts only on the group its own members' split made.
 
 use super::base::BaseCase;
 use super::built::BuiltSections;
@@ -12,7 +14,10 @@ use super::input;
 use super::key::Elem;
 use super::layout::Layout;
 use super::pivot;
-use super::spec::SortSpec;
+use super::spec::{SectionMode, SortSpec};
+use super::split_model::gather::{self, PairGather};
+use super::split_model::table::{self, PairTable};
+use super::split_model::{self, ParentSplits, SplitId, Splits};
 use super::task::{self, Partitioned, TaskKey};
 use super::verify::PeRecord;
 use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Reducer};
@@ -40,6 +45,8 @@ pub struct SorterEntries {
     pub counts: Entry<Sorter, Vec<u64>>,
     /// A section the builder made (Shrink-and-Hash mode).
     pub section: Entry<Sorter, Encoded<Section>>,
+    /// A modelled split's context-id allreduce: [a, b, depth, child, mask..].
+    pub context: Entry<Sorter, Vec<u64>>,
 }
 
 /// What every sorter member starts from.
@@ -72,11 +79,24 @@ pub enum SorterMsg {
     Counts(Vec<u64>),
     /// A section the builder made for a task this PE is in.
     Section(Encoded<Section>),
+    /// Result of a modelled split's context-id allreduce.
+    Context(Vec<u64>),
+    /// A round of a modelled split's (colour, key) allgather.
+    SplitRound {
+        /// The split.
+        id: SplitId,
+        /// The round.
+        round: u32,
+        /// The pairs the sender passes on.
+        table: PairTable,
+    },
     /// Elements of `key` for this PE; `section` is the task's range section when it
     /// spans three PEs or more (split from its parent's by the sender: no message).
     Data {
         /// The task.
         key: TaskKey,
+        /// The sending PE.
+        from: u32,
         /// Its section, if distributed.
         section: Option<RangeSection>,
         /// The elements.
@@ -112,6 +132,11 @@ struct Task {
     section: Option<RangeSection>,
     /// This PE's member of the task's section, once it has one.
     member: Option<Member>,
+    /// The elements arrived so far, by sending PE (at most one piece per PE).
+    pieces: Vec<(u32, Vec<Elem>)>,
+    got: u64,
+    /// All elements, in sending-PE order, once they are here: so the order, and with
+    /// it the pivots and the recursion, never depends on message timing.
     elems: Vec<Elem>,
     expect: u64,
     stage: Stage,
@@ -133,6 +158,8 @@ pub struct Sorter {
     input: Option<Vec<Elem>>,
     /// Built sections and the tasks waiting for them (Shrink-and-Hash mode).
     built: BuiltSections,
+    /// Modelled MPI_Comm_splits under way (split-model mode).
+    splits: Splits,
     done: bool,
 }
 
@@ -160,6 +187,7 @@ impl Chare for Sorter {
             },
             input: Some(elems),
             built: BuiltSections::default(),
+            splits: Splits::default(),
             done: false,
             init,
         };
@@ -182,6 +210,8 @@ impl Chare for Sorter {
             SorterMsg::Prefix(v) => self.counted(ctx, &v, true),
             SorterMsg::Total(v) => self.counted(ctx, &v, false),
             SorterMsg::Counts(v) => self.counts_by_pe(ctx, &v),
+            SorterMsg::Context(v) => self.context_id(ctx, &v),
+            SorterMsg::SplitRound { id, round, table } => self.split_round(ctx, id, round, table),
             SorterMsg::Section(Encoded(section)) => {
                 if let Some((key, section)) = self.built.arrive(section) {
                     self.sample(ctx, key, TreeMember::new(section, self.me).into());
@@ -189,9 +219,10 @@ impl Chare for Sorter {
             }
             SorterMsg::Data {
                 key,
+                from,
                 section,
                 elems,
-            } => self.receive(ctx, key, section, elems),
+            } => self.receive(ctx, key, from, section, elems),
             SorterMsg::Partner { key, elems } => {
                 match self.bases.iter_mut().find(|b| b.key == key) {
                     Some(b) => {
@@ -226,7 +257,7 @@ impl Sorter {
                 depth: 0,
             };
             let section = self.child_section(self.world(), root);
-            self.receive(ctx, root, section, elems);
+            self.receive(ctx, root, self.me, section, elems);
         }
         self.try_finish(ctx);
     }
@@ -257,6 +288,7 @@ impl Sorter {
         &mut self,
         ctx: &mut Ctx,
         key: TaskKey,
+        from: u32,
         section: Option<RangeSection>,
         elems: Vec<Elem>,
     ) {
@@ -264,17 +296,32 @@ impl Sorter {
         let task = self.tasks.entry(key).or_insert_with(|| Task {
             section,
             member: None,
-            elems: Vec::with_capacity(expect as usize),
+            pieces: Vec::new(),
+            got: 0,
+            elems: Vec::new(),
             expect,
             stage: Stage::Filling,
         });
-        task.elems.extend(elems);
+        if task.section.is_none() {
+            task.section = section;
+        }
+        task.got += elems.len() as u64;
+        if !elems.is_empty() {
+            task.pieces.push((from, elems));
+        }
         assert!(
-            task.elems.len() as u64 <= task.expect,
+            task.got <= task.expect,
             "PE {} got too many elements of {key:?}",
             self.me
         );
-        if task.elems.len() as u64 == task.expect {
+        if task.got == task.expect {
+            if !task.pieces.is_empty() {
+                task.pieces.sort_unstable_by_key(|p| p.0);
+                task.elems = Vec::with_capacity(expect as usize);
+                for (_, piece) in std::mem::take(&mut task.pieces) {
+                    task.elems.extend(piece);
+                }
+            }
             self.start(ctx, key);
         }
     }
@@ -305,6 +352,10 @@ impl Sorter {
                 left: self.me == first,
             });
             self.try_finish(ctx);
+            return;
+        }
+        if self.split_model() && self.tasks[&key].section.is_none() {
+            // The elements beat this PE's own split of the parent: wait for its group.
             return;
         }
         self.running += 1;
@@ -441,8 +492,12 @@ impl Sorter {
         }
     }
 
-    /// Send this PE's elements of `key` to the subtasks and drop the task.
+    /// Send this PE's elements of `key` to the subtasks and drop the task (in
+    /// split-model mode, once the task's modelled splits are done).
     fn exchange(&mut self, ctx: &mut Ctx, key: TaskKey) {
+        if self.split_first(ctx, key) {
+            return;
+        }
         let task = self.tasks.remove(&key).expect("exchanged task is running");
         let Stage::Counting {
             small,
@@ -461,10 +516,24 @@ impl Sorter {
             self.record.janus += 1;
             ctx.trace_event("jquick::janus");
         }
+        // In split-model mode a PE's groups come from its own splits and data messages
+        // carry none, so no member starts a child before its split made the group.
+        let mut own = [None, None];
         let sections = match task.section {
+            Some(_) if self.split_model() => {
+                if let Some(done) = self.splits.parents.remove(&key) {
+                    own = done.groups;
+                }
+                [None, None]
+            }
             Some(section) => children.map(|c| self.child_section(section, c)),
             None => [None, None],
         };
+        for (child, group) in children.into_iter().zip(own) {
+            if let Some(group) = group {
+                self.receive(ctx, child, self.me, Some(group), Vec::new());
+            }
+        }
         let part = Partitioned {
             small_before: inclusive - small.len() as u64,
             small,
@@ -485,6 +554,7 @@ impl Sorter {
             } else {
                 let msg = SorterMsg::Data {
                     key: r.child,
+                    from: self.me,
                     section,
                     elems: r.elems,
                 };
@@ -492,9 +562,165 @@ impl Sorter {
             }
         }
         for (child, section, elems) in local {
-            self.receive(ctx, child, section, elems);
+            self.receive(ctx, child, self.me, section, elems);
         }
         self.try_finish(ctx);
+    }
+
+    fn split_model(&self) -> bool {
+        self.init.spec.sections == SectionMode::SplitModel
+    }
+
+    /// Split-model mode: true while `key`'s splits (one per distributed child) keep
+    /// its exchange waiting; starts them the first time.
+    fn split_first(&mut self, ctx: &mut Ctx, key: TaskKey) -> bool {
+        if !self.split_model() {
+            return false;
+        }
+        if let Some(p) = self.splits.parents.get(&key) {
+            return p.next < 2;
+        }
+        let task = &self.tasks[&key];
+        let Stage::Counting {
+            total: Some(total), ..
+        } = task.stage
+        else {
+            unreachable!("a task splits once its counts are in");
+        };
+        let section = task.section.expect("a distributed task has a section");
+        self.splits.parents.insert(
+            key,
+            ParentSplits {
+                section,
+                children: key.children(total),
+                next: 0,
+                groups: [None, None],
+            },
+        );
+        self.next_split(ctx, key)
+    }
+
+    /// Start the split of `parent`'s next distributed child; false if none is left.
+    fn next_split(&mut self, ctx: &mut Ctx, parent: TaskKey) -> bool {
+        let p = &self.splits.parents[&parent];
+        let (section, children, mut next) = (p.section, p.children, p.next);
+        // Only a child of three PEs or more gets a communicator, as in mpi_split.rs.
+        while next < 2
+            && self
+                .child_section(section, children[next as usize])
+                .is_none()
+        {
+            next += 1;
+        }
+        if let Some(p) = self.splits.parents.get_mut(&parent) {
+            p.next = next;
+        }
+        if next == 2 {
+            return false;
+        }
+        let child = children[next as usize];
+        let id = SplitId {
+            parent,
+            child: next,
+        };
+        let member = self.layout.overlap(self.me, child.a, child.b) > 0;
+        let colour = if member { 0 } else { table::UNDEFINED };
+        let size = section.size();
+        let rank = section
+            .rank(self.me)
+            .expect("a PE splits only its own groups");
+        let mine = PairTable::one(table::pair(colour, 0));
+        let mut g = PairGather::new(gather::modelled(size), rank, size, mine);
+        let mut out: Vec<_> = g.start().into_iter().collect();
+        for (round, t) in self.splits.early.remove(&id).unwrap_or_default() {
+            out.extend(g.arrive(round, t));
+        }
+        let done = g.is_done();
+        self.splits.gathers.insert(id, g);
+        self.send_rounds(ctx, section, id, out);
+        if done {
+            self.gathered(ctx, id);
+        }
+        true
+    }
+
+    fn send_rounds(
+        &self,
+        ctx: &mut Ctx,
+        section: RangeSection,
+        id: SplitId,
+        out: Vec<gather::Outgoing>,
+    ) {
+        let proxy = Self::proxy(ctx);
+        for o in out {
+            let pe = section.pe(o.to).expect("a round goes to a parent member");
+            let msg = SorterMsg::SplitRound {
+                id,
+                round: o.round,
+                table: o.table,
+            };
+            proxy.send(ctx, pe, msg);
+        }
+    }
+
+    /// A round of a split's allgather arrived (maybe before this PE started it).
+    fn split_round(&mut self, ctx: &mut Ctx, id: SplitId, round: u32, t: PairTable) {
+        let Some(g) = self.splits.gathers.get_mut(&id) else {
+            self.splits.early.entry(id).or_default().push((round, t));
+            return;
+        };
+        let out = g.arrive(round, t);
+        let done = g.is_done();
+        let section = self.splits.parents[&id.parent].section;
+        self.send_rounds(ctx, section, id, out);
+        if done {
+            self.gathered(ctx, id);
+        }
+    }
+
+    /// The split's table is complete: allreduce the context-id mask, as MPICH does.
+    fn gathered(&mut self, ctx: &mut Ctx, id: SplitId) {
+        let g = self.splits.gathers.remove(&id).expect("a finished gather");
+        self.splits.tables.insert(id, g.finish());
+        let section = self.splits.parents[&id.parent].section;
+        let member = self.member(section);
+        // Rank 0 names the split; the others' all-ones leave it under the bitwise and.
+        let mut v = vec![u64::MAX; split_model::CONTEXT_WORDS];
+        if member.rank() == 0 {
+            v[..4].copy_from_slice(&id.words());
+        }
+        let cb = self.callback(ctx, self.init.entries.context);
+        self.init
+            .collectives
+            .allreduce(ctx, member, v, Reducer::BitAnd, cb)
+            .expect("the context-id allreduce is well formed");
+    }
+
+    /// A split's context id is agreed: sort the table into this PE's new group (time
+    /// charged on the simulator), then split the next child or exchange.
+    fn context_id(&mut self, ctx: &mut Ctx, v: &[u64]) {
+        let id = SplitId::from_words(v).expect("a context id names its split");
+        let t = self.splits.tables.remove(&id).expect("a gathered split");
+        let p = self
+            .splits
+            .parents
+            .get_mut(&id.parent)
+            .expect("a parent splitting");
+        let rank = p.section.rank(self.me).expect("a member of the parent");
+        let group = table::new_group(&t, rank);
+        let cost = split_model::local_cost(t.len(), group.as_ref().map(|g| g.members.len() as u32));
+        if let Some(g) = group {
+            // Counted where the child starts, as range sections are.
+            p.groups[id.child as usize] = Some(split_model::group_section(p.section, &g.members));
+        }
+        p.next += 1;
+        if self.init.spec.sim_ns_per_elem.is_some() {
+            // On the simulator only: elsewhere the scan and sort above took real time.
+            ctx.work(cost);
+        }
+        if !self.next_split(ctx, id.parent) {
+            self.exchange(ctx, id.parent);
+        }
     }
 
     /// The child's range section, nested in the parent's (O(1), no message), if the

@@ -15,6 +15,9 @@ pub enum SectionMode {
     /// A native MPI communicator per level by MPI_Comm_split (the paper's baseline;
     /// a plain rsmpi program, `--layer mpi` with the `mpi` feature only).
     MpiSplit,
+    /// Range sections, each made only after a modelled MPICH MPI_Comm_split of its
+    /// parent (`split_model`): the baseline on every layer, the simulator included.
+    SplitModel,
 }
 
 impl std::str::FromStr for SectionMode {
@@ -25,8 +28,9 @@ impl std::str::FromStr for SectionMode {
             "range" => Ok(SectionMode::Range),
             "shrink-and-hash" => Ok(SectionMode::ShrinkAndHash),
             "mpi-split" => Ok(SectionMode::MpiSplit),
+            "split-model" => Ok(SectionMode::SplitModel),
             _ => Err(format!(
-                "unknown --sections {s:?}: use range, shrink-and-hash or mpi-split"
+                "unknown --sections {s:?}: use range, shrink-and-hash, mpi-split or split-model"
             )),
         }
     }
@@ -39,6 +43,7 @@ impl SectionMode {
             SectionMode::Range => "range",
             SectionMode::ShrinkAndHash => "shrink-and-hash",
             SectionMode::MpiSplit => "mpi-split",
+            SectionMode::SplitModel => "split-model",
         }
     }
 }
@@ -58,7 +63,7 @@ pub struct SortSpec {
     pub samples: u32,
     /// Branching factor of the section trees.
     pub k: u32,
-    /// How tasks get their sections (`run` takes range and shrink-and-hash).
+    /// How tasks get their sections (`run` takes all but mpi-split).
     pub sections: SectionMode,
     /// Simulated cost of one element step of local work, ns (sim layer only; None
     /// charges nothing, as on real layers where work takes real time).
