@@ -59,12 +59,15 @@ impl SectionId {
     }
 
     /// The id of the section whose rank r is `roster[r]`, the same on every PE that
-    /// computes it from the same roster: a fixed 64-bit hash of the PEs in order (two
-    /// rosters share an id with a chance of 2^-64), their first PE and their count.
-    pub fn of_roster(roster: &[Pe]) -> Self {
-        let h = roster.iter().fold(mix64(roster.len() as u64), |h, &pe| {
-            mix64(h ^ u64::from(pe))
-        });
+    /// computes it from the same roster and `salt`: a fixed 64-bit hash of the PEs in
+    /// order and the salt (two rosters share an id with a chance of 2^-64), their
+    /// first PE and their count. A new salt names a new section of the same PEs.
+    pub fn of_roster(roster: &[Pe], salt: u64) -> Self {
+        let h = roster
+            .iter()
+            .fold(mix64(roster.len() as u64 ^ mix64(salt)), |h, &pe| {
+                mix64(h ^ u64::from(pe))
+            });
         SectionId {
             creator: ROSTER_CREATOR,
             counter: h as u32,

@@ -151,7 +151,7 @@ impl Voter {
                 let world = RangeSection::world(self.npes, K).expect("PEs");
                 RangeMember::new(world, self.me).expect("a member").into()
             }
-            (false, true) => TreeMember::of_roster(self.roster.clone(), K, self.me)
+            (false, true) => TreeMember::of_roster(self.roster.clone(), K, self.me, 0)
                 .expect("a roster member")
                 .into(),
             (false, false) => TreeMember::new(tree_view(&self.roster, self.me), self.me).into(),
@@ -218,7 +218,7 @@ fn attempt_id(roster: &[Pe], npes: u32) -> SectionId {
     if roster.len() == npes as usize {
         RangeSection::world(npes, K).expect("PEs").id()
     } else {
-        SectionId::of_roster(roster)
+        SectionId::of_roster(roster, 0)
     }
 }
 
@@ -241,7 +241,7 @@ fn tree_view(roster: &[Pe], me: Pe) -> Section {
     let rank = roster.iter().position(|&p| p == me).expect("a member") as u32;
     let size = roster.len() as u32;
     Section {
-        id: SectionId::of_roster(roster),
+        id: SectionId::of_roster(roster, 0),
         rank,
         size,
         k: K,

@@ -144,10 +144,10 @@ impl TreeMember {
 
 impl TreeMember {
     /// The member on `me` of the section whose rank r is `roster[r]`, with a k-ary
-    /// tree over the ranks and the id [`SectionId::of_roster`]: any PE of the roster
-    /// makes its own view alone, so survivors of a failure can make a fresh section of
-    /// themselves without a creation.
-    pub fn of_roster(roster: Vec<Pe>, k: u32, me: Pe) -> Result<Self, CollectiveError> {
+    /// tree over the ranks and the id [`SectionId::of_roster`] (with `salt`): any PE
+    /// of the roster makes its own view alone, so survivors of a failure can make a
+    /// fresh section of themselves without a creation.
+    pub fn of_roster(roster: Vec<Pe>, k: u32, me: Pe, salt: u64) -> Result<Self, CollectiveError> {
         let size = roster.len() as u32;
         let bad = || CollectiveError::BadRoster {
             len: roster.len(),
@@ -167,7 +167,7 @@ impl TreeMember {
             });
         }
         let section = Section {
-            id: SectionId::of_roster(&roster),
+            id: SectionId::of_roster(&roster, salt),
             rank,
             size,
             k,
