@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod driver;
+pub mod recovery;
 pub mod regroup;
 pub mod report;
 pub mod strategy;

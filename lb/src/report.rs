@@ -44,6 +44,22 @@ impl RegroupStats {
     }
 }
 
+/// The chains' ends as the driver checked them: every chain ended once with each
+/// of its items committed once (its step ledger), or the run is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Chains of the workload.
+    pub chains: u64,
+    /// Chains whose end the driver received.
+    pub finished: u64,
+    /// Items the chains' ends committed, in all.
+    pub items: u64,
+    /// PEs that failed during the run.
+    pub pes_failed: u64,
+    /// Recoveries the driver planned (one per failure, unless failures overlapped).
+    pub recoveries: u64,
+}
+
 /// The result of one strategy's run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McmcReport {
@@ -55,6 +71,8 @@ pub struct McmcReport {
     pub ideal_s: f64,
     /// Regroupings per PE.
     pub regroups: RegroupStats,
+    /// The chains' step ledger: how many ended and the items they committed.
+    pub ledger: Ledger,
     /// The trace file written, if the run was traced.
     pub trace: Option<PathBuf>,
     /// The simulator's figures (events, events per second, ...) on the sim layer.

@@ -1,6 +1,7 @@
 //! What creation produces: section identities, a member's place in the section tree,
 //! and the check that a set of places forms a valid section.
 
+use crate::hash::mix64;
 use crate::kary;
 use chorus_core::Pe;
 use serde::{Deserialize, Serialize};
@@ -8,6 +9,9 @@ use thiserror::Error;
 
 /// `SectionId::creator` of the world section, which no PE created.
 pub const WORLD_CREATOR: Pe = Pe::MAX;
+
+/// `SectionId::creator` of a section named by its roster ([`SectionId::of_roster`]).
+pub const ROSTER_CREATOR: Pe = Pe::MAX - 1;
 
 /// Identity of a section, unique without global agreement (the RBC paper's context
 /// ids, section VI): a creator PE and that PE's local counter name a section built by
@@ -54,6 +58,26 @@ impl SectionId {
         }
     }
 
+    /// The id of the section whose rank r is `roster[r]`, the same on every PE that
+    /// computes it from the same roster and `salt`: a fixed 64-bit hash of the PEs in
+    /// order and the salt (two rosters share an id with a chance of 2^-64), their
+    /// first PE and their count. A new salt names a new section of the same PEs.
+    pub fn of_roster(roster: &[Pe], salt: u64) -> Self {
+        let h = roster
+            .iter()
+            .fold(mix64(roster.len() as u64 ^ mix64(salt)), |h, &pe| {
+                mix64(h ^ u64::from(pe))
+            });
+        SectionId {
+            creator: ROSTER_CREATOR,
+            counter: h as u32,
+            first: roster.first().copied().unwrap_or(0),
+            stride: 1,
+            count: roster.len() as u32,
+            depth: (h >> 32) as u32,
+        }
+    }
+
     /// The pair (creator, counter) packed into one word, as creation protocols carry it.
     pub fn token(creator: Pe, counter: u32) -> u64 {
         (u64::from(creator) << 32) | u64::from(counter)
@@ -71,6 +95,13 @@ impl std::fmt::Display for SectionId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.creator == WORLD_CREATOR {
             write!(f, "world")?;
+        } else if self.creator == ROSTER_CREATOR {
+            let hash = u64::from(self.depth) << 32 | u64::from(self.counter);
+            return write!(
+                f,
+                "roster {hash:016x} of {} PEs from {}",
+                self.count, self.first
+            );
         } else {
             write!(f, "#{} of PE {}", self.counter, self.creator)?;
         }

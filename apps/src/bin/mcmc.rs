@@ -125,6 +125,11 @@ fn to_json(reports: &[McmcReport], pes: u32) -> serde_json::Value {
             "regroups_stdev": r.regroups.stdev,
             "regroups_min": r.regroups.min,
             "regroups_max": r.regroups.max,
+            "chains": r.ledger.chains,
+            "chains_finished": r.ledger.finished,
+            "items": r.ledger.items,
+            "pes_failed": r.ledger.pes_failed,
+            "recoveries": r.ledger.recoveries,
             "sim": r.sim,
         })).collect::<Vec<_>>(),
     })

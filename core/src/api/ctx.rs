@@ -4,6 +4,7 @@
 use crate::api::chare::Chare;
 use crate::api::migration::MigrateError;
 use crate::api::proxy::{ArrayProxy, ChareProxy, GroupProxy};
+use crate::api::registry::Entry;
 use crate::base::config::ErrorPolicy;
 use crate::base::error::RuntimeError;
 use crate::base::ids::{ChareId, CollectionId, Pe};
@@ -91,6 +92,11 @@ impl Ctx<'_> {
                 t.phase(start, ts - start, name, args);
             }
         }
+    }
+
+    /// The entry of `C` taking a `T` registered under `name` (`Registry::find_entry`).
+    pub fn find_entry<C: Chare, T: Reducible>(&self, name: &str) -> Option<Entry<C, T>> {
+        self.core.reg.find_entry(name)
     }
 
     /// Have `callback` receive the number (a `Pe`) of every PE that fails from now on.

@@ -31,6 +31,8 @@ pub(crate) struct ChareType {
 pub(crate) struct EntryInfo {
     pub(crate) name: String,
     pub(crate) build: EntryBuilder,
+    /// The chare type and the argument type, so a lookup by name stays typed.
+    types: (TypeId, TypeId),
 }
 
 /// A registered entry of chare `C` that takes a `T`: the target of callbacks.
@@ -116,6 +118,7 @@ impl Registry {
         self.entries.push(EntryInfo {
             name: name.to_string(),
             build: Box::new(move |d| T::from_data(d).map(|v| Payload::new(wrap(v)))),
+            types: (TypeId::of::<C>(), TypeId::of::<T>()),
         });
         self.manifest.push(format!(
             "entry {name} ({} takes {})",
@@ -126,6 +129,21 @@ impl Registry {
             id,
             _p: PhantomData,
         }
+    }
+
+    /// The entry of `C` taking a `T` registered under `name`, if there is one: lets a
+    /// library chare find an entry its `register` added without threading it through
+    /// every caller.
+    pub fn find_entry<C: Chare, T: Reducible>(&self, name: &str) -> Option<Entry<C, T>> {
+        let want = (TypeId::of::<C>(), TypeId::of::<T>());
+        let id = self
+            .entries
+            .iter()
+            .position(|e| e.name == name && e.types == want)?;
+        Some(Entry {
+            id: id as u32,
+            _p: PhantomData,
+        })
     }
 
     /// Register a custom reducer; it must be associative.

@@ -96,6 +96,14 @@ pub enum CollectiveError {
         /// True if the news came before this member started the collective.
         before_start: bool,
     },
+    /// A PE of the section failed (`Ctx::on_pe_failure`): the collective cannot
+    /// complete, at this member or at any other that waits on it. Survivors make a
+    /// section without it (a rebuild, or `TreeMember::of_roster`) and run it again.
+    #[error("PE {pe}, which holds a rank of the section, failed")]
+    PeFailed {
+        /// The failed PE.
+        pe: Pe,
+    },
     /// A collective was started on, or a free asked again for, a section this member
     /// has freed.
     #[error("section {section} was freed on PE {pe}: no collective can start on it and it cannot be freed again")]

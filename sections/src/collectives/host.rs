@@ -13,9 +13,9 @@ use super::value::Piece;
 use crate::free::{BuilderStats, FreedIds, HostStats, SectionsStats};
 use crate::range::RangeSection;
 use crate::section::SectionId;
-use chorus_core::{Callback, Chare, Ctx, ErrorPolicy, GroupProxy, Pe, RedData};
+use chorus_core::{Callback, Chare, Ctx, Encoded, ErrorPolicy, GroupProxy, Pe, RedData};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Names one collective: its section and its number among the member's collectives on
@@ -88,6 +88,12 @@ pub enum HostMsg {
         /// Where the section's id goes once it is freed.
         on_freed: Callback,
     },
+    /// PE `0` failed (the runtime's `on_pe_failure`): end every collective here that
+    /// involves it, and refuse those that would.
+    PeFailed(Pe),
+    /// Send every later failure of a collective of a member on this PE to the
+    /// callback, as `Encoded<FailedCollective>` (`Collectives::watch_failures`).
+    Watch(Callback),
     /// Send the sizes of this PE's maps, with the builder's, to `on_stats`.
     Stats {
         /// The builder's sizes on this PE.
@@ -111,11 +117,33 @@ pub struct Abort {
     /// True if that member told every member itself (it had a roster), so the news
     /// needs no passing on.
     pub told_all: bool,
+    /// The failed PE, if the collective ended because a PE of the section failed.
+    pub dead: Option<Pe>,
+}
+
+/// A collective that ended without a result at a member on this PE, as watchers
+/// (`Collectives::watch_failures`) receive it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedCollective {
+    /// The section it ran on.
+    pub section: SectionId,
+    /// Its number among the section's collectives, from 0.
+    pub seq: u64,
+    /// The member's rank.
+    pub rank: u32,
+    /// The failed PE, if a PE of the section failed (then the section must be made
+    /// again without it).
+    pub dead: Option<Pe>,
+    /// The error, as reported (`CollectiveError::Failed`).
+    pub error: String,
 }
 
 impl Abort {
     /// The error of a member that heard of this failure (before it started or not).
     fn error(&self, before_start: bool) -> CollectiveError {
+        if let Some(pe) = self.dead {
+            return CollectiveError::PeFailed { pe };
+        }
         CollectiveError::Aborted {
             rank: self.rank,
             pe: self.pe,
@@ -175,6 +203,11 @@ pub struct CollectivesHost {
     freed: FreedIds,
     /// Messages dropped because their section was freed here.
     dropped: u64,
+    /// PEs reported failed: at most the job's PEs.
+    dead: BTreeSet<Pe>,
+    /// Where failures of collectives go: one per distinct callback the application
+    /// asked for (`watch`), so bounded by its code, not by the run.
+    watchers: Vec<Callback>,
 }
 
 impl CollectivesHost {
@@ -229,6 +262,12 @@ impl CollectivesHost {
             self.early.remove(&key);
             return self.end_failed(ctx, key, run, abort.error(true), Some((abort, from)));
         }
+        // A section that holds a failed PE cannot complete a collective: refuse it
+        // now rather than wait on the dead PE.
+        if let Some(&pe) = self.dead.iter().find(|&&pe| run.member.involves(pe)) {
+            self.early.remove(&key);
+            return self.end_failed(ctx, key, run, CollectiveError::PeFailed { pe }, None);
+        }
         let mut out = Out::default();
         let view = Rerooted::new(&run.member, root);
         let mut step = run.machine.start(&view, &mut out);
@@ -281,18 +320,25 @@ impl CollectivesHost {
         let (abort, from) = match heard {
             Some((abort, from)) => (abort, Some(from)),
             None => {
+                let dead = match cause {
+                    CollectiveError::PeFailed { pe } => Some(pe),
+                    _ => None,
+                };
                 let abort = Abort {
                     key,
                     rank: me.rank(),
                     pe: me.my_pe(),
                     cause: cause.to_string(),
                     told_all: me.has_roster(),
+                    dead,
                 };
                 (abort, None)
             }
         };
         let tell: Vec<Pe> = match (abort.told_all, from) {
             (true, Some(_)) => Vec::new(),
+            // Every member with a roster hears of the failed PE itself.
+            (true, None) if abort.dead.is_some() => Vec::new(),
             (true, None) => (0..me.size())
                 .filter(|&r| r != me.rank())
                 .filter_map(|r| me.pe_of(r))
@@ -302,7 +348,7 @@ impl CollectivesHost {
                 view.parent_pe()
                     .into_iter()
                     .chain(children(&view))
-                    .filter(|&pe| Some(pe) != from)
+                    .filter(|&pe| Some(pe) != from && !self.dead.contains(&pe))
                     .collect()
             }
         };
@@ -315,6 +361,17 @@ impl CollectivesHost {
             cause: Box::new(cause),
         };
         self.failed.insert(key);
+        let notice = FailedCollective {
+            section: key.section,
+            seq: key.seq,
+            rank: me.rank(),
+            dead: abort.dead,
+            error: err.to_string(),
+        };
+        for w in &self.watchers {
+            let cb = crate::callback::for_member(w, me.my_pe());
+            ctx.send_to_callback(&cb, Encoded(notice.clone()));
+        }
         if ctx.on_error() == ErrorPolicy::Abort {
             // The job ends with this error; news of it would only race the exit and
             // put a consequence in the cause's place.
@@ -328,6 +385,24 @@ impl CollectivesHost {
             group.send(ctx, pe, HostMsg::Abort { abort, from: here });
         }
         ctx.fail(REPORTER, err);
+    }
+
+    /// PE `pe` failed: end every collective running here whose section holds it
+    /// (or, for a member without a roster, has it as a tree neighbour).
+    fn pe_failed(&mut self, ctx: &mut Ctx, pe: Pe) {
+        self.dead.insert(pe);
+        let mut hit: Vec<OpKey> = (self.running.iter())
+            .filter(|(_, run)| run.member.involves(pe))
+            .map(|(k, _)| *k)
+            .collect();
+        hit.sort_unstable_by_key(|k| (k.section, k.seq));
+        for key in hit {
+            if let Some(run) = self.running.remove(&key) {
+                let cause = CollectiveError::PeFailed { pe };
+                self.end_failed(ctx, key, *run, cause, None);
+                self.free_if_done(ctx, key.section);
+            }
+        }
     }
 
     /// Another member failed collective `abort.key`: stop this member's part, or
@@ -465,7 +540,12 @@ impl Chare for CollectivesHost {
     type Init = Option<Arc<Profile>>;
     type Msg = HostMsg;
 
-    fn create(profile: Option<Arc<Profile>>, _: &mut Ctx) -> Self {
+    fn create(profile: Option<Arc<Profile>>, ctx: &mut Ctx) -> Self {
+        let failed = ctx.find_entry::<CollectivesHost, Pe>(super::PE_FAILED_ENTRY);
+        if let (Some(entry), Some(g)) = (failed, ctx.this_group::<CollectivesHost>()) {
+            let me = ctx.my_pe();
+            ctx.on_pe_failure(Callback::group_member(&g, me, entry));
+        }
         CollectivesHost {
             profile,
             ..CollectivesHost::default()
@@ -515,6 +595,12 @@ impl Chare for CollectivesHost {
                 None => self.early.entry(key).or_default().push((from, tag, piece)),
             },
             HostMsg::Abort { abort, from } => self.abort(ctx, abort, from),
+            HostMsg::PeFailed(pe) => self.pe_failed(ctx, pe),
+            HostMsg::Watch(cb) => {
+                if !self.watchers.contains(&cb) {
+                    self.watchers.push(cb);
+                }
+            }
             HostMsg::Free { section, on_freed } => self.free(ctx, section, on_freed),
             HostMsg::Stats { builder, on_stats } => {
                 let stats = SectionsStats {

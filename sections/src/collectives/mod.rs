@@ -75,11 +75,11 @@ pub mod value;
 
 pub use choice::Allgather;
 pub use error::CollectiveError;
-pub use host::{CollectivesHost, REPORTER};
+pub use host::{CollectivesHost, FailedCollective, REPORTER};
 pub use multicast::PerMember;
 pub use topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
 
-use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
+use chorus_core::{Callback, Ctx, GroupProxy, Pe, RedData, Reducer, Reducible, Registry};
 use host::{HostMsg, Start};
 use op::Op;
 use reduce::Delivery;
@@ -87,6 +87,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tuned::{Impl, Profile};
 use value::Fold;
+
+/// Name of the host's entry that the runtime reports failed PEs to.
+const PE_FAILED_ENTRY: &str = "CollectivesHost::pe_failed";
 
 /// Handle to the job's collectives group: start collectives through it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +115,22 @@ impl Collectives {
     /// Register the host chare type (every process, in the same place of the order).
     pub fn register(reg: &mut Registry) {
         reg.chare::<CollectivesHost>("chorus_sections::collectives::CollectivesHost");
+        if reg
+            .find_entry::<CollectivesHost, Pe>(PE_FAILED_ENTRY)
+            .is_none()
+        {
+            reg.entry::<CollectivesHost, Pe>(PE_FAILED_ENTRY, HostMsg::PeFailed);
+        }
+    }
+
+    /// Have `callback` (on this PE) receive, as `Encoded<FailedCollective>`, every
+    /// collective of a member on this PE that ends without a result from now on: a
+    /// PE of its section failed, or members' values or calls did not fit. Under
+    /// `--on-error drop` this is how a member learns to make its section again
+    /// without the failed PE and run the collective again.
+    pub fn watch_failures(&self, ctx: &mut Ctx, callback: Callback) {
+        let me = ctx.my_pe();
+        self.group.send(ctx, me, HostMsg::Watch(callback));
     }
 
     /// Create the group (once per job, from any PE).

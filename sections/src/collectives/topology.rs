@@ -142,6 +142,44 @@ impl TreeMember {
     }
 }
 
+impl TreeMember {
+    /// The member on `me` of the section whose rank r is `roster[r]`, with a k-ary
+    /// tree over the ranks and the id [`SectionId::of_roster`] (with `salt`): any PE
+    /// of the roster makes its own view alone, so survivors of a failure can make a
+    /// fresh section of themselves without a creation.
+    pub fn of_roster(roster: Vec<Pe>, k: u32, me: Pe, salt: u64) -> Result<Self, CollectiveError> {
+        let size = roster.len() as u32;
+        let bad = || CollectiveError::BadRoster {
+            len: roster.len(),
+            size,
+            rank: size,
+            pe: me,
+        };
+        let rank = roster.iter().position(|&pe| pe == me).ok_or_else(bad)? as u32;
+        if !(kary::MIN_K..=kary::MAX_K).contains(&k) {
+            return Err(CollectiveError::BadSection {
+                rank,
+                size,
+                k,
+                has_parent: rank > 0,
+                children: 0,
+                want_children: 0,
+            });
+        }
+        let section = Section {
+            id: SectionId::of_roster(&roster, salt),
+            rank,
+            size,
+            k,
+            parent: kary::parent(rank, k).map(|p| roster[p as usize]),
+            children: kary::children(rank, size, k)
+                .map(|c| roster[c as usize])
+                .collect(),
+        };
+        TreeMember::with_roster(section, me, roster)
+    }
+}
+
 impl Topology for TreeMember {
     fn id(&self) -> SectionId {
         self.section.id
@@ -232,6 +270,21 @@ impl Topology for Member {
     }
     fn has_roster(&self) -> bool {
         both!(self, m => m.has_roster())
+    }
+}
+
+impl Member {
+    /// True if `pe` holds a rank of this section, as far as the member can tell:
+    /// with a roster, any rank; without one, its tree neighbours (the others are
+    /// beyond what it knows).
+    pub fn involves(&self, pe: Pe) -> bool {
+        match self {
+            Member::Range(m) => m.section.contains(pe),
+            Member::Tree(t) => match &t.roster {
+                Some(r) => r.contains(&pe),
+                None => t.section.parent == Some(pe) || t.section.children.contains(&pe),
+            },
+        }
     }
 }
 
