@@ -18,6 +18,12 @@ pub struct RegroupStats {
 }
 
 impl RegroupStats {
+    /// The mean counting each PE's initial group as its first regrouping, as the
+    /// paper's Table 1 counts them.
+    pub fn avg_with_initial(&self) -> f64 {
+        self.avg + 1.0
+    }
+
     /// The statistics of per-PE counts (all zero for none).
     pub fn of(counts: &[u64]) -> Self {
         if counts.is_empty() {
