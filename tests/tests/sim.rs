@@ -371,6 +371,85 @@ fn a_killed_pe_drops_its_messages_and_subscribers_hear_of_it() {
     );
 }
 
+/// Floods PE 1 from PEs 2 and 3 in batches sent from continuations (flow control
+/// paces them by PE 1's credit); PE 0's member counts the producers that finished.
+struct Flooder {
+    sent: u64,
+    finished: u32,
+}
+
+/// Messages each producer sends PE 1: far more than one window.
+const FLOOD: u64 = 40_000;
+
+#[derive(Clone, Serialize, Deserialize)]
+enum FloodMsg {
+    Pump,
+    Item,
+    Finished,
+}
+
+impl Chare for Flooder {
+    type Init = ();
+    type Msg = FloodMsg;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Flooder {
+            sent: 0,
+            finished: 0,
+        }
+    }
+    fn handle(&mut self, msg: FloodMsg, ctx: &mut Ctx) {
+        let group = ctx.this_group::<Flooder>().expect("a group member");
+        match msg {
+            FloodMsg::Pump => {
+                for _ in 0..100 {
+                    group.send(ctx, 1, FloodMsg::Item);
+                }
+                self.sent += 100;
+                let next = if self.sent < FLOOD {
+                    (ctx.my_pe(), FloodMsg::Pump)
+                } else {
+                    (0, FloodMsg::Finished)
+                };
+                group.send(ctx, next.0, next.1);
+            }
+            FloodMsg::Item => ctx.work(Duration::from_micros(10)),
+            FloodMsg::Finished => {
+                self.finished += 1;
+                if self.finished == 2 {
+                    ctx.publish("finished_at_ns", &now_ns(ctx));
+                    ctx.exit();
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn producers_held_by_a_pe_that_dies_go_on() {
+    let mut reg = Registry::new();
+    reg.chare::<Flooder>("Flooder");
+    // By 20 ms both producers have a full window at PE 1 and are held.
+    let args = SimArgs {
+        kill: vec![KillSpec {
+            pe: 1,
+            at_ns: 20_000_000,
+        }],
+        ..SimArgs::default()
+    };
+    let report = Runtime::new(reg, sim(4, args))
+        .run(|ctx| {
+            let group = ctx.create_group::<Flooder>(());
+            group.send(ctx, 2, FloodMsg::Pump);
+            group.send(ctx, 3, FloodMsg::Pump);
+        })
+        .expect("the producers finish after PE 1 dies instead of stalling");
+    let at: Vec<(u32, u64)> = report.outputs("finished_at_ns");
+    assert_eq!(at.len(), 1, "both producers finished");
+    assert!(at[0].1 > 20_000_000, "{at:?}: the flood outlasted the kill");
+    let s = stats(&report);
+    assert!(s.dropped > 0, "messages to the dead PE were dropped: {s:?}");
+}
+
 // ---------------------------------------------------------------- stall and flags
 
 struct Idler;

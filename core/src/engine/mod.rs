@@ -257,13 +257,29 @@ impl PeRuntime {
         self.core.queue.len()
     }
 
-    /// Drop every queued message (the PE failed); returns how many messages they held.
-    pub(crate) fn discard_queue(&mut self) -> u64 {
+    /// Drop every queued message (the PE failed), telling `lost` of each; returns
+    /// how many messages they held.
+    pub(crate) fn discard_queue(&mut self, mut lost: impl FnMut(&Envelope)) -> u64 {
         let mut n = 0;
         while let Some(env) = self.core.queue.pop() {
             n += env.weight();
+            lost(&env);
         }
         n + self.core.flow.discard()
+    }
+
+    /// Windowed messages of `weight` this PE sent to PE `to` were lost with `to` (it
+    /// failed): they no longer count against this PE's window for `to`, or this PE
+    /// would hold its own messages forever. True if that released held messages.
+    pub(crate) fn lost_at(&mut self, to: Pe, weight: u64) -> bool {
+        let Some(held) = self.core.flow.credited(to, weight) else {
+            return false;
+        };
+        for env in held {
+            let (prio, exp) = (env.prio, env.expedited);
+            self.core.queue.push(env, prio, exp);
+        }
+        true
     }
 
     /// Queue the machine layer's notice that `pe` failed for `callback`. It is counted

@@ -17,6 +17,7 @@ use crate::base::config::Config;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::base::progress::Progress;
+use crate::engine::flow::windowed;
 use crate::engine::scheduler::SpareBuffers;
 use crate::engine::{PeRuntime, PeSetup};
 use crate::machine::sim::events::{EventList, What};
@@ -173,6 +174,7 @@ impl Simulator {
         let st = &self.pes[pe as usize];
         if st.dead {
             self.dropped += env.weight();
+            self.lost_at(pe, &env, t);
             return;
         }
         if st.exited {
@@ -269,8 +271,15 @@ impl Simulator {
         }
         st.dead = true;
         self.killed += 1;
+        let mut lost = Vec::new();
         if let Some(rt) = st.rt.as_mut() {
-            self.dropped += rt.discard_queue();
+            self.dropped +=
+                rt.discard_queue(|env| lost.push((env.src, env.weight(), windowed(env))));
+        }
+        for (from, weight, windowed) in lost {
+            if windowed {
+                self.lost_from(from, pe, weight, t);
+            }
         }
         tracing::info!(pe, at_ns = t, "sim: PE killed");
         let subscribers = self.cursor.borrow().subscribers.clone();
@@ -281,6 +290,25 @@ impl Simulator {
             }
             self.runtime(sub).notify_failure(pe, callback);
             self.schedule_wake(sub, t);
+        }
+    }
+
+    /// `env`, sent to `to`, was lost with it at `t`: its sender's window for `to`
+    /// gets the room back (see `PeRuntime::lost_at`).
+    fn lost_at(&mut self, to: Pe, env: &Envelope, t: u64) {
+        if windowed(env) {
+            self.lost_from(env.src, to, env.weight(), t);
+        }
+    }
+
+    /// Windowed messages of `weight` from `from` were lost with `to` at `t`.
+    fn lost_from(&mut self, from: Pe, to: Pe, weight: u64, t: u64) {
+        let st = &self.pes[from as usize];
+        if from == to || st.dead || st.exited || st.rt.is_none() {
+            return;
+        }
+        if self.runtime(from).lost_at(to, weight) {
+            self.schedule_wake(from, t);
         }
     }
 
