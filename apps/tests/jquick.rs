@@ -17,6 +17,7 @@ fn spec(n: u64, input: InputKind, keys: KeyType, seed: u64) -> SortSpec {
         sections: SectionMode::Range,
         sim_ns_per_elem: None,
         keep_output: true,
+        split_ring: false,
     }
 }
 

@@ -41,6 +41,11 @@ struct Args {
     /// Simulated cost of one element step of local work, ns (sim layer).
     #[arg(long, default_value_t = 2.0, value_parser = |s: &str| cli::f64_in(s, 0.0, 1e6))]
     sim_ns_per_elem: f64,
+    /// With split-model: run MPICH's ring allgather where MPICH picks it (groups of
+    /// 10,240 members and more that are not a power of two), p − 1 rounds; without
+    /// it Bruck stands in (fewer latencies, so MPI's side is faster).
+    #[arg(long)]
+    split_ring: bool,
     /// Fail (exit status 1) unless the output is sorted, balanced and a permutation.
     #[arg(long)]
     verify: bool,
@@ -87,6 +92,7 @@ fn run(args: &Args) -> Result<bool, String> {
         sections: args.sections,
         sim_ns_per_elem: (args.chorus.layer == Layer::Sim).then_some(args.sim_ns_per_elem),
         keep_output: false,
+        split_ring: args.split_ring,
     };
     match args.compare {
         Some(SectionMode::SplitModel) => return compare_model(args, &spec, speaks),

@@ -630,7 +630,12 @@ impl Sorter {
             .rank(self.me)
             .expect("a PE splits only its own groups");
         let mine = PairTable::one(table::pair(colour, 0));
-        let mut g = PairGather::new(gather::modelled(size), rank, size, mine);
+        let mut g = PairGather::new(
+            gather::modelled(size, self.init.spec.split_ring),
+            rank,
+            size,
+            mine,
+        );
         let mut out: Vec<_> = g.start().into_iter().collect();
         for (round, t) in self.splits.early.remove(&id).unwrap_or_default() {
             out.extend(g.arrive(round, t));

@@ -70,6 +70,9 @@ pub struct SortSpec {
     pub sim_ns_per_elem: Option<f64>,
     /// Publish every PE's final keys (tests compare them with a sequential sort).
     pub keep_output: bool,
+    /// In a modelled split, run MPICH's ring allgather where MPICH picks it (p − 1
+    /// rounds) instead of Bruck.
+    pub split_ring: bool,
 }
 
 impl SortSpec {

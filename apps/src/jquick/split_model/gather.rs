@@ -38,14 +38,15 @@ pub fn mpich_choice(size: u32) -> Algorithm {
     }
 }
 
-/// What the model runs: MPICH's choice, except Bruck where MPICH takes the ring
-/// (non-powers of two from 10,240 members, everything from 65,536). The ring's p − 1
-/// rounds would send p(p − 1) messages per split, more than the simulator can afford
-/// at these sizes, and Bruck's ceil(log2 p) latencies are far fewer than the ring's
-/// p − 1, so the substitution errs in MPI's favour.
-pub fn modelled(size: u32) -> Algorithm {
+/// What the model runs: MPICH's choice with `ring` (`jquick --split-ring`), else
+/// Bruck where MPICH takes the ring (non-powers of two from 10,240 members,
+/// everything from 65,536). The ring's p − 1 rounds send p(p − 1) messages per split,
+/// which takes the simulator minutes at these sizes; Bruck's ceil(log2 p) latencies
+/// are far fewer than the ring's p − 1, so without `ring` the model errs in MPI's
+/// favour.
+pub fn modelled(size: u32, ring: bool) -> Algorithm {
     match mpich_choice(size) {
-        Algorithm::Ring => Algorithm::Bruck,
+        Algorithm::Ring if !ring => Algorithm::Bruck,
         a => a,
     }
 }
@@ -70,23 +71,18 @@ pub struct PairGather {
     /// The round whose message this member waits for.
     round: u32,
     table: PairTable,
-    /// Messages of rounds not reached yet: at most one per round, and ceil(log2 p)
-    /// rounds, so it cannot grow without limit.
+    /// Messages of rounds not reached yet: at most one per round (ceil(log2 p), or
+    /// p − 1 for the ring), so it cannot grow without limit.
     early: BTreeMap<u32, PairTable>,
 }
 
 impl PairGather {
-    /// Member `rank` of `size` with its own pair; `Ring` runs as Bruck (see
-    /// [`modelled`]).
+    /// Member `rank` of `size` with its own pair.
     pub fn new(algorithm: Algorithm, rank: u32, size: u32, mine: PairTable) -> Self {
         assert!(rank < size, "rank {rank} of a group of {size}");
-        let algorithm = match algorithm {
-            Algorithm::RecursiveDoubling if !size.is_power_of_two() => {
-                panic!("recursive doubling needs a power of two, not {size}")
-            }
-            Algorithm::Ring => Algorithm::Bruck,
-            a => a,
-        };
+        if algorithm == Algorithm::RecursiveDoubling && !size.is_power_of_two() {
+            panic!("recursive doubling needs a power of two, not {size}")
+        }
         PairGather {
             algorithm,
             rank,
@@ -97,9 +93,12 @@ impl PairGather {
         }
     }
 
-    /// Rounds in all: ceil(log2 p) (both algorithms).
+    /// Rounds in all: ceil(log2 p), or p − 1 for the ring.
     pub fn rounds(&self) -> u32 {
-        self.size.next_power_of_two().trailing_zeros()
+        match self.algorithm {
+            Algorithm::Ring => self.size - 1,
+            _ => self.size.next_power_of_two().trailing_zeros(),
+        }
     }
 
     /// True once the member holds every pair.
@@ -112,13 +111,18 @@ impl PairGather {
         if self.is_done() {
             return None;
         }
-        let dist = 1u32 << self.round;
         let (to, table) = match self.algorithm {
-            Algorithm::RecursiveDoubling => (self.rank ^ dist, self.table.clone()),
-            _ => (
-                (self.rank + self.size - dist) % self.size,
-                self.table.prefix(dist.min(self.size - dist)),
-            ),
+            // Leftwards, so the table grows in Bruck's order (own rank first): round
+            // r passes on the pair of rank + r, the one that came last.
+            Algorithm::Ring => ((self.rank + self.size - 1) % self.size, self.table.last()),
+            Algorithm::RecursiveDoubling => (self.rank ^ (1 << self.round), self.table.clone()),
+            Algorithm::Bruck => {
+                let dist = 1u32 << self.round;
+                (
+                    (self.rank + self.size - dist) % self.size,
+                    self.table.prefix(dist.min(self.size - dist)),
+                )
+            }
         };
         Some(Outgoing {
             to,
@@ -141,9 +145,8 @@ impl PairGather {
         );
         let mut out = Vec::new();
         while let Some(got) = self.early.remove(&self.round) {
-            let dist = 1u32 << self.round;
             match self.algorithm {
-                Algorithm::RecursiveDoubling if self.rank & dist != 0 => {
+                Algorithm::RecursiveDoubling if self.rank & (1 << self.round) != 0 => {
                     let mut t = got;
                     t.append(&self.table);
                     self.table = t;
@@ -207,16 +210,20 @@ mod tests {
     }
 
     #[test]
-    fn both_algorithms_take_log_rounds_and_receive_p_minus_1_pairs() {
+    fn each_algorithm_takes_its_rounds_and_receives_p_minus_1_pairs() {
         for (algorithm, sizes) in [
             (Algorithm::RecursiveDoubling, vec![1u32, 2, 4, 8, 64, 1024]),
             (Algorithm::Bruck, vec![1, 2, 3, 5, 7, 12, 100, 1000]),
+            (Algorithm::Ring, vec![1, 2, 3, 5, 7, 12, 100]),
         ] {
             for p in sizes {
                 let want: PairTable = (0..p)
                     .map(|r| pair(if r.is_multiple_of(3) { UNDEFINED } else { 0 }, r as i32))
                     .collect();
-                let log2 = p.next_power_of_two().trailing_zeros();
+                let log2 = match algorithm {
+                    Algorithm::Ring => p - 1,
+                    _ => p.next_power_of_two().trailing_zeros(),
+                };
                 for (rank, (table, rounds, msgs, pairs)) in
                     run(algorithm, p).into_iter().enumerate()
                 {
@@ -237,7 +244,8 @@ mod tests {
         assert_eq!(mpich_choice(65_536), Algorithm::Ring);
         assert_eq!(mpich_choice(10_239), Algorithm::Bruck);
         assert_eq!(mpich_choice(10_241), Algorithm::Ring);
-        assert_eq!(modelled(10_241), Algorithm::Bruck);
-        assert_eq!(modelled(4096), Algorithm::RecursiveDoubling);
+        assert_eq!(modelled(10_241, false), Algorithm::Bruck);
+        assert_eq!(modelled(10_241, true), Algorithm::Ring);
+        assert_eq!(modelled(4096, true), Algorithm::RecursiveDoubling);
     }
 }

@@ -96,6 +96,14 @@ impl PairTable {
         out
     }
 
+    /// The last pair, alone (what a ring round passes on).
+    pub fn last(&self) -> PairTable {
+        match self.runs.last() {
+            Some(&(p, _)) => PairTable::one(p),
+            None => PairTable::default(),
+        }
+    }
+
     /// The table rotated so that pair `start` comes first (Bruck's final local step).
     pub fn rotated(&self, start: u32) -> PairTable {
         let start = if self.len == 0 { 0 } else { start % self.len };
