@@ -4,6 +4,7 @@
 
 use chorus_core::{Config, Layer, SimArgs};
 use chorus_sections::host::batch::{self, BatchError, Planned, PlannedParent};
+use chorus_sections::host::tally::PhaseReport;
 use chorus_sections::host::{available, Membership};
 use chorus_sections::protocol::{Algorithm, Filler};
 use serde::Serialize;
@@ -29,6 +30,10 @@ pub struct Row {
     pub time_us: f64,
     /// Most creation state one PE held at once.
     pub max_pe_state_bytes: u64,
+    /// Per phase (`up`, `down`, `announce`, `answer`, then `finish`): messages, those
+    /// a PE sent itself, and the time from the previous phase's end; the times sum to
+    /// `time_us`.
+    pub phases: Vec<PhaseReport>,
 }
 
 /// What to measure.
@@ -146,6 +151,7 @@ pub fn run(plan: &Plan) -> Result<Vec<Row>, BatchError> {
                 bytes: r.bytes,
                 time_us: r.time_us,
                 max_pe_state_bytes: r.max_pe_state_bytes,
+                phases: r.phases,
             });
         }
     }
@@ -190,6 +196,7 @@ mod tests {
             bytes: 1,
             time_us,
             max_pe_state_bytes: 1,
+            phases: Vec::new(),
         }
     }
 

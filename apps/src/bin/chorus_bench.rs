@@ -356,6 +356,18 @@ fn sections_cmd(
             r.time_us,
             r.max_pe_state_bytes
         );
+        let phases: Vec<String> = (r.phases.iter())
+            .map(|p| {
+                format!(
+                    "{} {:.1} us/{}+{} msgs",
+                    p.name, p.time_us, p.messages, p.local
+                )
+            })
+            .collect();
+        println!(
+            "    phases (time, messages between PEs + to itself): {}",
+            phases.join(", ")
+        );
     }
     for (pes, fraction, name, time, messages) in sections::speedups(&rows) {
         println!(

@@ -55,6 +55,42 @@ impl Algorithm {
     }
 }
 
+/// The phases of a creation, in the order they end; every protocol message belongs
+/// to one, so a report can say how long each took and what it sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    /// Up the parent tree: Centralized's gather of ids, the shrink (counts, fillers,
+    /// relocations) of the others.
+    Up,
+    /// Down the tree: Centralized's roster scatter (the root's tree computation
+    /// included), Shrink-and-Balance's balancing, Shrink-and-Hash's rank ranges.
+    Down,
+    /// Members' announcements to hash intermediaries (Shrink-and-Hash, merges).
+    Announce,
+    /// Intermediaries' answers with neighbour ids: the tree's link-up.
+    Answer,
+}
+
+impl Phase {
+    /// Every phase, in order.
+    pub const ALL: [Phase; 4] = [Phase::Up, Phase::Down, Phase::Announce, Phase::Answer];
+
+    /// Short name, as reports print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Up => "up",
+            Phase::Down => "down",
+            Phase::Announce => "announce",
+            Phase::Answer => "answer",
+        }
+    }
+
+    /// Position in [`Phase::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// What one PE knows when it joins a creation. Ids are whatever the host addresses
 /// PEs by (world PEs on chares, 0..n in the harness).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +157,18 @@ pub enum Wire<M> {
     ToIntermediary(ToIntermediary),
     /// An intermediary's answer, for the algorithm's state machine.
     FromIntermediary(FromIntermediary),
+}
+
+impl<M> Wire<M> {
+    /// The phase this message belongs to; `role` names the phase of a state-machine
+    /// message (each algorithm's own).
+    pub fn phase(&self, role: impl FnOnce(&M) -> Phase) -> Phase {
+        match self {
+            Wire::Role(m) => role(m),
+            Wire::ToIntermediary(_) => Phase::Announce,
+            Wire::FromIntermediary(_) => Phase::Answer,
+        }
+    }
 }
 
 /// Messages a handler sends: (destination id, message).

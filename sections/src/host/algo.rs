@@ -3,7 +3,7 @@
 
 use crate::creation::centralized::{self, Centralized};
 use crate::creation::protocol::{
-    Algorithm, FromIntermediary, Outbox, Protocol, ProtocolError, Setup, Wire,
+    Algorithm, FromIntermediary, Outbox, Phase, Protocol, ProtocolError, Setup, Wire,
 };
 use crate::creation::shrink_and_balance::{self, ShrinkAndBalance};
 use crate::creation::shrink_and_hash::{self, ShrinkAndHash};
@@ -31,6 +31,25 @@ pub enum ProtoMsg {
     ShrinkAndBalance(shrink_and_balance::Msg),
     /// Of Shrink-and-Hash.
     ShrinkAndHash(shrink_and_hash::Msg),
+}
+
+impl ProtoMsg {
+    /// The phase this state-machine message belongs to.
+    pub fn phase(&self) -> Phase {
+        match self {
+            ProtoMsg::Centralized(centralized::Msg::Gather(_)) => Phase::Up,
+            ProtoMsg::Centralized(centralized::Msg::Roster { .. }) => Phase::Down,
+            ProtoMsg::ShrinkAndBalance(shrink_and_balance::Msg::Shrink(_)) => Phase::Up,
+            ProtoMsg::ShrinkAndBalance(_) => Phase::Down,
+            ProtoMsg::ShrinkAndHash(shrink_and_hash::Msg::Shrink(_)) => Phase::Up,
+            ProtoMsg::ShrinkAndHash(shrink_and_hash::Msg::Rank { .. }) => Phase::Down,
+        }
+    }
+}
+
+/// The phase of a message as it travels.
+pub fn phase_of(wire: &Wire<ProtoMsg>) -> Phase {
+    wire.phase(ProtoMsg::phase)
 }
 
 /// The state machine of the PE `setup` describes.

@@ -3,6 +3,7 @@
 
 use crate::creation::protocol::{Algorithm, Filler, ProtocolError};
 use crate::hash::mix64;
+use crate::host::tally::PhaseReport;
 use crate::section::SectionId;
 use chorus_core::{Callback, Pe};
 use serde::{Deserialize, Serialize};
@@ -261,6 +262,9 @@ pub struct CreationReport {
     /// Most bytes of creation state any PE of the parent held at once (its algorithm
     /// state plus its intermediary slots).
     pub max_pe_state_bytes: u64,
+    /// Per phase with any message, in order, then `finish`: messages and the time
+    /// from the previous phase's end to its own (they sum to `time_us`).
+    pub phases: Vec<PhaseReport>,
 }
 
 /// Why a builder cannot run a creation.

@@ -204,13 +204,26 @@ impl Builder {
             match wire {
                 Wire::ToIntermediary(msg) if routed => {
                     if let Some(msg) = self.route(ctx, token, part, to, msg)? {
+                        self.count_local(token, Phase::Announce);
                         queue.push_back((me, me, part, Wire::ToIntermediary(msg), 0));
                     }
                 }
-                wire => queue.push_back((me, to, part, wire, 0)),
+                wire => {
+                    if to == me {
+                        self.count_local(token, phase_of(&wire));
+                    }
+                    queue.push_back((me, to, part, wire, 0))
+                }
             }
         }
         Ok(())
+    }
+
+    /// Count a message of `phase` this PE sends itself (the paper's formulas count it).
+    fn count_local(&mut self, token: u64, phase: Phase) {
+        if let Some(run) = self.runs.get_mut(&token) {
+            run.tally.phase_local(phase);
+        }
     }
 
     /// Take in what arrived before the run started here, then run.
@@ -248,14 +261,17 @@ impl Builder {
         mut queue: VecDeque<Item>,
     ) -> Result<(), HostError> {
         let me = self.me;
+        let now = ctx.now();
         while let Some((from, to, part, wire, bytes)) = queue.pop_front() {
             if to != me {
                 self.outgoing.push((to, part, wire));
                 continue;
             }
             let mut out = Outbox::new();
+            let phase = phase_of(&wire);
             let slot = self.runs.get_mut(&token).and_then(|r| {
                 let tally = &mut r.tally;
+                tally.phase_seen(phase, now);
                 r.parts.get_mut(part as usize).map(|p| (p, tally))
             });
             match (slot, wire) {
@@ -275,7 +291,7 @@ impl Builder {
                 },
                 (Some((p, tally)), Wire::FromIntermediary(m)) => {
                     if bytes > 0 {
-                        tally.message(bytes);
+                        tally.phase_message(Phase::Answer, bytes);
                     }
                     match &mut p.proto {
                         Engine::Algo(proto) => proto
@@ -346,15 +362,20 @@ impl Builder {
         }
         self.outgoing = outgoing;
         for (to, msg) in msgs {
+            // A bundle counts once, in the phase of its first part that is no answer.
             let counted = match &msg {
-                BuilderMsg::Proto { wire, .. } => !is_answer(wire),
-                BuilderMsg::Bundle { parts, .. } => !parts.iter().all(|(_, w)| is_answer(w)),
-                _ => false,
+                BuilderMsg::Proto { wire, .. } => (!is_answer(wire)).then(|| phase_of(wire)),
+                BuilderMsg::Bundle { parts, .. } => parts
+                    .iter()
+                    .map(|(_, w)| w)
+                    .find(|w| !is_answer(w))
+                    .map(phase_of),
+                _ => None,
             };
-            if counted {
+            if let Some(phase) = counted {
                 let bytes = encoded_len(&msg);
                 if let Some(run) = self.runs.get_mut(&token) {
-                    run.tally.message(bytes);
+                    run.tally.phase_message(phase, bytes);
                 }
             }
             self.send(ctx, to, msg);

@@ -258,7 +258,7 @@ impl Builder {
                     msg,
                 };
                 let bytes = encoded_len(&fwd);
-                run.tally.message(bytes);
+                run.tally.phase_message(Phase::Announce, bytes);
                 self.send(ctx, pe, fwd);
                 Ok(None)
             }

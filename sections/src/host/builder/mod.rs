@@ -4,11 +4,11 @@
 use crate::collectives::CollectivesHost;
 use crate::creation::neighbour_discovery::Intermediaries;
 use crate::creation::protocol::{
-    Algorithm, Outbox, Protocol, ProtocolError, Setup, ToIntermediary, Wire,
+    Algorithm, Outbox, Phase, Protocol, ProtocolError, Setup, ToIntermediary, Wire,
 };
 use crate::free::FreedIds;
 use crate::hash::mix64;
-use crate::host::algo::{self, Proto, ProtoMsg};
+use crate::host::algo::{self, phase_of, Proto, ProtoMsg};
 use crate::host::merge::{Hop, MergeRequest, MergeState, Route, Way};
 use crate::host::rebuild::{self, Patched};
 use crate::host::spec::{CreationReport, HostError, Membership, Parent, Request};
