@@ -162,11 +162,6 @@ fn compare(
     if !speaks {
         return Ok(true);
     }
-    let median = |v: &[Outcome]| {
-        let t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
-        chorus_apps::bench::median(&t)
-    };
-    let ok = |v: &[Outcome]| v.iter().all(|o| o.sorted && o.balanced && o.permutation);
     let without_split: Vec<f64> = split.iter().map(|s| s.without_split_s).collect();
     let split: Vec<Outcome> = split.into_iter().map(|s| s.outcome).collect();
     let (tr, ts) = (median(&range), median(&split));
@@ -208,6 +203,17 @@ fn compare(
     Ok(!args.verify || (ok(&range) && ok(&split)))
 }
 
+/// The median sort time of `v`, seconds.
+fn median(v: &[Outcome]) -> f64 {
+    let t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
+    chorus_apps::bench::median(&t)
+}
+
+/// True if every sort of `v` passed its check.
+fn ok(v: &[Outcome]) -> bool {
+    v.iter().all(|o| o.sorted && o.balanced && o.permutation)
+}
+
 /// The baselines `--compare` takes.
 fn compare_mode(s: &str) -> Result<SectionMode, String> {
     match s.parse()? {
@@ -237,11 +243,6 @@ fn compare_model(args: &Args, spec: &SortSpec, speaks: bool) -> Result<bool, Str
     if !speaks {
         return Ok(true);
     }
-    let median = |v: &[Outcome]| {
-        let t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
-        chorus_apps::bench::median(&t)
-    };
-    let ok = |v: &[Outcome]| v.iter().all(|o| o.sorted && o.balanced && o.permutation);
     let (tr, ts) = (median(&range), median(&split));
     let (r0, s0) = (&range[0], &split[0]);
     if args.json {

@@ -34,14 +34,19 @@ struct PendingSend {
     len: usize,
 }
 
-/// A body or segment held back by `--fault-hold-long-ms` until `due`.
-struct HeldPost {
-    due: Instant,
+/// A send to start: `slice` (the bytes of `buf` or of `segment`) to `to` on `tag`.
+struct Post {
     to: Pe,
     slice: &'static [u8],
     tag: i32,
     buf: Vec<u8>,
     segment: Option<Bytes>,
+}
+
+/// A body or segment held back by `--fault-hold-long-ms` until `due`.
+struct HeldPost {
+    due: Instant,
+    post: Post,
 }
 
 /// A rank's side of the network: its communicator and its sends in flight.
@@ -256,18 +261,20 @@ impl Link {
         buf: Vec<u8>,
         segment: Option<Bytes>,
     ) {
-        if let Some(hold) = self.hold.filter(|_| tag != ENVELOPE_TAG) {
-            self.held_posts.push_back(HeldPost {
+        let post = Post {
+            to,
+            slice,
+            tag,
+            buf,
+            segment,
+        };
+        match self.hold.filter(|_| tag != ENVELOPE_TAG) {
+            Some(hold) => self.held_posts.push_back(HeldPost {
                 due: Instant::now() + hold,
-                to,
-                slice,
-                tag,
-                buf,
-                segment,
-            });
-            return;
+                post,
+            }),
+            None => self.post_now(post),
         }
-        self.post_now(to, slice, tag, buf, segment);
     }
 
     /// Post held bodies and segments that are due, in order; true if any was.
@@ -276,21 +283,21 @@ impl Link {
         let mut any = false;
         while self.held_posts.front().is_some_and(|h| h.due <= now) {
             let h = self.held_posts.pop_front().expect("checked above");
-            self.post_now(h.to, h.slice, h.tag, h.buf, h.segment);
+            self.post_now(h.post);
             any = true;
         }
         any
     }
 
-    /// Start sending `slice` now; see `post`.
-    fn post_now(
-        &mut self,
-        to: Pe,
-        slice: &'static [u8],
-        tag: i32,
-        buf: Vec<u8>,
-        segment: Option<Bytes>,
-    ) {
+    /// Start sending `post` now.
+    fn post_now(&mut self, post: Post) {
+        let Post {
+            to,
+            slice,
+            tag,
+            buf,
+            segment,
+        } = post;
         let req = self
             .comm
             .process_at_rank(to as i32)
