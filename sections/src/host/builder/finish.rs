@@ -117,6 +117,7 @@ impl Builder {
                     time_us: t.time_us(),
                     join_spread_us: t.join_spread_us(),
                     max_pe_state_bytes: run.peak,
+                    failed: None,
                 };
                 ctx.send_to_callback(&run.on_report, Encoded(report));
             }
