@@ -154,6 +154,7 @@ fn a_start_naming_a_parent_this_pe_never_named_fails_at_once() {
                 token: SectionId::token(1, 0),
                 from: Some(1),
                 req,
+                dead: Vec::new(),
             };
             builder.send(ctx, 0, start);
         })

@@ -147,6 +147,20 @@ pub enum RuntimeError {
         /// What went wrong.
         reason: MigrateError,
     },
+    /// An array element's migrating state or a message for it reached a PE that had
+    /// failed (sim `--sim-kill`): the element moved or lived there, or was homed there
+    /// (messages find it through its home), and what reached it is lost.
+    #[error("PE {pe}: {what} of {element} reached failed PE {failed} and is lost")]
+    ElementLost {
+        /// The PE that sent what was lost.
+        pe: Pe,
+        /// The element, by array and index.
+        element: String,
+        /// The failed PE.
+        failed: Pe,
+        /// What was lost: the element's migrating state, or messages for it.
+        what: String,
+    },
     /// The job can make no more progress and never exited.
     #[error("job stalled: {0}")]
     Stalled(String),

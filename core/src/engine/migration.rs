@@ -132,6 +132,33 @@ impl PeCore {
 }
 
 impl PeRuntime {
+    /// The layer could not deliver `env`, sent from here, because PE `failed` had
+    /// failed: an element's migrating state or a message for an element is reported
+    /// lost (and counted processed here, as a send that never arrives is). Returns
+    /// false, leaving `env` to the layer's count of drops, for anything else.
+    pub(crate) fn undeliverable(&mut self, env: &Envelope, failed: Pe) -> bool {
+        let (coll, addr, what) = match &env.kind {
+            Kind::Migrate { coll, addr, .. } => (*coll, addr, "the migrating state".to_string()),
+            Kind::User {
+                dest: Dest::Element(coll, addr) | Dest::ElementAt(coll, addr, _),
+                ..
+            } => {
+                let what = format!("{} message(s)", env.weight());
+                (*coll, addr, what)
+            }
+            _ => return false,
+        };
+        let err = RuntimeError::ElementLost {
+            pe: self.core.me,
+            element: element_name(coll, addr),
+            failed,
+            what,
+        };
+        self.core.processed += env.weight();
+        self.core.fail(err);
+        true
+    }
+
     /// Make the moves the handler that just ran asked for.
     pub(super) fn apply_moves(&mut self) {
         while !self.core.moves.is_empty() {

@@ -175,6 +175,7 @@ impl Simulator {
         if st.dead {
             self.dropped += env.weight();
             self.lost_at(pe, &env, t);
+            self.lost(env, pe, t);
             return;
         }
         if st.exited {
@@ -184,6 +185,23 @@ impl Simulator {
         self.runtime(pe).accept_reusing(env, &mut spares);
         self.spares = spares;
         self.schedule_wake(pe, t);
+    }
+
+    /// `env` reached `dead`, a killed PE: its sender, if alive, reports an element
+    /// lost with it. Told lazily, by the messages that reach the dead PE, so a kill
+    /// costs nothing on PEs that never send there.
+    fn lost(&mut self, env: Envelope, dead: Pe, t: u64) {
+        let src = env.src;
+        let st = &self.pes[src as usize];
+        if src == dead || st.dead || st.exited || st.rt.is_none() {
+            return;
+        }
+        // As a run at the sender: anything the report sends leaves from it then.
+        let at = t.max(st.busy_until);
+        self.cursor.borrow_mut().begin(src, at);
+        if self.runtime(src).undeliverable(&env, dead) {
+            self.after_run(src, at);
+        }
     }
 
     /// Make sure `pe` runs its queue once it is free at or after `t`.

@@ -81,6 +81,9 @@ pub struct Outcome {
     pub reports: Vec<CreationReport>,
     /// Reports of sections rebuilt after failures, in arrival order.
     pub rebuilt: Vec<CreationReport>,
+    /// Reports of creations a PE failure ended (`failed` names the PE), in arrival
+    /// order; each was asked for again, and its report above is the retry's.
+    pub failed: Vec<CreationReport>,
     /// Every member's section, with its PE (empty unless sections were kept).
     pub sections: Vec<(Pe, Section)>,
     /// The whole run's report (sim statistics, outputs).
@@ -141,8 +144,16 @@ struct Batch {
     outstanding: usize,
     reports: Vec<Option<CreationReport>>,
     rebuilt: Vec<CreationReport>,
+    /// Creations ended by a failure: at most `MAX_RETRIES` per planned creation.
+    failed: Vec<CreationReport>,
+    /// The creator and request of every creation issued, by tag, to ask again.
+    issued: Vec<Option<(Pe, Request)>>,
     done: bool,
 }
+
+/// How often a creation a failure ended is asked for again: each retry leaves out
+/// every PE its creator knows failed, so only failures during it end it again.
+const MAX_RETRIES: usize = 64;
 
 impl Chare for Batch {
     type Init = Init;
@@ -156,6 +167,8 @@ impl Chare for Batch {
             outstanding: 0,
             reports: vec![None; n],
             rebuilt: Vec::new(),
+            failed: Vec::new(),
+            issued: vec![None; n],
             done: false,
         }
     }
@@ -168,6 +181,16 @@ impl Chare for Batch {
             BatchMsg::Section(Encoded(s)) => ctx.publish("section", &s),
             BatchMsg::Report(Encoded(r)) => {
                 let at = r.tag as usize;
+                let tries = self.failed.iter().filter(|f| f.tag == r.tag).count();
+                if r.failed.is_some() && tries < MAX_RETRIES {
+                    // The creator left the failed PEs it knows of out of the retry.
+                    self.failed.push(r);
+                    if let Some((creator, req)) = self.issued[at].clone() {
+                        let me = ctx.this_group::<Batch>().expect("a group member");
+                        me.send(ctx, creator, BatchMsg::Create(req));
+                    }
+                    return;
+                }
                 if self.reports[at].is_some() {
                     // A section made again after a failure reports with its tag.
                     self.rebuilt.push(r);
@@ -194,7 +217,8 @@ impl Batch {
         let reports: Vec<CreationReport> = self.reports.iter().flatten().cloned().collect();
         ctx.publish("reports", &reports);
         ctx.publish("rebuilt", &self.rebuilt);
-        if self.init.rebuilds == 0 {
+        ctx.publish("failed", &self.failed);
+        if self.init.rebuilds == 0 && self.failed.is_empty() {
             ctx.exit_on_quiescence();
         } else {
             // Quiescence waves cannot pass a failed PE; every result is in.
@@ -239,6 +263,7 @@ impl Batch {
                             || self.init.rebuilds > 0
                             || self.init.used[first + i],
                     };
+                    self.issued[first + i] = Some((p.creator, req.clone()));
                     (p.creator, BatchMsg::Create(req))
                 }
                 Step::Merge(m) => {
@@ -274,7 +299,9 @@ pub fn run(
 }
 
 /// As [`run`], on a job whose `--sim-kill` failures make `rebuilds` sections be
-/// rebuilt: the run ends once those reports are in too.
+/// rebuilt: the run ends once those reports are in too. A creation a failure ends
+/// is asked for again by its creator (up to `MAX_RETRIES` times) and runs over the
+/// PEs left: its failures are in [`Outcome::failed`].
 pub fn run_with_failures(
     config: Config,
     stages: Vec<Vec<Step>>,
@@ -332,6 +359,7 @@ pub fn run_with_failures(
     }
     let sections = run.outputs("section");
     let rebuilt: Vec<CreationReport> = run.output("rebuilt").unwrap_or_default();
+    let failed: Vec<CreationReport> = run.output("failed").unwrap_or_default();
     if rebuilt.len() < rebuilds {
         return Err(BatchError::Missing {
             got: reports.len() + rebuilt.len(),
@@ -341,6 +369,7 @@ pub fn run_with_failures(
     Ok(Outcome {
         reports,
         rebuilt,
+        failed,
         sections,
         run,
     })

@@ -265,6 +265,11 @@ pub struct CreationReport {
     /// Per phase with any message, in order, then `finish`: messages and the time
     /// from the previous phase's end to its own (they sum to `time_us`).
     pub phases: Vec<PhaseReport>,
+    /// The PE whose failure ended the creation (None: it finished); the figures
+    /// above are then zero. A member that finished its part before it heard of the
+    /// failure got its section and keeps it: the caller frees or ignores it.
+    #[serde(default)]
+    pub failed: Option<Pe>,
 }
 
 /// Why a builder cannot run a creation.
@@ -323,6 +328,19 @@ pub enum HostError {
         pe: Pe,
         /// PEs in the job.
         pes: u32,
+    },
+    /// A PE failed while a creation was in flight here: it ended on this PE. Ask
+    /// again: a creation from the world started after the failure leaves it out.
+    #[error("PE {pe}: creation {token:#x} (tag {tag}) ended: PE {failed} failed")]
+    PeFailed {
+        /// The PE the creation ended on.
+        pe: Pe,
+        /// The creation.
+        token: u64,
+        /// The caller's tag.
+        tag: u64,
+        /// The PE that failed.
+        failed: Pe,
     },
     /// The section was freed on this PE: it cannot be freed again, split or used as a
     /// parent.

@@ -10,6 +10,12 @@ impl Builder {
         let token = SectionId::token(self.me, self.counter);
         self.counter += req.membership.sections();
         match req.parent {
+            // A dead PE forwards no broadcast: after a failure the start floods the
+            // tree of the PEs this one knows alive, and the creation runs over them.
+            Parent::World if !self.failed.is_empty() => {
+                let dead: Vec<Pe> = self.failed.iter().copied().collect();
+                self.on_start(ctx, token, None, req, dead)
+            }
             Parent::World => {
                 self.proxy().broadcast(
                     ctx,
@@ -17,6 +23,7 @@ impl Builder {
                         token,
                         from: None,
                         req,
+                        dead: Vec::new(),
                     },
                 );
                 Ok(())
@@ -25,16 +32,21 @@ impl Builder {
                 if !self.sections.contains_key(&id) {
                     return Err(self.missing(id));
                 }
-                self.on_start(ctx, token, None, req)
+                self.on_start(ctx, token, None, req, Vec::new())
             }
         }
     }
 
-    /// This PE's place in the parent's tree: (parent, children, generation).
+    /// This PE's place in the parent's tree: (parent, children, generation); `dead`
+    /// are the PEs a creation from the world leaves out.
     pub(super) fn parent_tree(
         &self,
         req: &Request,
+        dead: &[Pe],
     ) -> Result<(Option<Pe>, Vec<Pe>, u32), HostError> {
+        if let Some(s) = survivors::view(self.me, self.npes, req.k, dead) {
+            return Ok((s.parent, s.children, kary::generation(s.rank, s.k)));
+        }
         match req.parent {
             Parent::World => Ok((
                 kary::parent(self.me, req.k),
@@ -54,7 +66,15 @@ impl Builder {
         token: u64,
         from: Option<Pe>,
         req: Request,
+        dead: Vec<Pe>,
     ) -> Result<(), HostError> {
+        if self.aborted.contains(token) {
+            return Ok(());
+        }
+        if let Some(pe) = self.unknown_failure(&req, &dead) {
+            // The start left out fewer PEs than have failed: its tree cannot finish.
+            return self.abort_start(ctx, token, &req, &dead, pe);
+        }
         // The neighbour that sent it may have finished the parent's creation before
         // this PE did.
         if let (Parent::Section(id), Some(from)) = (req.parent, from) {
@@ -62,14 +82,15 @@ impl Builder {
                 return self.hold(token, from, id, req);
             }
         }
-        let (up, down, _) = self.parent_tree(&req)?;
-        if let Parent::Section(_) = req.parent {
+        let (up, down, _) = self.parent_tree(&req, &dead)?;
+        if matches!(req.parent, Parent::Section(_)) || !dead.is_empty() {
             // Flood the parent section's tree from wherever the creation began.
             for n in up.iter().chain(&down).copied().filter(|&n| Some(n) != from) {
                 let start = BuilderMsg::Start {
                     token,
                     from: Some(self.me),
                     req: req.clone(),
+                    dead: dead.clone(),
                 };
                 self.send(ctx, n, start);
             }
@@ -87,7 +108,7 @@ impl Builder {
             _ => None,
         };
         let (parent, call_started) = (req.parent, call.is_some());
-        self.join(ctx, token, req, call)?;
+        self.join(ctx, token, req, call, &dead)?;
         // A free of the parent may have waited for this PE's call to start.
         if let (Parent::Section(id), true) = (parent, call_started) {
             self.free_if_ready(ctx, id);
@@ -96,19 +117,34 @@ impl Builder {
     }
 
     /// Take part in creation `token` (the start has passed on): make this PE's state
-    /// machines and run them. `call` is this PE's own part in a split by colour and key.
+    /// machines and run them. `call` is this PE's own part in a split by colour and key;
+    /// `dead` the PEs a creation from the world leaves out.
     pub(super) fn join(
         &mut self,
         ctx: &mut Ctx,
         token: u64,
         req: Request,
         call: Option<(Split, Callback)>,
+        dead: &[Pe],
     ) -> Result<(), HostError> {
-        let (up, down, generation) = self.parent_tree(&req)?;
+        let (up, down, generation) = self.parent_tree(&req, dead)?;
         // From a section, intermediaries are named by parent rank and reached by
-        // routing over the parent's tree, so no PE outside the parent takes part.
+        // routing over the parent's tree, so no PE outside the parent takes part; the
+        // world without its dead PEs is such a section.
+        let survivors = survivors::view(self.me, self.npes, req.k, dead);
         let (world, way) = match req.parent {
-            Parent::World => (self.npes, None),
+            Parent::World => match survivors {
+                Some(old) => {
+                    let size = old.size;
+                    let route = Route {
+                        old,
+                        offset: 0,
+                        link: None,
+                    };
+                    (size, Some(Way::Joined(route)))
+                }
+                None => (self.npes, None),
+            },
             Parent::Section(id) => {
                 let old = self.view(id)?;
                 let size = old.size;

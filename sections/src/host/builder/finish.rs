@@ -118,6 +118,7 @@ impl Builder {
                     join_spread_us: t.join_spread_us(),
                     max_pe_state_bytes: run.peak,
                     phases: t.phase_reports(),
+                    failed: None,
                 };
                 ctx.send_to_callback(&run.on_report, Encoded(report));
             }

@@ -23,6 +23,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 /// Key of the intermediary hash, mixed with each creation's token.
 const SALT: u64 = 0x5EC7_104A_5400;
 
+mod abort;
 mod create;
 mod finish;
 mod free;
@@ -31,6 +32,7 @@ mod msg;
 mod rank;
 mod repair;
 mod split;
+mod survivors;
 mod wait;
 
 pub use msg::BuilderMsg;
@@ -197,7 +199,10 @@ pub struct Builder {
     /// The last sections freed here, to tell late calls and messages for them apart:
     /// at most [`crate::free::FREED_MEMORY`].
     freed: FreedIds,
-    /// Repair messages dropped because their section was freed here.
+    /// Creations ended here by a failure: at most `abort::ABORTED_MEMORY`.
+    aborted: abort::Aborted,
+    /// Repair messages dropped because their section was freed here, and messages
+    /// of creations ended by a failure.
     dropped: u64,
 }
 
@@ -233,6 +238,7 @@ impl Chare for Builder {
             early_ranks: HashMap::new(),
             freeing: HashMap::new(),
             freed: FreedIds::default(),
+            aborted: abort::Aborted::default(),
             dropped: 0,
         }
     }
@@ -298,13 +304,22 @@ impl Builder {
     }
 
     fn dispatch(&mut self, msg: BuilderMsg, ctx: &mut Ctx) -> Result<(), HostError> {
+        if msg.run_token().is_some_and(|t| self.aborted.contains(t)) {
+            self.dropped += 1;
+            return Ok(());
+        }
         match msg {
             BuilderMsg::Create(req) => self.on_create(ctx, req),
             BuilderMsg::Split { split, on_member } => self.on_split(ctx, split, on_member),
             BuilderMsg::RankUp { id, from, keys } => self.on_rank_up(ctx, id, from, keys),
             BuilderMsg::RankDown { id, ranks } => self.on_rank_down(ctx, id, ranks),
             BuilderMsg::RankChild { id, rank, pe } => self.on_rank_child(ctx, id, rank, pe),
-            BuilderMsg::Start { token, from, req } => self.on_start(ctx, token, from, req),
+            BuilderMsg::Start {
+                token,
+                from,
+                req,
+                dead,
+            } => self.on_start(ctx, token, from, req, dead),
             BuilderMsg::Proto {
                 token,
                 from,

@@ -51,6 +51,9 @@ pub enum BuilderMsg {
         from: Option<Pe>,
         /// What to create.
         req: Request,
+        /// PEs known failed when a creation from the world began: it runs over the
+        /// others (empty for a creation from a section).
+        dead: Vec<Pe>,
     },
     /// A message of the creation protocol.
     Proto {

@@ -8,6 +8,7 @@ impl Builder {
     /// go to the rendezvous of the repair.
     pub(super) fn on_failed(&mut self, ctx: &mut Ctx, dead_pe: Pe) -> Result<(), HostError> {
         self.failed.insert(dead_pe);
+        self.abort_runs(ctx, dead_pe);
         let mut ids: Vec<SectionId> = self.sections.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {

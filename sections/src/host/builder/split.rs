@@ -29,7 +29,7 @@ impl Builder {
         match self.held_splits.remove(&(parent, seq)) {
             Some(held) => {
                 let (token, held) = *held;
-                self.join(ctx, token, held, Some((split, on_member)))?
+                self.join(ctx, token, held, Some((split, on_member)), &[])?
             }
             None => {
                 self.calls

@@ -31,7 +31,7 @@ impl Builder {
     /// Run the starts that waited for section `id`, now stored here.
     pub(super) fn resume(&mut self, ctx: &mut Ctx, id: SectionId) -> Result<(), HostError> {
         for (token, from, req) in self.waiting.remove(&id).unwrap_or_default() {
-            self.on_start(ctx, token, Some(from), req)?;
+            self.on_start(ctx, token, Some(from), req, Vec::new())?;
         }
         Ok(())
     }
