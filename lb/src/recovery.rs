@@ -14,21 +14,9 @@
 //! ([`crate::walker::ledger_entry`]) carried in every state checks it at the chain's
 //! end.
 
-use crate::walker::{GroupState, WalkerMsg};
+use crate::walker::GroupState;
 use chorus_core::Pe;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// True for the messages a walker ignores while it waits for the driver's Resume.
-pub(crate) fn paused(msg: &WalkerMsg) -> bool {
-    matches!(
-        msg,
-        WalkerMsg::Worked(_)
-            | WalkerMsg::Stepped(_)
-            | WalkerMsg::Exchanged(_)
-            | WalkerMsg::MergeRequest { .. }
-            | WalkerMsg::Joined(..)
-    )
-}
 
 /// One group of the plan: its first and last world PE and its chain's state (None
 /// for an idle group).

@@ -3,7 +3,6 @@
 //! synchronises with an allreduce over its range section) and regroup as the
 //! strategy says.
 
-use crate::recovery;
 use crate::regroup::{self, GroupLoad};
 use crate::strategy::Strategy;
 use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Pe, Reducer, SendOpts};
@@ -139,6 +138,21 @@ pub enum WalkerMsg {
     },
 }
 
+impl WalkerMsg {
+    /// True for the messages a walker ignores while it waits for the driver's Resume
+    /// (`recovery.rs`).
+    fn paused_by_recovery(&self) -> bool {
+        matches!(
+            self,
+            WalkerMsg::Worked(_)
+                | WalkerMsg::Stepped(_)
+                | WalkerMsg::Exchanged(_)
+                | WalkerMsg::MergeRequest { .. }
+                | WalkerMsg::Joined(..)
+        )
+    }
+}
+
 /// A busy group's shared state, as new members receive it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupState {
@@ -241,7 +255,7 @@ impl<S: Strategy> Chare for Walker<S> {
     }
 
     fn handle(&mut self, msg: WalkerMsg, ctx: &mut Ctx) {
-        if self.recovering && recovery::paused(&msg) {
+        if self.recovering && msg.paused_by_recovery() {
             // The driver's Resume restarts every group from committed state.
             return;
         }
