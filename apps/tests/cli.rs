@@ -221,6 +221,7 @@ fn every_binary_groups_its_help_under_the_same_headings() {
         (env!("CARGO_BIN_EXE_chorus-tune"), &[]),
         (env!("CARGO_BIN_EXE_chorus-bench"), &["sim-scale"]),
         (env!("CARGO_BIN_EXE_chorus-bench"), &["replay"]),
+        (env!("CARGO_BIN_EXE_chorus-bench"), &["create-group"]),
     ] {
         let out = Command::new(bin)
             .args(args)

@@ -2,6 +2,7 @@
 
 #[cfg(feature = "baselines")]
 pub mod baselines;
+pub mod create_group;
 pub mod messaging;
 #[cfg(feature = "mpi")]
 pub mod mpi_pingpong;

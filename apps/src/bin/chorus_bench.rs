@@ -1,6 +1,6 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
-use chorus_apps::bench::{messaging, replay, sections, sim_scale};
+use chorus_apps::bench::{create_group, messaging, replay, sections, sim_scale};
 use chorus_apps::cli;
 use chorus_core::{Config, Layer, SimArgs, TraceReport};
 use clap::{Parser, Subcommand};
@@ -107,6 +107,23 @@ enum Command {
         #[command(flatten)]
         config: Config,
         /// Print one JSON object instead of lines.
+        #[arg(long, help_heading = "Output")]
+        json: bool,
+    },
+    /// Communicator creation modelled as MPI does it, on the simulator: Dinan et
+    /// al.'s noncollective algorithm against MPI_Comm_create over every PE and MPICH's
+    /// MPI_Comm_create_group, for groups of the first N PEs (always the sim layer).
+    CreateGroup {
+        #[command(flatten)]
+        config: Config,
+        /// Group sizes (each 1..=--pes); default: the powers of two up to --pes.
+        #[arg(long = "group-sizes", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+        group_sizes: Vec<u32>,
+        /// Branching factor of the collectives' trees, 2..=16 (2: the binomial depth of
+        /// MPICH's short broadcasts and allreduces).
+        #[arg(long = "section-arity", alias = "k", default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=16))]
+        k: u32,
+        /// Print one JSON object instead of a table.
         #[arg(long, help_heading = "Output")]
         json: bool,
     },
@@ -234,6 +251,47 @@ fn peak_rss_mib() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
+}
+
+fn create_group_cmd(config: Config, sizes: Vec<u32>, k: u32, as_json: bool) -> Result<(), String> {
+    let sizes = if sizes.is_empty() {
+        std::iter::successors(Some(2u32), |g| g.checked_mul(2))
+            .take_while(|&g| g <= config.pes)
+            .collect()
+    } else {
+        sizes
+    };
+    let preset = config.sim.preset;
+    let r = create_group::run(config, &sizes, k).map_err(|e| e.to_string())?;
+    let out = json!({
+        "pes": r.pes,
+        "preset": format!("{preset:?}").to_lowercase(),
+        "section_arity": r.k,
+        "rows": r.rows,
+        "events": r.stats.events,
+        "events_per_s": r.stats.events_per_s,
+        "wall_s": r.stats.wall_s,
+        "messages": r.stats.messages,
+        "peak_rss_mib": peak_rss_mib(),
+    });
+    if as_json {
+        println!("{out}");
+        return Ok(());
+    }
+    println!(
+        "{} PEs ({preset:?}), trees of arity {}: time to create the communicator of PEs 0..g (us, virtual)",
+        r.pes, r.k
+    );
+    println!("| g | rounds | Dinan et al. | MPI_Comm_create | MPI_Comm_create_group (MPICH) |");
+    println!("| ---: | ---: | ---: | ---: | ---: |");
+    for row in &r.rows {
+        println!(
+            "| {} | {} | {:.1} | {:.1} | {:.1} |",
+            row.group, row.rounds, row.dinan_us, row.comm_create_us, row.create_group_us
+        );
+    }
+    println!("{}", r.stats.to_text());
+    Ok(())
 }
 
 fn sim_scale_cmd(config: Config, as_json: bool) -> Result<(), String> {
@@ -526,8 +584,8 @@ fn main() -> ExitCode {
                 ..config.clone()
             })
         }
-        // sim-scale runs on the sim layer whatever --layer says.
-        Command::SimScale { config, .. } => Some(Config {
+        // sim-scale and create-group run on the sim layer whatever --layer says.
+        Command::SimScale { config, .. } | Command::CreateGroup { config, .. } => Some(Config {
             layer: Layer::Sim,
             ..config.clone()
         }),
@@ -543,6 +601,21 @@ fn main() -> ExitCode {
             trace,
         } => messaging(messages, rounds, reps, json, trace.as_deref()),
         Command::SimScale { config, json } => sim_scale_cmd(config, json),
+        Command::CreateGroup {
+            config,
+            group_sizes,
+            k,
+            json,
+        } => {
+            if let Some(bad) = group_sizes.iter().find(|&&g| g > config.pes) {
+                eprintln!(
+                    "chorus-bench: --group-sizes {bad} is more than --pes {}; give sizes from 1 to {}",
+                    config.pes, config.pes
+                );
+                return ExitCode::from(2);
+            }
+            create_group_cmd(config, group_sizes, k, json)
+        }
         Command::Replay {
             config,
             per_pe,
