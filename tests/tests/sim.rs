@@ -450,6 +450,102 @@ fn producers_held_by_a_pe_that_dies_go_on() {
     assert!(s.dropped > 0, "messages to the dead PE were dropped: {s:?}");
 }
 
+/// Sends one item to each of two sinks per tick, for a fixed number of ticks.
+struct TwoSinkFeeder {
+    sinks: [ChareProxy<Sink>; 2],
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum TwoSinkMsg {
+    Tick(u32),
+}
+
+impl Chare for TwoSinkFeeder {
+    type Init = [ChareProxy<Sink>; 2];
+    type Msg = TwoSinkMsg;
+    fn create(sinks: [ChareProxy<Sink>; 2], _: &mut Ctx) -> Self {
+        TwoSinkFeeder { sinks }
+    }
+    fn handle(&mut self, TwoSinkMsg::Tick(left): TwoSinkMsg, ctx: &mut Ctx) {
+        for sink in self.sinks {
+            sink.send(ctx, SinkMsg::Item);
+        }
+        ctx.work(Duration::from_micros(10));
+        match ctx.this_chare::<TwoSinkFeeder>() {
+            Some(me) if left > 0 => me.send(ctx, TwoSinkMsg::Tick(left - 1)),
+            _ => ctx.publish("fed_until_ns", &now_ns(ctx)),
+        }
+    }
+}
+
+/// Publishes when quiescence came and ends the job.
+struct QuietWitness;
+
+#[derive(Clone, Serialize, Deserialize)]
+enum QuietMsg {
+    Quiet(()),
+}
+
+impl Chare for QuietWitness {
+    type Init = ();
+    type Msg = QuietMsg;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        QuietWitness
+    }
+    fn handle(&mut self, _: QuietMsg, ctx: &mut Ctx) {
+        ctx.publish("quiet_at_ns", &now_ns(ctx));
+        ctx.exit();
+    }
+}
+
+#[test]
+fn quiescence_comes_after_a_pe_dies() {
+    // PE 1 is an inner node of the PE tree (its subtree holds the feeder's PE 3 and
+    // the live sink's PE 5 for any arity up to 4); it dies with items of the feeder
+    // queued and more on their way, which are dropped.
+    let mut reg = Registry::new();
+    reg.chare::<Sink>("Sink");
+    reg.chare::<TwoSinkFeeder>("TwoSinkFeeder");
+    reg.chare::<QuietWitness>("QuietWitness");
+    let quiet: Entry<QuietWitness, ()> = reg.entry("QuietWitness::quiet", QuietMsg::Quiet);
+    let args = SimArgs {
+        kill: vec![KillSpec {
+            pe: 1,
+            at_ns: 100_000,
+        }],
+        ..SimArgs::default()
+    };
+    let report = Runtime::new(reg, sim(8, args))
+        .run(move |ctx| {
+            let dead = ctx.create_chare::<Sink>((), 1);
+            let live = ctx.create_chare::<Sink>((), 5);
+            let feeder = ctx.create_chare::<TwoSinkFeeder>([dead, live], 3);
+            feeder.send(ctx, TwoSinkMsg::Tick(30));
+            let witness = ctx.create_chare::<QuietWitness>((), 6);
+            ctx.start_quiescence(Callback::chare(&witness, quiet));
+        })
+        .expect("quiescence comes although PE 1 died (before: RuntimeError::Stalled)");
+    let fed: Vec<(u32, u64)> = report.outputs("fed_until_ns");
+    let quiet: Vec<(u32, u64)> = report.outputs("quiet_at_ns");
+    assert_eq!(quiet.len(), 1, "quiescence reached the witness once");
+    assert!(fed[0].1 > 200_000, "{fed:?}: the feeder outlived the kill");
+    assert!(
+        quiet[0].1 >= fed[0].1,
+        "{quiet:?} before the feeder ended {fed:?}"
+    );
+    let s = stats(&report);
+    assert_eq!(s.pes_killed, 1);
+    assert!(
+        s.dropped >= 20,
+        "the items for the dead sink were dropped: {s:?}"
+    );
+    assert_eq!(
+        report.per_pe[5].processed,
+        31 + 1,
+        "the live sink got every item"
+    );
+}
+
 // ---------------------------------------------------------------- stall and flags
 
 struct Idler;

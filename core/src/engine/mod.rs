@@ -261,11 +261,30 @@ impl PeRuntime {
     /// how many messages they held.
     pub(crate) fn discard_queue(&mut self, mut lost: impl FnMut(&Envelope)) -> u64 {
         let mut n = 0;
+        let mut waves = Vec::new();
         while let Some(env) = self.core.queue.pop() {
+            if env.kind.is_quiescence_wave() {
+                waves.push(env);
+                continue;
+            }
             n += env.weight();
             lost(&env);
         }
-        n + self.core.flow.discard()
+        // A wave's messages stay: the simulator runs them for the dead PE (`lost_here`).
+        for env in waves {
+            let (prio, exp) = (env.prio, env.expedited);
+            self.core.queue.push(env, prio, exp);
+        }
+        let n = n + self.core.flow.discard();
+        self.lost_here(n);
+        n
+    }
+
+    /// Counted messages of `weight` sent to this PE are lost with it (it failed):
+    /// counted processed here, as the dead PE's final word in quiescence waves, which
+    /// the simulator keeps running for it, so the survivors' waves still balance.
+    pub(crate) fn lost_here(&mut self, weight: u64) {
+        self.core.processed += weight;
     }
 
     /// Windowed messages of `weight` this PE sent to PE `to` were lost with `to` (it

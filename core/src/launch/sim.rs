@@ -172,8 +172,9 @@ impl Simulator {
             return;
         };
         let st = &self.pes[pe as usize];
-        if st.dead {
+        if st.dead && !env.kind.is_quiescence_wave() {
             self.dropped += env.weight();
+            self.runtime(pe).lost_here(env.weight());
             self.lost_at(pe, &env, t);
             self.lost(env, pe, t);
             return;
@@ -218,7 +219,11 @@ impl Simulator {
     fn wake(&mut self, pe: Pe, t: u64) {
         let st = &mut self.pes[pe as usize];
         st.wake = false;
-        if st.dead || st.exited {
+        // A dead PE still runs the quiescence waves that pass through it, with its
+        // counts frozen at the kill plus what was lost with it: the stand-in for a
+        // failure-aware detector, which would agree on those counts with the
+        // survivors. Its queue holds nothing else.
+        if st.exited {
             return;
         }
         let model = self.model;
@@ -299,6 +304,8 @@ impl Simulator {
                 self.lost_from(from, pe, weight, t);
             }
         }
+        // Its part in a quiescence wave goes on: its snapshot, waves queued.
+        self.schedule_wake(pe, t);
         tracing::info!(pe, at_ns = t, "sim: PE killed");
         let subscribers = self.cursor.borrow().subscribers.clone();
         for (sub, callback) in subscribers {
@@ -352,7 +359,7 @@ impl Simulator {
             let why = if dead.is_empty() {
                 String::new()
             } else {
-                format!(" (killed PEs {dead:?} may have held up a broadcast, reduction or quiescence wave)")
+                format!(" (killed PEs {dead:?} may have held up a broadcast or reduction)")
             };
             return Err(RuntimeError::Stalled(format!(
                 "the simulation ran out of events at virtual time {:.3} us and no PE saw an exit{why}; \

@@ -217,6 +217,11 @@ pub struct Envelope {
 }
 
 impl Kind {
+    /// True for a quiescence wave going down the PE tree or a reply coming up.
+    pub(crate) fn is_quiescence_wave(&self) -> bool {
+        matches!(self, Kind::QdWave { .. } | Kind::QdReply { .. })
+    }
+
     /// The trace name of a runtime-internal message's handler; `None` for user
     /// messages and creations, whose chare entry or constructor is traced instead.
     pub(crate) fn runtime_entry(&self) -> Option<&'static str> {
