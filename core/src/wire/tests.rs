@@ -369,6 +369,28 @@ fn the_fuzz_corpus_holds_every_seed_and_each_is_read_cleanly() {
     }
 }
 
+/// One mutation of a corpus seed, through every reader of received bytes.
+fn mutate_and_check(
+    pick: usize,
+    flips: Vec<(usize, u8)>,
+    insert: Option<(usize, Vec<u8>)>,
+    cut: usize,
+) {
+    static SEEDS: std::sync::OnceLock<Vec<(&'static str, Vec<u8>)>> = std::sync::OnceLock::new();
+    let seeds = SEEDS.get_or_init(corpus_seeds);
+    let mut bytes = seeds[pick % seeds.len()].1.clone();
+    for (at, b) in flips {
+        let n = bytes.len();
+        bytes[at % n] = b;
+    }
+    if let Some((at, extra)) = insert {
+        let at = at % (bytes.len() + 1);
+        bytes.splice(at..at, extra);
+    }
+    bytes.truncate(cut.max(1));
+    let _ = check(&bytes, 1);
+}
+
 proptest::proptest! {
     /// The fuzz target's work on stable Rust, in CI: every corpus seed with random
     /// bytes overwritten, inserted or cut off goes through every reader of received
@@ -380,17 +402,26 @@ proptest::proptest! {
         insert in proptest::option::of((0usize..4096, proptest::collection::vec(proptest::prelude::any::<u8>(), 1..16))),
         cut in 0usize..4096,
     ) {
-        let seeds = corpus_seeds();
-        let mut bytes = seeds[pick % seeds.len()].1.clone();
-        for (at, b) in flips {
-            let n = bytes.len();
-            bytes[at % n] = b;
-        }
-        if let Some((at, extra)) = insert {
-            let at = at % (bytes.len() + 1);
-            bytes.splice(at..at, extra);
-        }
-        bytes.truncate(cut.max(1));
-        let _ = check(&bytes, 1);
+        mutate_and_check(pick, flips, insert, cut);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 1_000_000,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+    /// The same, 10^6 times over every seed:
+    /// `cargo test --release -p chorus-core --lib a_million -- --ignored`.
+    #[test]
+    #[ignore = "10^6 cases: about 1 s in release, far longer in a debug build"]
+    fn a_million_mutated_corpus_seeds_never_panic_any_reader(
+        pick in 0usize..64,
+        flips in proptest::collection::vec((0usize..4096, proptest::prelude::any::<u8>()), 0..8),
+        insert in proptest::option::of((0usize..4096, proptest::collection::vec(proptest::prelude::any::<u8>(), 1..16))),
+        cut in 0usize..4096,
+    ) {
+        mutate_and_check(pick, flips, insert, cut);
     }
 }
