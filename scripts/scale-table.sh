@@ -61,6 +61,7 @@ if ((quick)); then
         "jquick --layer sim --pes 512 --n-per-pe 100 --json"
         "radix --layer sim --pes 256 --keys-per-pe 1024 --sim-preset bgp --no-baseline --json"
         "chorus-bench replay --layer sim --pes 256 --seed 7 --json --stats json"
+        "chorus-bench create-group --pes 512 --sim-preset bgp --json"
     )
 else
     runs=(
@@ -72,6 +73,7 @@ else
         "jquick --layer sim --pes 8192 --n-per-pe 1000 --json"
         "radix --layer sim --pes 1024 --keys-per-pe 8192 --sim-preset bgp --no-baseline --json"
         "chorus-bench replay --layer sim --pes 4096 --seed 7 --json --stats json"
+        "chorus-bench create-group --pes 8192 --sim-preset bgp --json"
     )
 fi
 
