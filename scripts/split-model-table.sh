@@ -7,6 +7,8 @@
 #   cargo build --release -p chorus-apps
 #   scripts/split-model-table.sh             # 32,768 PEs, n/p = 1 16 256 4096 (about 15 min)
 #   scripts/split-model-table.sh --quick     # 4,096 PEs, n/p = 1 64 1024 (under a minute)
+#   scripts/split-model-table.sh --ring      # MPICH's ring where MPICH takes it (jquick
+#                                            # --split-ring): about an hour per n/p at 32,768 PEs
 #
 # PES=... and NPP="1 16 ..." override the PEs and the n/p list. Progress goes to stderr;
 # a run that fails or does not verify stops the script with exit 1.
@@ -14,18 +16,20 @@ set -euo pipefail
 
 pes="${PES:-32768}"
 npp="${NPP:-1 16 256 4096}"
+ring=()
 for arg in "$@"; do
     case "$arg" in
+        --ring) ring=(--split-ring) ;;
         --quick)
             pes="${PES:-4096}"
             npp="${NPP:-1 64 1024}"
             ;;
         -h | --help)
-            sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
-            echo "split-model-table.sh: unknown argument '$arg' (only --quick)" >&2
+            echo "split-model-table.sh: unknown argument '$arg' (only --quick and --ring)" >&2
             exit 2
             ;;
     esac
@@ -44,7 +48,7 @@ for n in $npp; do
     echo "split-model-table.sh: $pes PEs, n/p = $n" >&2
     start=$(date +%s.%N)
     json=$("$bin" --layer sim --pes "$pes" --sim-preset bgp --n-per-pe "$n" \
-        --compare split-model --reps 1 --verify --json)
+        --compare split-model "${ring[@]}" --reps 1 --verify --json)
     end=$(date +%s.%N)
     python3 - "$n" "$start" "$end" "$json" <<'PY'
 import json, sys
