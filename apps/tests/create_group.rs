@@ -71,3 +71,36 @@ fn a_group_larger_than_the_machine_is_a_usage_error() {
     let (code, _, err) = bench(&["--pes", "8", "--group-sizes", "0"]);
     assert_eq!(code, Some(2), "{err}");
 }
+
+#[test]
+fn groups_of_any_size_are_made_under_jitter() {
+    // A tail block without a partner finishes its rounds early; its leader's
+    // exchanges then reach the other leader while that one still runs a collective.
+    for jitter in ["0", "3"] {
+        let args = [
+            "--pes",
+            "64",
+            "--group-sizes",
+            "3,5,7,13,33,64",
+            "--sim-jitter-us",
+            jitter,
+            "--json",
+        ];
+        let (code, out, err) = bench(&args);
+        assert_eq!(code, Some(0), "jitter {jitter}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+        let dinan: Vec<f64> = v["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["dinan_us"].as_f64().unwrap())
+            .collect();
+        assert_eq!(dinan.len(), 6);
+        // Sizes with as many rounds may swap under jitter; the whole machine costs most.
+        assert!(dinan[0] > 0.0, "jitter {jitter}: {dinan:?}");
+        assert!(
+            dinan[..5].iter().all(|&d| d < dinan[5]),
+            "jitter {jitter}: {dinan:?}"
+        );
+    }
+}

@@ -74,6 +74,9 @@ struct Running {
     at: usize,
     /// This PE's half of the exchange at `at` is sent.
     sent: bool,
+    /// The collective at `at` is started and its result not in: an exchange that
+    /// arrives meanwhile must not start it again.
+    waiting: bool,
 }
 
 /// The chare.
@@ -118,7 +121,11 @@ impl Chare for Creator {
             CreatorMsg::Step(v) => {
                 let named = (v.first().copied(), v.get(1).copied());
                 match &mut self.running {
-                    Some(r) if named == (Some(u64::from(r.run)), Some(tag_of(&r.steps[r.at]))) => {
+                    Some(r)
+                        if r.waiting
+                            && named == (Some(u64::from(r.run)), Some(tag_of(&r.steps[r.at]))) =>
+                    {
+                        r.waiting = false;
                         r.at += 1;
                         self.advance(ctx);
                     }
@@ -189,6 +196,7 @@ impl Creator {
             steps,
             at: 0,
             sent: false,
+            waiting: false,
         });
         self.advance(ctx);
     }
@@ -205,6 +213,9 @@ impl Creator {
         let Some(r) = self.running.as_mut() else {
             return;
         };
+        if r.waiting {
+            return;
+        }
         while let Some(&step) = r.steps.get(r.at) {
             let head = [u64::from(r.run), tag_of(&step)];
             match step {
@@ -229,6 +240,7 @@ impl Creator {
                     r.at += 1;
                 }
                 Step::Allreduce { block, .. } => {
+                    r.waiting = true;
                     let Some(member) = self.member(block) else {
                         return self.broken(ctx, format!("not a member of {block:?}"));
                     };
@@ -247,6 +259,7 @@ impl Creator {
                     return;
                 }
                 Step::Bcast { block, words, .. } => {
+                    r.waiting = true;
                     let Some(member) = self.member(block) else {
                         return self.broken(ctx, format!("not a member of {block:?}"));
                     };
