@@ -51,7 +51,7 @@ impl Chare for Mover {
 impl Migratable for Mover {}
 
 /// On PE 0 (never killed): tells every element to move, pings them all later, and
-/// exits at a fixed virtual time; quiescence waves cannot pass a dead PE.
+/// exits at a fixed virtual time.
 struct Driver {
     arr: ArrayProxy<Mover, usize>,
     pinged: bool,
@@ -216,4 +216,108 @@ fn a_tenth_of_the_pes_killed_during_migration_lose_only_their_elements() {
         "{lost} lost, {in_flight} in flight"
     );
     eprintln!("6 kills: {answered} answered, {lost} lost, {in_flight} in flight");
+}
+
+/// An element that only takes pings.
+#[derive(Serialize, Deserialize)]
+struct Target;
+
+impl Chare for Target {
+    type Init = ();
+    type Msg = ();
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Target
+    }
+    fn handle(&mut self, _: (), ctx: &mut Ctx) {
+        ctx.work(Duration::from_micros(1));
+    }
+}
+
+impl Migratable for Target {}
+
+/// Pings element 1 every 10 us, `Tick(n)` times more.
+struct Pinger {
+    arr: ArrayProxy<Target, usize>,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum PingerMsg {
+    Tick(u32),
+}
+
+impl Chare for Pinger {
+    type Init = ArrayProxy<Target, usize>;
+    type Msg = PingerMsg;
+    fn create(arr: ArrayProxy<Target, usize>, _: &mut Ctx) -> Self {
+        Pinger { arr }
+    }
+    fn handle(&mut self, PingerMsg::Tick(left): PingerMsg, ctx: &mut Ctx) {
+        self.arr.send(ctx, &1, ());
+        ctx.work(Duration::from_micros(10));
+        if let (Some(me), true) = (ctx.this_chare::<Pinger>(), left > 0) {
+            me.send(ctx, PingerMsg::Tick(left - 1));
+        }
+    }
+}
+
+/// Publishes when quiescence came and ends the job.
+struct Quiet;
+
+impl Chare for Quiet {
+    type Init = ();
+    type Msg = ();
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Quiet
+    }
+    fn handle(&mut self, _: (), ctx: &mut Ctx) {
+        ctx.publish("quiet_at_ns", &((ctx.now() * 1e9) as u64));
+        ctx.exit();
+    }
+}
+
+#[test]
+fn quiescence_comes_after_messages_for_an_element_lost_with_its_pe() {
+    // Element 1 lives on PE 1, killed at 100 us while PE 2 pings it every 10 us: each
+    // later ping is reported lost, and must count once in the quiescence sums (it
+    // once counted at the dead PE and at its sender, and the waves never agreed).
+    let mut reg = Registry::new();
+    reg.migratable::<Target>("Target");
+    reg.chare::<Pinger>("Pinger");
+    reg.chare::<Quiet>("Quiet");
+    let quiet = reg.entry::<Quiet, ()>("Quiet::quiet", |()| ());
+    let mut config = Config {
+        layer: Layer::Sim,
+        on_error: ErrorPolicy::Drop,
+        ..Config::with_pes(4)
+    };
+    config.sim.kill.push(KillSpec {
+        pe: 1,
+        at_ns: 100_000,
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let run = Runtime::new(reg, config).run(move |ctx| {
+            let arr = ctx.create_array_1d::<Target>(4, (), ArrayMap::RoundRobin);
+            ctx.create_chare::<Pinger>(arr, 2)
+                .send(ctx, PingerMsg::Tick(30));
+            let q = ctx.create_chare::<Quiet>((), 3);
+            ctx.start_quiescence(chorus_core::Callback::chare(&q, quiet));
+        });
+        let _ = tx.send(run);
+    });
+    let run = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the job ends (it once ran quiescence waves forever)")
+        .expect("the job survives the kill");
+    let quiet: Vec<(Pe, u64)> = run.outputs("quiet_at_ns");
+    assert_eq!(quiet.len(), 1, "quiescence reached the witness once");
+    let lost = run
+        .errors()
+        .into_iter()
+        .filter(|e| matches!(e, RuntimeError::ElementLost { failed: 1, .. }))
+        .count();
+    assert!(
+        lost >= 15,
+        "the pings after the kill were reported lost: {lost}"
+    );
 }

@@ -546,6 +546,81 @@ fn quiescence_comes_after_a_pe_dies() {
     );
 }
 
+/// Sends PE 1 `left` more batches of 100 items, one batch per handler.
+struct Burst;
+
+#[derive(Clone, Serialize, Deserialize)]
+enum BurstMsg {
+    Pump(u32),
+    Item,
+}
+
+impl Chare for Burst {
+    type Init = ();
+    type Msg = BurstMsg;
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Burst
+    }
+    fn handle(&mut self, msg: BurstMsg, ctx: &mut Ctx) {
+        let group = ctx.this_group::<Burst>().expect("a group member");
+        match msg {
+            BurstMsg::Pump(left) => {
+                for _ in 0..100 {
+                    group.send(ctx, 1, BurstMsg::Item);
+                }
+                if left > 0 {
+                    group.send(ctx, ctx.my_pe(), BurstMsg::Pump(left - 1));
+                }
+            }
+            BurstMsg::Item => ctx.work(Duration::from_micros(10)),
+        }
+    }
+}
+
+#[test]
+fn quiescence_comes_when_credit_goes_to_a_dead_sender() {
+    // PE 2 sends PE 1 5,000 items in 5 ms and dies at 6 ms; PE 1, 10 us per item,
+    // handles most of them afterwards and returns credit to the dead PE for every
+    // 1,024. Credit is not counted by quiescence and must not count where it is lost
+    // (it once did, and the waves never agreed: the run never ended).
+    let mut reg = Registry::new();
+    reg.chare::<Burst>("Burst");
+    reg.chare::<QuietWitness>("QuietWitness");
+    let quiet: Entry<QuietWitness, ()> = reg.entry("QuietWitness::quiet", QuietMsg::Quiet);
+    let args = SimArgs {
+        kill: vec![KillSpec {
+            pe: 2,
+            at_ns: 6_000_000,
+        }],
+        ..SimArgs::default()
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let run = Runtime::new(reg, sim(4, args)).run(move |ctx| {
+            let group = ctx.create_group::<Burst>(());
+            group.send(ctx, 2, BurstMsg::Pump(49));
+            let witness = ctx.create_chare::<QuietWitness>((), 3);
+            ctx.start_quiescence(Callback::chare(&witness, quiet));
+        });
+        let _ = tx.send(run);
+    });
+    let report = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the job ends")
+        .expect("quiescence comes although PE 2 died");
+    let quiet: Vec<(u32, u64)> = report.outputs("quiet_at_ns");
+    assert_eq!(quiet.len(), 1, "quiescence reached the witness once");
+    assert!(
+        quiet[0].1 > 40_000_000,
+        "{quiet:?}: after PE 1 handled the items"
+    );
+    // The 5,000 items and the group's creation.
+    assert_eq!(
+        report.per_pe[1].processed, 5001,
+        "every item sent before the kill handled"
+    );
+}
+
 // ---------------------------------------------------------------- stall and flags
 
 struct Idler;

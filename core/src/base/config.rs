@@ -393,6 +393,14 @@ impl Config {
                     k.pe, k.at_ns, k.pe, self.pes, self.pes
                 ));
             }
+            if k.pe == 0 {
+                // As the flag's parser says: a PE 0 that died could still be handed the
+                // quiescence callbacks it alone fires, and the job could never end.
+                return Err(format!(
+                    "--sim-kill 0@{}ns: PE 0 runs main and cannot be killed; name a PE in 1..{}",
+                    k.at_ns, self.pes
+                ));
+            }
         }
         let us = MAX_SIM_US;
         let per_byte = MAX_SIM_NS_PER_BYTE;
@@ -532,6 +540,20 @@ mod tests {
             trace: Some("t.json".into()),
             ..Config::default()
         }
+    }
+
+    #[test]
+    fn a_kill_of_pe_0_made_in_code_is_refused() {
+        let mut c = Config {
+            pes: 4,
+            layer: Layer::Sim,
+            ..Config::default()
+        };
+        c.sim.kill.push(KillSpec { pe: 0, at_ns: 1000 });
+        let e = c.validate().unwrap_err();
+        assert!(e.contains("PE 0 runs main"), "{e}");
+        c.sim.kill[0].pe = 3;
+        assert_eq!(c.validate(), Ok(()));
     }
 
     #[test]

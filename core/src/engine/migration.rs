@@ -134,7 +134,7 @@ impl PeCore {
 impl PeRuntime {
     /// The layer could not deliver `env`, sent from here, because PE `failed` had
     /// failed: an element's migrating state or a message for an element is reported
-    /// lost (and counted processed here, as a send that never arrives is). Returns
+    /// lost (quiescence counts it processed at the dead PE, `lost_here`). Returns
     /// false, leaving `env` to the layer's count of drops, for anything else.
     pub(crate) fn undeliverable(&mut self, env: &Envelope, failed: Pe) -> bool {
         let (coll, addr, what) = match &env.kind {
@@ -154,7 +154,6 @@ impl PeRuntime {
             failed,
             what,
         };
-        self.core.processed += env.weight();
         self.core.fail(err);
         true
     }

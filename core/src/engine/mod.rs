@@ -260,7 +260,7 @@ impl PeRuntime {
     /// Drop every queued message (the PE failed), telling `lost` of each; returns
     /// how many messages they held.
     pub(crate) fn discard_queue(&mut self, mut lost: impl FnMut(&Envelope)) -> u64 {
-        let mut n = 0;
+        let (mut n, mut counted) = (0, 0);
         let mut waves = Vec::new();
         while let Some(env) = self.core.queue.pop() {
             if env.kind.is_quiescence_wave() {
@@ -268,6 +268,7 @@ impl PeRuntime {
                 continue;
             }
             n += env.weight();
+            counted += env.counted_weight();
             lost(&env);
         }
         // A wave's messages stay: the simulator runs them for the dead PE (`lost_here`).
@@ -275,16 +276,17 @@ impl PeRuntime {
             let (prio, exp) = (env.prio, env.expedited);
             self.core.queue.push(env, prio, exp);
         }
-        let n = n + self.core.flow.discard();
-        self.lost_here(n);
-        n
+        // Held messages are this PE's own, all counted.
+        let held = self.core.flow.discard();
+        self.core.processed += counted + held;
+        n + held
     }
 
-    /// Counted messages of `weight` sent to this PE are lost with it (it failed):
-    /// counted processed here, as the dead PE's final word in quiescence waves, which
-    /// the simulator keeps running for it, so the survivors' waves still balance.
-    pub(crate) fn lost_here(&mut self, weight: u64) {
-        self.core.processed += weight;
+    /// `env`, sent to this PE, is lost with it (it failed): what quiescence counted of
+    /// it is counted processed here, the dead PE's final word in the waves the
+    /// simulator keeps running for it, so the survivors' waves still balance.
+    pub(crate) fn lost_here(&mut self, env: &Envelope) {
+        self.core.processed += env.counted_weight();
     }
 
     /// Windowed messages of `weight` this PE sent to PE `to` were lost with `to` (it

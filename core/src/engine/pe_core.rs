@@ -152,7 +152,7 @@ impl PeCore {
             self.fail(err);
             return;
         }
-        let weight = if env.counted { env.weight() } else { 0 };
+        let weight = env.counted_weight();
         self.sent += weight;
         if let Some(t) = self.trace.as_deref_mut() {
             t.send(ns(self.net.now()), env.msg_id(), to, env.wire_bytes());

@@ -174,7 +174,7 @@ impl Simulator {
         let st = &self.pes[pe as usize];
         if st.dead && !env.kind.is_quiescence_wave() {
             self.dropped += env.weight();
-            self.runtime(pe).lost_here(env.weight());
+            self.runtime(pe).lost_here(&env);
             self.lost_at(pe, &env, t);
             self.lost(env, pe, t);
             return;

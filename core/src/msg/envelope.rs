@@ -261,6 +261,16 @@ impl Envelope {
         }
     }
 
+    /// What quiescence detection counted of it when sent: its weight, or 0 for an
+    /// uncounted control message.
+    pub(crate) fn counted_weight(&self) -> u64 {
+        if self.counted {
+            self.weight()
+        } else {
+            0
+        }
+    }
+
     /// Append `msg` to this envelope's run if it goes from `src` to `dest` with the
     /// same priority; give it back otherwise.
     #[inline]

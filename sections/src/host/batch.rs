@@ -221,7 +221,7 @@ impl Batch {
         if self.init.rebuilds == 0 && self.failed.is_empty() {
             ctx.exit_on_quiescence();
         } else {
-            // Quiescence waves cannot pass a failed PE; every result is in.
+            // Every result is in: end now, without waiting for quiescence.
             ctx.exit();
         }
     }
