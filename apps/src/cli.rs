@@ -48,7 +48,35 @@ fn creatable(path: &Path) -> std::io::Result<()> {
         .truncate(false)
         .open(path)?;
     if !existed {
-        std::fs::remove_file(path)?;
+        match std::fs::remove_file(path) {
+            // Another rank of the same job, checking the same path, removed it first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            r => r?,
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_that_check_one_trace_path_at_once_all_succeed() {
+        // Every rank of an MPI job checks `--trace` at the same moment; one rank's
+        // clean-up of the probe once made another's fail ("No such file").
+        let dir = std::env::temp_dir().join(format!("chorus-creatable-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.json");
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || (0..2000).try_for_each(|_| creatable(&path)))
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().expect("every check succeeds");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
