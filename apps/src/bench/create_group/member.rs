@@ -3,7 +3,7 @@
 
 use super::script::{self, Block, Method, Step, CONTEXT_WORDS};
 use chorus_core::{Callback, Chare, Ctx, Entry, GroupProxy, Reducer};
-use chorus_sections::collectives::{Collectives, RangeMember};
+use chorus_sections::collectives::{Collectives, RangeMember, Topology};
 use chorus_sections::range::RangeSection;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -245,7 +245,7 @@ impl Creator {
                         return self.broken(ctx, format!("not a member of {block:?}"));
                     };
                     let mut v = vec![u64::MAX; CONTEXT_WORDS];
-                    if member_rank_zero(&member) {
+                    if member.rank() == 0 {
                         v[..2].copy_from_slice(&head);
                     }
                     let cb = self.callback(ctx);
@@ -264,7 +264,7 @@ impl Creator {
                         return self.broken(ctx, format!("not a member of {block:?}"));
                     };
                     // The first two words name the step; a shorter message is padded.
-                    let value = member_rank_zero(&member).then(|| {
+                    let value = (member.rank() == 0).then(|| {
                         let mut v = vec![0; (words as usize).max(2)];
                         v[..2].copy_from_slice(&head);
                         v
@@ -287,9 +287,4 @@ impl Creator {
     fn callback(&self, ctx: &Ctx) -> Callback {
         Callback::group_member(&Self::proxy(ctx), self.me, self.init.step)
     }
-}
-
-fn member_rank_zero(member: &RangeMember) -> bool {
-    use chorus_sections::collectives::Topology;
-    member.rank() == 0
 }
