@@ -4,5 +4,6 @@ pub mod bench;
 pub mod cli;
 pub mod job;
 pub mod jquick;
+pub mod mpi_model;
 pub mod radix;
 pub mod tune;

@@ -1,12 +1,12 @@
 //! The creator chare: one per PE, running its steps of each measured communicator
-//! creation one after another (`script.rs`); the member on PE 0 also drives the runs.
+//! creation one after another (`mpi_model::comm_create`); the member on PE 0 also
+//! drives the runs.
 
-use super::script::{self, Block, Method, Step, CONTEXT_WORDS};
+use crate::mpi_model::comm_create::{self, Block, Method};
+use crate::mpi_model::script_run::{Env, ScriptRun};
 use chorus_core::{Callback, Chare, Ctx, Entry, GroupProxy, Reducer};
-use chorus_sections::collectives::{Collectives, RangeMember, Topology};
-use chorus_sections::range::RangeSection;
+use chorus_sections::collectives::Collectives;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
 use std::time::Duration;
 
 /// Virtual time between a run's announcement and its start: the group broadcast of
@@ -70,13 +70,7 @@ pub enum CreatorMsg {
 struct Running {
     run: u32,
     start_ns: u64,
-    steps: Vec<Step>,
-    at: usize,
-    /// This PE's half of the exchange at `at` is sent.
-    sent: bool,
-    /// The collective at `at` is started and its result not in: an exchange that
-    /// arrives meanwhile must not start it again.
-    waiting: bool,
+    script: ScriptRun,
 }
 
 /// The chare.
@@ -85,10 +79,6 @@ pub struct Creator {
     me: u32,
     pes: u32,
     running: Option<Running>,
-    /// Exchanges that came before this PE reached them: (run, tag). A leader's peer
-    /// can be at most one exchange ahead (each exchange waits for both), so this holds
-    /// at most one entry.
-    early: HashSet<(u32, u32)>,
     /// On PE 0: the next run to start and the times measured so far, ns.
     next: usize,
     times: Vec<u64>,
@@ -108,7 +98,6 @@ impl Chare for Creator {
             me: ctx.my_pe(),
             pes: ctx.num_pes() as u32,
             running: None,
-            early: HashSet::new(),
             next: 0,
             times: Vec::new(),
         }
@@ -119,37 +108,26 @@ impl Chare for Creator {
             CreatorMsg::Next => self.start_next(ctx),
             CreatorMsg::Go { run, start_ns } => self.go(ctx, run, start_ns),
             CreatorMsg::Step(v) => {
-                let named = (v.first().copied(), v.get(1).copied());
-                match &mut self.running {
-                    Some(r)
-                        if r.waiting
-                            && named == (Some(u64::from(r.run)), Some(tag_of(&r.steps[r.at]))) =>
-                    {
-                        r.waiting = false;
-                        r.at += 1;
-                        self.advance(ctx);
-                    }
-                    _ => self.broken(ctx, format!("a collective result {named:?} for no step")),
-                }
+                let done = match &mut self.running {
+                    Some(r) if v.first() == Some(&u64::from(r.run)) => r.script.collective_done(&v),
+                    _ => Err(format!("a collective result {:?} for no run", v.get(..2))),
+                };
+                self.advance_or_break(ctx, done);
             }
             CreatorMsg::Exchange { run, tag, .. } => {
-                self.early.insert((run, tag));
-                self.advance(ctx);
+                // Every PE starts a run before any exchange of it can reach it: the
+                // announcement arrives before the common start (checked in `go`).
+                let arrived = match &mut self.running {
+                    Some(r) if r.run == run => r.script.exchanged(tag),
+                    _ => Err(format!("exchange {tag} of run {run}, which is not running")),
+                };
+                self.advance_or_break(ctx, arrived);
             }
             CreatorMsg::Finished(t) => {
                 self.times.push(t);
                 self.start_next(ctx);
             }
         }
-    }
-}
-
-fn tag_of(step: &Step) -> u64 {
-    match *step {
-        Step::Allreduce { tag, .. } | Step::Bcast { tag, .. } | Step::Exchange { tag, .. } => {
-            u64::from(tag)
-        }
-        Step::Local { .. } => u64::MAX,
     }
 }
 
@@ -187,104 +165,60 @@ impl Creator {
             );
         }
         let Run { method, group } = self.init.runs[run as usize];
-        let steps = script::steps(method, self.me, self.pes, group);
+        let world = Block {
+            first: 0,
+            size: self.pes,
+        };
+        let group = Block {
+            first: 0,
+            size: group,
+        };
+        let steps = comm_create::steps(method, self.me, world, group);
         // Wait for the common start, as MPI benchmarks do after a barrier.
         ctx.work(Duration::from_nanos(start_ns - now));
         self.running = Some(Running {
             run,
             start_ns,
-            steps,
-            at: 0,
-            sent: false,
-            waiting: false,
+            script: ScriptRun::new(vec![u64::from(run)], steps),
         });
-        self.advance(ctx);
+        self.advance_or_break(ctx, Ok(()));
     }
 
-    fn member(&self, block: Block) -> Option<RangeMember> {
-        let section = RangeSection::world(self.pes, self.init.k)
-            .and_then(|w| w.split(block.first, block.first + block.size - 1, 1))
-            .ok()?;
-        RangeMember::new(section, self.me).ok()
-    }
-
-    /// Run steps until one has to wait; at the end, report the time taken.
-    fn advance(&mut self, ctx: &mut Ctx) {
+    /// Run the script on after `news` (an arrival it took in), or end the job if
+    /// either broke.
+    fn advance_or_break(&mut self, ctx: &mut Ctx, news: Result<(), String>) {
         let Some(r) = self.running.as_mut() else {
+            if let Err(why) = news {
+                self.broken(ctx, why);
+            }
             return;
         };
-        if r.waiting {
-            return;
-        }
-        while let Some(&step) = r.steps.get(r.at) {
-            let head = [u64::from(r.run), tag_of(&step)];
-            match step {
-                Step::Local { ns } => {
-                    ctx.work(Duration::from_nanos(ns));
-                    r.at += 1;
-                }
-                Step::Exchange { peer, words, tag } => {
-                    if !r.sent {
-                        let msg = CreatorMsg::Exchange {
-                            run: r.run,
-                            tag,
-                            words: vec![0; words as usize],
-                        };
-                        Self::proxy(ctx).send(ctx, peer, msg);
-                        r.sent = true;
-                    }
-                    if !self.early.remove(&(r.run, tag)) {
-                        return;
-                    }
-                    r.sent = false;
-                    r.at += 1;
-                }
-                Step::Allreduce { block, .. } => {
-                    r.waiting = true;
-                    let Some(member) = self.member(block) else {
-                        return self.broken(ctx, format!("not a member of {block:?}"));
-                    };
-                    let mut v = vec![u64::MAX; CONTEXT_WORDS];
-                    if member.rank() == 0 {
-                        v[..2].copy_from_slice(&head);
-                    }
-                    let cb = self.callback(ctx);
-                    let started =
-                        self.init
-                            .collectives
-                            .allreduce(ctx, member, v, Reducer::BitAnd, cb);
-                    if let Err(e) = started {
-                        self.broken(ctx, format!("allreduce over {block:?}: {e}"));
-                    }
-                    return;
-                }
-                Step::Bcast { block, words, .. } => {
-                    r.waiting = true;
-                    let Some(member) = self.member(block) else {
-                        return self.broken(ctx, format!("not a member of {block:?}"));
-                    };
-                    // The first two words name the step; a shorter message is padded.
-                    let value = (member.rank() == 0).then(|| {
-                        let mut v = vec![0; (words as usize).max(2)];
-                        v[..2].copy_from_slice(&head);
-                        v
-                    });
-                    let cb = self.callback(ctx);
-                    let started = self.init.collectives.broadcast(ctx, member, 0, value, cb);
-                    if let Err(e) = started {
-                        self.broken(ctx, format!("broadcast over {block:?}: {e}"));
-                    }
-                    return;
-                }
+        let env = Env {
+            collectives: self.init.collectives,
+            k: self.init.k,
+            pes: self.pes,
+            me: self.me,
+            callback: Callback::group_member(&Self::proxy(ctx), self.me, self.init.step),
+            charge_local: true,
+        };
+        let run = r.run;
+        let mut send = |ctx: &mut Ctx, peer: u32, tag: u32, words: u32| {
+            let msg = CreatorMsg::Exchange {
+                run,
+                tag,
+                words: vec![0; words as usize],
+            };
+            Self::proxy(ctx).send(ctx, peer, msg);
+        };
+        match news.and_then(|()| r.script.advance(ctx, &env, &mut send)) {
+            Err(why) => self.broken(ctx, why),
+            Ok(false) => {}
+            Ok(true) => {
+                let took = ns(ctx.now()) - r.start_ns;
+                self.running = None;
+                let cb = Callback::group_member(&Self::proxy(ctx), 0, self.init.finished);
+                ctx.contribute(took, Reducer::Max, cb);
             }
         }
-        let took = ns(ctx.now()) - r.start_ns;
-        self.running = None;
-        let cb = Callback::group_member(&Self::proxy(ctx), 0, self.init.finished);
-        ctx.contribute(took, Reducer::Max, cb);
-    }
-
-    fn callback(&self, ctx: &Ctx) -> Callback {
-        Callback::group_member(&Self::proxy(ctx), self.me, self.init.step)
     }
 }

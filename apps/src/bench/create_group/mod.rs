@@ -6,12 +6,11 @@
 //! 8,192). Every figure is the virtual time from a common start to the last PE's end.
 
 pub mod member;
-pub mod script;
 
+use crate::mpi_model::comm_create::Method;
 use chorus_core::{Config, Layer, Registry, Runtime, RuntimeError, SimStats};
 use chorus_sections::collectives::Collectives;
 use member::{Creator, CreatorInit, CreatorMsg, Run};
-use script::Method;
 use serde::Serialize;
 
 /// The three methods' times for one group size, microseconds.

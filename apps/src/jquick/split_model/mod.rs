@@ -33,18 +33,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 use table::PairTable;
 
-/// Words of the context-id allreduce: MPICH reduces `MPIR_MAX_CONTEXT_MASK + 1` = 65
-/// ints (260 bytes); 33 words are 264 bytes. The first four name the split.
-pub const CONTEXT_WORDS: usize = 33;
-
-/// Modelled time per pair of the parent that the colour scan and the key-table
-/// extraction touch, ns. `gcc -O2` on MPICH's loops measured 1.2 ns (p = 1024) to
-/// 1.6 ns (p = 32,768) on the 2-core EPYC this was written on.
-pub const NS_PER_PAIR: f64 = 1.5;
+pub use crate::mpi_model::{CONTEXT_WORDS, NS_PER_PAIR};
 
 /// Modelled time per comparison of the key sort, ns: glibc's `qsort` (a merge sort)
 /// with MPICH's `sorttype_compare` measured 3.4 ns (512 members) to 6.9 ns (16,384)
-/// on the same machine. Both constants are a modern 3 GHz core's; Blue Gene/P's
+/// on the EPYC that measured [`NS_PER_PAIR`]. Both are a modern 3 GHz core's; Blue Gene/P's
 /// 850 MHz cores would take about three times as long, so they err in MPI's favour.
 pub const NS_PER_COMPARISON: f64 = 7.0;
 

@@ -1,6 +1,7 @@
-//! What each PE does to create a communicator of the first `g` PEs, by three
-//! methods, as a list of steps an interpreter (`member.rs`) runs one after another,
-//! each step blocking as the MPI call it models does.
+//! What each PE does to create a communicator of a run of consecutive PEs (the
+//! group) out of a parent communicator, by three methods, as a list of steps that
+//! `script_run` runs one after another, each step blocking as the MPI call it models
+//! does.
 //!
 //! - [`Method::Dinan`]: the group-collective algorithm of Dinan et al. (Algorithm 1
 //!   of the noncollective communicator creation paper): ceil(log2 g) rounds in which
@@ -14,14 +15,8 @@
 //! - [`Method::CreateGroup`]: MPI-3's `MPI_Comm_create_group` as MPICH implements it
 //!   natively: the context-id allreduce over the members only, then the mapping.
 
+use super::NS_PER_PAIR;
 use serde::{Deserialize, Serialize};
-
-/// Words of a context-id allreduce: MPICH reduces 65 ints (260 bytes); 33 words are
-/// 264 bytes (the split model's figure).
-pub use crate::jquick::split_model::CONTEXT_WORDS;
-/// Modelled time per group member of a local mapping or rank translation, ns (the
-/// split model's per-pair figure: one pass over a table of the group).
-pub use crate::jquick::split_model::NS_PER_PAIR;
 
 /// A way to create the communicator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -57,10 +52,17 @@ pub struct Block {
     pub size: u32,
 }
 
+impl Block {
+    /// Whether world rank `pe` is in the block.
+    pub fn holds(&self, pe: u32) -> bool {
+        (self.first..self.first + self.size).contains(&pe)
+    }
+}
+
 /// One blocking step of a PE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Step {
-    /// Bitwise-and allreduce of the context-id mask ([`CONTEXT_WORDS`]) over `block`.
+    /// Bitwise-and allreduce of the context-id mask ([`CONTEXT_WORDS`](super::CONTEXT_WORDS)) over `block`.
     Allreduce {
         /// The group.
         block: Block,
@@ -97,21 +99,17 @@ fn tag(round: u32, i: u32) -> u32 {
     round * 16 + i
 }
 
-/// The steps of world rank `pe` of `pes` when the communicator of ranks `0..g` is made
-/// by `method` (empty for a PE with no part in it).
-pub fn steps(method: Method, pe: u32, pes: u32, g: u32) -> Vec<Step> {
-    let member = pe < g;
+/// The steps of world rank `pe` when the communicator of `group` is made out of
+/// `parent` (which holds it) by `method`; empty for a PE with no part in it.
+pub fn steps(method: Method, pe: u32, parent: Block, group: Block) -> Vec<Step> {
+    let member = group.holds(pe);
     let mapping = Step::Local {
-        ns: (NS_PER_PAIR * f64::from(g)) as u64,
+        ns: (NS_PER_PAIR * f64::from(group.size)) as u64,
     };
     match method {
-        Method::CommCreate if pe < pes => {
-            let world = Block {
-                first: 0,
-                size: pes,
-            };
+        Method::CommCreate if parent.holds(pe) => {
             let mut s = vec![Step::Allreduce {
-                block: world,
+                block: parent,
                 tag: 0,
             }];
             if member {
@@ -119,31 +117,29 @@ pub fn steps(method: Method, pe: u32, pes: u32, g: u32) -> Vec<Step> {
             }
             s
         }
-        Method::CreateGroup if member => {
-            let group = Block { first: 0, size: g };
-            vec![
-                Step::Allreduce {
-                    block: group,
-                    tag: 0,
-                },
-                mapping,
-            ]
-        }
-        Method::Dinan if member => dinan(pe, g, mapping),
+        Method::CreateGroup if member => vec![
+            Step::Allreduce {
+                block: group,
+                tag: 0,
+            },
+            mapping,
+        ],
+        Method::Dinan if member => dinan(pe, group, mapping),
         _ => Vec::new(),
     }
 }
 
-/// Algorithm 1 for group rank `rank` of `g` (group rank = world rank here).
-fn dinan(rank: u32, g: u32, translate: Step) -> Vec<Step> {
+/// Algorithm 1 for world rank `pe` of `group` (group ranks in world order).
+fn dinan(pe: u32, group: Block, translate: Step) -> Vec<Step> {
     // MPI_Group_translate_ranks into the world: one pass over the group.
     let mut s = vec![translate];
+    let (rank, g) = (pe - group.first, group.size);
     let mut merge = 1u32;
     let mut round = 0;
     while merge < g {
         let gid = rank / merge;
         let block_of = |id: u32| Block {
-            first: id * merge,
+            first: group.first + id * merge,
             size: merge.min(g - id * merge),
         };
         let pair = if gid.is_multiple_of(2) {
@@ -152,7 +148,7 @@ fn dinan(rank: u32, g: u32, translate: Step) -> Vec<Step> {
             Some((block_of(gid), block_of(gid - 1)))
         };
         if let Some((local, remote)) = pair {
-            intercomm_create_and_merge(&mut s, rank, local, remote, round);
+            intercomm_create_and_merge(&mut s, pe, local, remote, round);
         }
         merge = merge.saturating_mul(2);
         round += 1;
@@ -161,9 +157,9 @@ fn dinan(rank: u32, g: u32, translate: Step) -> Vec<Step> {
 }
 
 /// `MPI_Intercomm_create` of `local` with `remote`, then `MPI_Intercomm_merge`, as
-/// member `rank` of `local` sees them in MPICH 3.x.
-fn intercomm_create_and_merge(s: &mut Vec<Step>, rank: u32, local: Block, remote: Block, r: u32) {
-    let leader = rank == local.first;
+/// member `pe` of `local` sees them in MPICH 3.x.
+fn intercomm_create_and_merge(s: &mut Vec<Step>, pe: u32, local: Block, remote: Block, r: u32) {
+    let leader = pe == local.first;
     let peer = remote.first;
     let mut i = 0;
     let mut next = || {
@@ -218,6 +214,10 @@ fn intercomm_create_and_merge(s: &mut Vec<Step>, rank: u32, local: Block, remote
 mod tests {
     use super::*;
 
+    fn first(size: u32) -> Block {
+        Block { first: 0, size }
+    }
+
     fn count(s: &[Step], f: impl Fn(&Step) -> bool) -> usize {
         s.iter().filter(|x| f(x)).count()
     }
@@ -227,8 +227,8 @@ mod tests {
         // 8 members: 3 rounds; a block's leader swaps 5 times per round, the others
         // never: rank 0 leads in every round, rank 3 only alone in round 0. Everyone
         // runs 5 broadcasts and 3 allreduces per round.
-        let leader = steps(Method::Dinan, 0, 64, 8);
-        let other = steps(Method::Dinan, 3, 64, 8);
+        let leader = steps(Method::Dinan, 0, first(64), first(8));
+        let other = steps(Method::Dinan, 3, first(64), first(8));
         let is_ex = |x: &Step| matches!(x, Step::Exchange { .. });
         let is_ar = |x: &Step| matches!(x, Step::Allreduce { .. });
         let is_bc = |x: &Step| matches!(x, Step::Bcast { .. });
@@ -245,7 +245,7 @@ mod tests {
             })
         );
         // Rank 4 leads its block in the last round and swaps with rank 0.
-        let four = steps(Method::Dinan, 4, 64, 8);
+        let four = steps(Method::Dinan, 4, first(64), first(8));
         assert!(four.contains(&Step::Exchange {
             peer: 0,
             words: 4,
@@ -256,7 +256,7 @@ mod tests {
     #[test]
     fn a_tail_block_waits_out_rounds_without_a_partner() {
         // g = 5: rank 4 has no right neighbour in rounds 0 and 1, and joins in round 2.
-        let four = steps(Method::Dinan, 4, 8, 5);
+        let four = steps(Method::Dinan, 4, first(8), first(5));
         let rounds: Vec<u32> = four
             .iter()
             .filter_map(|x| match x {
@@ -265,21 +265,83 @@ mod tests {
             })
             .collect();
         assert_eq!(rounds, vec![2, 2, 2]);
-        assert!(steps(Method::Dinan, 5, 8, 5).is_empty());
-        assert_eq!(steps(Method::Dinan, 0, 8, 1), vec![Step::Local { ns: 1 }]);
+        assert!(steps(Method::Dinan, 5, first(8), first(5)).is_empty());
+        assert_eq!(
+            steps(Method::Dinan, 0, first(8), first(1)),
+            vec![Step::Local { ns: 1 }]
+        );
     }
 
     #[test]
     fn comm_create_involves_every_pe_and_create_group_only_members() {
-        assert_eq!(steps(Method::CommCreate, 7, 8, 2).len(), 1);
-        assert_eq!(steps(Method::CommCreate, 1, 8, 2).len(), 2);
-        assert!(steps(Method::CreateGroup, 7, 8, 2).is_empty());
+        assert_eq!(steps(Method::CommCreate, 7, first(8), first(2)).len(), 1);
+        assert_eq!(steps(Method::CommCreate, 1, first(8), first(2)).len(), 2);
+        assert!(steps(Method::CreateGroup, 7, first(8), first(2)).is_empty());
         assert_eq!(
-            steps(Method::CreateGroup, 1, 8, 2)[0],
+            steps(Method::CreateGroup, 1, first(8), first(2))[0],
             Step::Allreduce {
                 block: Block { first: 0, size: 2 },
                 tag: 0
             }
         );
+    }
+
+    #[test]
+    fn a_group_inside_the_machine_runs_the_same_script_shifted() {
+        // The group 100..108 of a 64..164 parent: rank 104 leads its block in the last
+        // round, as rank 4 of 0..8 does, with every rank and block moved by 100.
+        let at = |pe| {
+            steps(
+                Method::Dinan,
+                pe,
+                Block {
+                    first: 64,
+                    size: 100,
+                },
+                Block {
+                    first: 100,
+                    size: 8,
+                },
+            )
+        };
+        let shifted: Vec<Step> = steps(Method::Dinan, 4, first(8), first(8))
+            .into_iter()
+            .map(|x| match x {
+                Step::Allreduce { block, tag } => Step::Allreduce {
+                    block: Block {
+                        first: block.first + 100,
+                        ..block
+                    },
+                    tag,
+                },
+                Step::Bcast { block, words, tag } => Step::Bcast {
+                    block: Block {
+                        first: block.first + 100,
+                        ..block
+                    },
+                    words,
+                    tag,
+                },
+                Step::Exchange { peer, words, tag } => Step::Exchange {
+                    peer: peer + 100,
+                    words,
+                    tag,
+                },
+                local => local,
+            })
+            .collect();
+        assert_eq!(at(104), shifted);
+        assert!(at(99).is_empty() && at(108).is_empty());
+        // MPI_Comm_create involves the parent, not the world.
+        let parent = Block {
+            first: 64,
+            size: 100,
+        };
+        let group = Block {
+            first: 100,
+            size: 8,
+        };
+        assert_eq!(steps(Method::CommCreate, 64, parent, group).len(), 1);
+        assert!(steps(Method::CommCreate, 10, parent, group).is_empty());
     }
 }
