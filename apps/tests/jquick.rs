@@ -169,35 +169,59 @@ fn shrink_and_hash_sections_sort_the_same() {
 }
 
 #[test]
-fn split_model_sorts_the_same_and_costs_time() {
-    for (pes, kind, layer) in [
-        (3, InputKind::Uniform, Layer::Sim),
-        (7, InputKind::Uniform, Layer::Sim),
-        (12, InputKind::Duplicates, Layer::Sim),
-        (16, InputKind::Zipf, Layer::Sim),
-        (17, InputKind::Equal, Layer::Sim),
-        (9, InputKind::Reverse, Layer::Threads),
-    ] {
-        let range = SortSpec {
-            sim_ns_per_elem: (layer == Layer::Sim).then_some(2.0),
-            ..spec(u64::from(pes) * 200 + 3, kind, KeyType::U64, 5)
-        };
-        let modelled = SortSpec {
-            sections: SectionMode::SplitModel,
-            ..range.clone()
-        };
-        let r = sorts_exactly(layer, pes, &range);
-        let m = sorts_exactly(layer, pes, &modelled);
-        let what = format!("{pes} PEs, {kind:?}");
-        // The same recursion (elements are kept in sending-PE order, so pivots never
-        // depend on timing): only group creation differs.
-        let shape = |o: &jquick::Outcome| (o.levels, o.sections_created, o.janus);
-        assert_eq!(shape(&r.outcome), shape(&m.outcome), "{what}");
-        if layer == Layer::Sim && r.outcome.sections_created > 0 {
-            assert!(
-                m.outcome.time_s > r.outcome.time_s,
-                "{what}: splits cost time"
-            );
+fn modelled_mpi_calls_sort_the_same_and_cost_time() {
+    for model in [SectionMode::SplitModel, SectionMode::CreateGroupModel] {
+        for (pes, kind, layer) in [
+            (3, InputKind::Uniform, Layer::Sim),
+            (7, InputKind::Uniform, Layer::Sim),
+            (12, InputKind::Duplicates, Layer::Sim),
+            (16, InputKind::Zipf, Layer::Sim),
+            (17, InputKind::Equal, Layer::Sim),
+            (9, InputKind::Reverse, Layer::Threads),
+        ] {
+            let range = SortSpec {
+                sim_ns_per_elem: (layer == Layer::Sim).then_some(2.0),
+                ..spec(u64::from(pes) * 200 + 3, kind, KeyType::U64, 5)
+            };
+            let modelled = SortSpec {
+                sections: model,
+                ..range.clone()
+            };
+            let r = sorts_exactly(layer, pes, &range);
+            let m = sorts_exactly(layer, pes, &modelled);
+            let what = format!("{} on {pes} PEs, {kind:?}", model.name());
+            // The same recursion (elements are kept in sending-PE order, so pivots
+            // never depend on timing): only group creation differs.
+            let shape = |o: &jquick::Outcome| (o.levels, o.sections_created, o.janus);
+            assert_eq!(shape(&r.outcome), shape(&m.outcome), "{what}");
+            if layer == Layer::Sim && r.outcome.sections_created > 0 {
+                assert!(
+                    m.outcome.time_s > r.outcome.time_s,
+                    "{what}: making groups costs time"
+                );
+            }
         }
+    }
+}
+
+#[test]
+fn create_group_model_sorts_under_jitter_with_leaders_out_of_step() {
+    // Jitter lets a later round's leader send its exchange while this PE is still in
+    // an earlier round or in the parent's level; the creation must hold it.
+    for (pes, jitter) in [(100, 0.0), (100, 4.0), (257, 4.0)] {
+        let s = SortSpec {
+            sections: SectionMode::CreateGroupModel,
+            sim_ns_per_elem: Some(2.0),
+            ..spec(u64::from(pes) * 8 + 5, InputKind::Uniform, KeyType::U64, 11)
+        };
+        let mut c = config(Layer::Sim, pes, s.seed);
+        c.sim.jitter_us = Some(jitter);
+        let run = jquick::run(&c, &s).unwrap_or_else(|e| panic!("{pes} PEs, jitter {jitter}: {e}"));
+        let o = &run.outcome;
+        assert!(
+            o.sorted && o.balanced && o.permutation,
+            "{pes} PEs, jitter {jitter}: {o:?}"
+        );
+        assert!(o.levels >= 5, "{pes} PEs: {o:?}");
     }
 }

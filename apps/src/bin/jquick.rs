@@ -28,8 +28,9 @@ struct Args {
     key: KeyType,
     /// How each level's sections are made: range (O(1), no message), shrink-and-hash
     /// (the section builder, from the world), mpi-split (MPI_Comm_split per level;
-    /// --layer mpi with the mpi feature) or split-model (range sections behind a
-    /// modelled MPICH MPI_Comm_split per level; any layer).
+    /// --layer mpi with the mpi feature), split-model (range sections behind a
+    /// modelled MPICH MPI_Comm_split per level; any layer) or create-group-model
+    /// (behind a modelled MPI_Comm_create_group per child, Dinan et al.'s algorithm).
     #[arg(long, default_value = "range")]
     sections: SectionMode,
     /// Samples per pivot (the median is the pivot; 1 = one random element).
@@ -54,7 +55,7 @@ struct Args {
     json: bool,
     /// Sort --reps times with range sections and with this baseline, alternately, and
     /// report both medians and their ratio: mpi-split (the default; --layer mpi under
-    /// mpirun) or split-model (any layer).
+    /// mpirun), split-model or create-group-model (any layer).
     #[arg(long, num_args = 0..=1, default_missing_value = "mpi-split", value_parser = compare_mode)]
     compare: Option<SectionMode>,
     /// Repetitions of each variant with --compare.
@@ -95,7 +96,7 @@ fn run(args: &Args) -> Result<bool, String> {
         split_ring: args.split_ring,
     };
     match args.compare {
-        Some(SectionMode::SplitModel) => return compare_model(args, &spec, speaks),
+        Some(m) if m.is_model() => return compare_model(args, &spec, m, speaks),
         Some(_) => {
             #[cfg(feature = "mpi")]
             return compare(args, &spec, job.session.as_ref(), speaks);
@@ -105,13 +106,14 @@ fn run(args: &Args) -> Result<bool, String> {
         None => {}
     }
     let outcome = match args.sections {
-        SectionMode::Range | SectionMode::ShrinkAndHash | SectionMode::SplitModel => {
-            match jquick::run(&args.chorus, &spec) {
-                Ok(r) => Some((r.outcome, r.sim)),
-                Err(jquick::JquickError::Missing) if !speaks => None,
-                Err(e) => return Err(e.to_string()),
-            }
-        }
+        SectionMode::Range
+        | SectionMode::ShrinkAndHash
+        | SectionMode::SplitModel
+        | SectionMode::CreateGroupModel => match jquick::run(&args.chorus, &spec) {
+            Ok(r) => Some((r.outcome, r.sim)),
+            Err(jquick::JquickError::Missing) if !speaks => None,
+            Err(e) => return Err(e.to_string()),
+        },
         #[cfg(feature = "mpi")]
         SectionMode::MpiSplit => mpi_split(args, &spec, job.session.as_ref())?.map(|o| (o, None)),
         #[cfg(not(feature = "mpi"))]
@@ -217,17 +219,22 @@ fn ok(v: &[Outcome]) -> bool {
 /// The baselines `--compare` takes.
 fn compare_mode(s: &str) -> Result<SectionMode, String> {
     match s.parse()? {
-        m @ (SectionMode::MpiSplit | SectionMode::SplitModel) => Ok(m),
-        _ => Err(format!(
-            "--compare takes mpi-split or split-model, not {s:?}"
+        SectionMode::Range | SectionMode::ShrinkAndHash => Err(format!(
+            "--compare takes mpi-split, split-model or create-group-model, not {s:?}"
         )),
+        m => Ok(m),
     }
 }
 
-/// Range sections against the modelled MPI_Comm_split, --reps times each, alternately.
-fn compare_model(args: &Args, spec: &SortSpec, speaks: bool) -> Result<bool, String> {
+/// Range sections against a modelled MPI call, --reps times each, alternately.
+fn compare_model(
+    args: &Args,
+    spec: &SortSpec,
+    model: SectionMode,
+    speaks: bool,
+) -> Result<bool, String> {
     let modelled = SortSpec {
-        sections: SectionMode::SplitModel,
+        sections: model,
         ..spec.clone()
     };
     let (mut range, mut split) = (Vec::new(), Vec::new());
@@ -245,18 +252,18 @@ fn compare_model(args: &Args, spec: &SortSpec, speaks: bool) -> Result<bool, Str
     }
     let (tr, ts) = (median(&range), median(&split));
     let (r0, s0) = (&range[0], &split[0]);
+    // split_model_time_s, speedup_vs_create_group_model, ...
+    let prefix = model.name().replace('-', "_");
+    let call = model.modelled_call().unwrap_or("the baseline");
     if args.json {
-        let v = json!({
+        let mut v = json!({
             "sorted": range.iter().chain(&split).all(|o| o.sorted),
             "balanced": range.iter().chain(&split).all(|o| o.balanced),
             "permutation": range.iter().chain(&split).all(|o| o.permutation),
             "n": r0.n,
             "pes": r0.pes,
             "time_s": tr,
-            "split_model_time_s": ts,
-            "speedup_vs_split_model": ts / tr,
             "levels": r0.levels,
-            "split_model_levels": s0.levels,
             "sections_created": r0.sections_created,
             "janus": r0.janus,
             "reps": args.reps,
@@ -264,10 +271,13 @@ fn compare_model(args: &Args, spec: &SortSpec, speaks: bool) -> Result<bool, Str
             "input": args.input.name(),
             "key": args.key.name(),
         });
+        v[format!("{prefix}_time_s")] = json!(ts);
+        v[format!("speedup_vs_{prefix}")] = json!(ts / tr);
+        v[format!("{prefix}_levels")] = json!(s0.levels);
         println!("{v}");
     } else {
         println!(
-            "jquick on {} PEs ({}), n = {} ({}): range sections {:.6} s, modelled MPI_Comm_split {:.6} s (medians of {}): range is {:.1}x faster",
+            "jquick on {} PEs ({}), n = {} ({}): range sections {:.6} s, {call} {:.6} s (medians of {}): range is {:.1}x faster",
             r0.pes,
             args.chorus.layer.name(),
             r0.n,

@@ -83,6 +83,7 @@ pub fn run(config: &Config, spec: &SortSpec) -> Result<SortRun, JquickError> {
         counts: reg.entry::<Sorter, Vec<u64>>("Sorter::counts", SorterMsg::Counts),
         section: reg.entry::<Sorter, Encoded<Section>>("Sorter::section", SorterMsg::Section),
         context: reg.entry::<Sorter, Vec<u64>>("Sorter::context", SorterMsg::Context),
+        create_step: reg.entry::<Sorter, Vec<u64>>("Sorter::create_step", SorterMsg::CreateStep),
     };
     let records = reg.entry::<Driver, Vec<u64>>("Driver::records", DriverMsg::Records);
     let init = DriverInit {

@@ -18,6 +18,9 @@ pub enum SectionMode {
     /// Range sections, each made only after a modelled MPICH MPI_Comm_split of its
     /// parent (`split_model`): the baseline on every layer, the simulator included.
     SplitModel,
+    /// Range sections, each made only after a modelled MPI_Comm_create_group over its
+    /// own PEs by Dinan et al.'s noncollective algorithm (`mpi_model::comm_create`).
+    CreateGroupModel,
 }
 
 impl std::str::FromStr for SectionMode {
@@ -29,8 +32,9 @@ impl std::str::FromStr for SectionMode {
             "shrink-and-hash" => Ok(SectionMode::ShrinkAndHash),
             "mpi-split" => Ok(SectionMode::MpiSplit),
             "split-model" => Ok(SectionMode::SplitModel),
+            "create-group-model" => Ok(SectionMode::CreateGroupModel),
             _ => Err(format!(
-                "unknown --sections {s:?}: use range, shrink-and-hash, mpi-split or split-model"
+                "unknown --sections {s:?}: use range, shrink-and-hash, mpi-split, split-model or create-group-model"
             )),
         }
     }
@@ -44,6 +48,24 @@ impl SectionMode {
             SectionMode::ShrinkAndHash => "shrink-and-hash",
             SectionMode::MpiSplit => "mpi-split",
             SectionMode::SplitModel => "split-model",
+            SectionMode::CreateGroupModel => "create-group-model",
+        }
+    }
+
+    /// Whether each level's groups come from a modelled MPI call on the runtime.
+    pub fn is_model(self) -> bool {
+        matches!(
+            self,
+            SectionMode::SplitModel | SectionMode::CreateGroupModel
+        )
+    }
+
+    /// The MPI call a modelled mode stands for, as output names it.
+    pub fn modelled_call(self) -> Option<&'static str> {
+        match self {
+            SectionMode::SplitModel => Some("modelled MPI_Comm_split"),
+            SectionMode::CreateGroupModel => Some("modelled MPI_Comm_create_group (Dinan et al.)"),
+            _ => None,
         }
     }
 }

@@ -4,10 +4,11 @@
 //! counts, both in flight at once — and sends its elements to the two subtasks point
 //! to point. Tasks progress independently, so a janus PE works on both of its
 //! sections at the same time. Base cases wait until the PE has no distributed task
-//! left, then the PE reports its slice. With `--sections split-model` every level
-//! first splits its group as MPICH's MPI_Comm_split would (`split_model`), and a
-//! child starts only on the group its own members' split made.
+//! left, then the PE reports its slice. With `--sections split-model` or
+//! `create-group-model` every level first makes its children's groups as MPI would
+//! (`splitting.rs`), and a child starts only on the group its own members made.
 
+mod creating;
 mod splitting;
 
 use super::base::BaseCase;
@@ -48,6 +49,8 @@ pub struct SorterEntries {
     pub section: Entry<Sorter, Encoded<Section>>,
     /// A modelled split's context-id allreduce: [a, b, depth, child, mask..].
     pub context: Entry<Sorter, Vec<u64>>,
+    /// A collective of a modelled group creation: [a, b, depth, child, tag, ..].
+    pub create_step: Entry<Sorter, Vec<u64>>,
 }
 
 /// What every sorter member starts from.
@@ -90,6 +93,17 @@ pub enum SorterMsg {
         round: u32,
         /// The pairs the sender passes on.
         table: PairTable,
+    },
+    /// Result of a collective of a modelled MPI_Comm_create_group.
+    CreateStep(Vec<u64>),
+    /// A group leader's half of a modelled MPI_Comm_create_group's exchange.
+    CreateExchange {
+        /// The creation (the child whose group it makes).
+        id: SplitId,
+        /// The exchange's tag.
+        tag: u32,
+        /// The words sent (their size is what the network model charges).
+        words: Vec<u64>,
     },
     /// Elements of `key` for this PE; `section` is the task's range section when it
     /// spans three PEs or more (split from its parent's by the sender: no message).
@@ -159,7 +173,7 @@ pub struct Sorter {
     input: Option<Vec<Elem>>,
     /// Built sections and the tasks waiting for them (Shrink-and-Hash mode).
     built: BuiltSections,
-    /// Modelled MPI_Comm_splits under way (split-model mode).
+    /// Modelled MPI_Comm_splits or MPI_Comm_create_groups under way (modelled modes).
     splits: Splits,
     done: bool,
 }
@@ -213,6 +227,8 @@ impl Chare for Sorter {
             SorterMsg::Counts(v) => self.counts_by_pe(ctx, &v),
             SorterMsg::Context(v) => self.context_id(ctx, &v),
             SorterMsg::SplitRound { id, round, table } => self.split_round(ctx, id, round, table),
+            SorterMsg::CreateStep(v) => self.create_step(ctx, &v),
+            SorterMsg::CreateExchange { id, tag, .. } => self.create_exchange(ctx, id, tag),
             SorterMsg::Section(Encoded(section)) => {
                 if let Some((key, section)) = self.built.arrive(section) {
                     self.sample(ctx, key, TreeMember::new(section, self.me).into());
@@ -355,8 +371,8 @@ impl Sorter {
             self.try_finish(ctx);
             return;
         }
-        if self.split_model() && self.tasks[&key].section.is_none() {
-            // The elements beat this PE's own split of the parent: wait for its group.
+        if self.modelled() && self.tasks[&key].section.is_none() {
+            // The elements beat this PE's own creation of the group: wait for it.
             return;
         }
         self.running += 1;
@@ -496,7 +512,7 @@ impl Sorter {
     /// Send this PE's elements of `key` to the subtasks and drop the task (in
     /// split-model mode, once the task's modelled splits are done).
     fn exchange(&mut self, ctx: &mut Ctx, key: TaskKey) {
-        if self.split_first(ctx, key) {
+        if self.groups_first(ctx, key) {
             return;
         }
         let task = self.tasks.remove(&key).expect("exchanged task is running");
@@ -517,11 +533,11 @@ impl Sorter {
             self.record.janus += 1;
             ctx.trace_event("jquick::janus");
         }
-        // In split-model mode a PE's groups come from its own splits and data messages
-        // carry none, so no member starts a child before its split made the group.
+        // In modelled modes a PE's groups come from its own creations and data messages
+        // carry none, so no member starts a child before its creation made the group.
         let mut own = [None, None];
         let sections = match task.section {
-            Some(_) if self.split_model() => {
+            Some(_) if self.modelled() => {
                 if let Some(done) = self.splits.parents.remove(&key) {
                     own = done.groups;
                 }

@@ -1,6 +1,7 @@
-//! The sorter's split-model half: every level first splits its group as MPICH's
-//! MPI_Comm_split would (`split_model`), and a child starts only on the group its own
-//! members' split made.
+//! The sorter's modelled communicator creation: before its exchange every level makes
+//! its children's groups as MPI would — split-model mode splits the parent's group as
+//! MPICH's MPI_Comm_split would (`split_model`), create-group-model mode runs
+//! `creating.rs` — and a child starts only on the group its own members made.
 
 use super::{Sorter, SorterMsg, Stage};
 use crate::jquick::spec::SectionMode;
@@ -13,14 +14,16 @@ use chorus_sections::collectives::Topology;
 use chorus_sections::range::RangeSection;
 
 impl Sorter {
-    pub(super) fn split_model(&self) -> bool {
-        self.init.spec.sections == SectionMode::SplitModel
+    /// Whether every level makes its children's groups by a modelled MPI call.
+    pub(super) fn modelled(&self) -> bool {
+        self.init.spec.sections.is_model()
     }
 
-    /// Split-model mode: true while `key`'s splits (one per distributed child) keep
-    /// its exchange waiting; starts them the first time.
-    pub(super) fn split_first(&mut self, ctx: &mut Ctx, key: TaskKey) -> bool {
-        if !self.split_model() {
+    /// Modelled modes: true while the creation of `key`'s children's groups (one call
+    /// per distributed child, one after the other) keeps its exchange waiting; starts
+    /// them the first time.
+    pub(super) fn groups_first(&mut self, ctx: &mut Ctx, key: TaskKey) -> bool {
+        if !self.modelled() {
             return false;
         }
         if let Some(p) = self.splits.parents.get(&key) {
@@ -43,19 +46,21 @@ impl Sorter {
                 groups: [None, None],
             },
         );
-        self.next_split(ctx, key)
+        self.next_group(ctx, key)
     }
 
-    /// Start the split of `parent`'s next distributed child; false if none is left.
-    fn next_split(&mut self, ctx: &mut Ctx, parent: TaskKey) -> bool {
+    /// Start the creation of `parent`'s next distributed child's group (with
+    /// MPI_Comm_create_group, only of one this PE is in); false if none is left.
+    pub(super) fn next_group(&mut self, ctx: &mut Ctx, parent: TaskKey) -> bool {
         let p = &self.splits.parents[&parent];
         let (section, children, mut next) = (p.section, p.children, p.next);
+        let collective = self.init.spec.sections == SectionMode::SplitModel;
         // Only a child of three PEs or more gets a communicator, as in mpi_split.rs.
-        while next < 2
-            && self
-                .child_section(section, children[next as usize])
-                .is_none()
-        {
+        while next < 2 && {
+            let child = children[next as usize];
+            let theirs = self.layout.overlap(self.me, child.a, child.b) == 0;
+            self.child_section(section, child).is_none() || (theirs && !collective)
+        } {
             next += 1;
         }
         if let Some(p) = self.splits.parents.get_mut(&parent) {
@@ -69,6 +74,10 @@ impl Sorter {
             parent,
             child: next,
         };
+        if !collective {
+            self.create_group(ctx, id, section, child);
+            return true;
+        }
         let member = self.layout.overlap(self.me, child.a, child.b) > 0;
         let colour = if member { 0 } else { table::UNDEFINED };
         let size = section.size();
@@ -169,7 +178,7 @@ impl Sorter {
             // On the simulator only: elsewhere the scan and sort above took real time.
             ctx.work(cost);
         }
-        if !self.next_split(ctx, id.parent) {
+        if !self.next_group(ctx, id.parent) {
             self.exchange(ctx, id.parent);
         }
     }

@@ -26,6 +26,7 @@ pub mod gather;
 pub mod table;
 
 use super::task::TaskKey;
+use crate::mpi_model::script_run::ScriptRun;
 use chorus_sections::range::RangeSection;
 use gather::PairGather;
 use serde::{Deserialize, Serialize};
@@ -117,6 +118,13 @@ pub struct Splits {
     pub early: HashMap<SplitId, Vec<(u32, PairTable)>>,
     /// Gathered tables waiting for their context id.
     pub tables: HashMap<SplitId, PairTable>,
+    /// Modelled MPI_Comm_create_groups under way (create-group-model mode), named as
+    /// splits are: at most one per task this PE runs a level of at once.
+    pub creating: HashMap<SplitId, ScriptRun>,
+    /// Tags of leaders' exchanges that came before this PE started their creation
+    /// (it was still finishing the parent's level or its other child's group): at most
+    /// one per round of each creation of this PE's parents' children.
+    pub early_exchanges: HashMap<SplitId, Vec<u32>>,
 }
 
 /// The range section a modelled split made: the members' old ranks must be a run of
