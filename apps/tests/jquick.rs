@@ -170,7 +170,11 @@ fn shrink_and_hash_sections_sort_the_same() {
 
 #[test]
 fn modelled_mpi_calls_sort_the_same_and_cost_time() {
-    for model in [SectionMode::SplitModel, SectionMode::CreateGroupModel] {
+    for model in [
+        SectionMode::SplitModel,
+        SectionMode::CreateGroupModel,
+        SectionMode::NativeCreateGroupModel,
+    ] {
         for (pes, kind, layer) in [
             (3, InputKind::Uniform, Layer::Sim),
             (7, InputKind::Uniform, Layer::Sim),

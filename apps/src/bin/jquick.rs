@@ -29,8 +29,9 @@ struct Args {
     /// How each level's sections are made: range (O(1), no message), shrink-and-hash
     /// (the section builder, from the world), mpi-split (MPI_Comm_split per level;
     /// --layer mpi with the mpi feature), split-model (range sections behind a
-    /// modelled MPICH MPI_Comm_split per level; any layer) or create-group-model
-    /// (behind a modelled MPI_Comm_create_group per child, Dinan et al.'s algorithm).
+    /// modelled MPICH MPI_Comm_split per level; any layer), create-group-model
+    /// (behind a modelled MPI_Comm_create_group per child, Dinan et al.'s algorithm)
+    /// or native-create-group-model (MPICH's MPI_Comm_create_group: one allreduce).
     #[arg(long, default_value = "range")]
     sections: SectionMode,
     /// Samples per pivot (the median is the pivot; 1 = one random element).
@@ -55,7 +56,8 @@ struct Args {
     json: bool,
     /// Sort --reps times with range sections and with this baseline, alternately, and
     /// report both medians and their ratio: mpi-split (the default; --layer mpi under
-    /// mpirun), split-model or create-group-model (any layer).
+    /// mpirun), split-model, create-group-model or native-create-group-model (any
+    /// layer).
     #[arg(long, num_args = 0..=1, default_missing_value = "mpi-split", value_parser = compare_mode)]
     compare: Option<SectionMode>,
     /// Repetitions of each variant with --compare.
@@ -109,7 +111,8 @@ fn run(args: &Args) -> Result<bool, String> {
         SectionMode::Range
         | SectionMode::ShrinkAndHash
         | SectionMode::SplitModel
-        | SectionMode::CreateGroupModel => match jquick::run(&args.chorus, &spec) {
+        | SectionMode::CreateGroupModel
+        | SectionMode::NativeCreateGroupModel => match jquick::run(&args.chorus, &spec) {
             Ok(r) => Some((r.outcome, r.sim)),
             Err(jquick::JquickError::Missing) if !speaks => None,
             Err(e) => return Err(e.to_string()),
@@ -220,7 +223,7 @@ fn ok(v: &[Outcome]) -> bool {
 fn compare_mode(s: &str) -> Result<SectionMode, String> {
     match s.parse()? {
         SectionMode::Range | SectionMode::ShrinkAndHash => Err(format!(
-            "--compare takes mpi-split, split-model or create-group-model, not {s:?}"
+            "--compare takes mpi-split, split-model, create-group-model or native-create-group-model, not {s:?}"
         )),
         m => Ok(m),
     }

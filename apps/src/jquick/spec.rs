@@ -21,6 +21,9 @@ pub enum SectionMode {
     /// Range sections, each made only after a modelled MPI_Comm_create_group over its
     /// own PEs by Dinan et al.'s noncollective algorithm (`mpi_model::comm_create`).
     CreateGroupModel,
+    /// The same with MPI_Comm_create_group as MPICH implements it natively (one
+    /// context-id allreduce over the child's PEs).
+    NativeCreateGroupModel,
 }
 
 impl std::str::FromStr for SectionMode {
@@ -33,8 +36,9 @@ impl std::str::FromStr for SectionMode {
             "mpi-split" => Ok(SectionMode::MpiSplit),
             "split-model" => Ok(SectionMode::SplitModel),
             "create-group-model" => Ok(SectionMode::CreateGroupModel),
+            "native-create-group-model" => Ok(SectionMode::NativeCreateGroupModel),
             _ => Err(format!(
-                "unknown --sections {s:?}: use range, shrink-and-hash, mpi-split, split-model or create-group-model"
+                "unknown --sections {s:?}: use range, shrink-and-hash, mpi-split, split-model, create-group-model or native-create-group-model"
             )),
         }
     }
@@ -49,15 +53,13 @@ impl SectionMode {
             SectionMode::MpiSplit => "mpi-split",
             SectionMode::SplitModel => "split-model",
             SectionMode::CreateGroupModel => "create-group-model",
+            SectionMode::NativeCreateGroupModel => "native-create-group-model",
         }
     }
 
     /// Whether each level's groups come from a modelled MPI call on the runtime.
     pub fn is_model(self) -> bool {
-        matches!(
-            self,
-            SectionMode::SplitModel | SectionMode::CreateGroupModel
-        )
+        self.modelled_call().is_some()
     }
 
     /// The MPI call a modelled mode stands for, as output names it.
@@ -65,6 +67,9 @@ impl SectionMode {
         match self {
             SectionMode::SplitModel => Some("modelled MPI_Comm_split"),
             SectionMode::CreateGroupModel => Some("modelled MPI_Comm_create_group (Dinan et al.)"),
+            SectionMode::NativeCreateGroupModel => {
+                Some("modelled MPI_Comm_create_group (MPICH native)")
+            }
             _ => None,
         }
     }

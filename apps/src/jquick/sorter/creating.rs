@@ -1,9 +1,11 @@
-//! Create-group-model mode: each child's group is made, before the parent's exchange,
-//! by a modelled MPI_Comm_create_group over the child's PEs only (Dinan et al.'s
-//! noncollective algorithm, `mpi_model::comm_create`), one child after the other on
-//! a janus PE, as blocking calls would. The parent's other members take no part.
+//! Create-group-model modes: each child's group is made, before the parent's
+//! exchange, by a modelled MPI_Comm_create_group over the child's PEs only (Dinan et
+//! al.'s noncollective algorithm, or MPICH's native one-allreduce implementation:
+//! `mpi_model::comm_create`), one child after the other on a janus PE, as blocking
+//! calls would. The parent's other members take no part.
 
 use super::{Sorter, SorterMsg};
+use crate::jquick::spec::SectionMode;
 use crate::jquick::split_model::SplitId;
 use crate::jquick::task::TaskKey;
 use crate::mpi_model::comm_create::{self, Block, Method};
@@ -29,7 +31,11 @@ impl Sorter {
             first,
             size: last - first + 1,
         };
-        let steps = comm_create::steps(Method::Dinan, self.me, parent, group);
+        let method = match self.init.spec.sections {
+            SectionMode::NativeCreateGroupModel => Method::CreateGroup,
+            _ => Method::Dinan,
+        };
+        let steps = comm_create::steps(method, self.me, parent, group);
         let mut run = ScriptRun::new(id.words().to_vec(), steps);
         for tag in self.splits.early_exchanges.remove(&id).unwrap_or_default() {
             run.exchanged(tag)
