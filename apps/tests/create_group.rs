@@ -1,5 +1,6 @@
 //! `chorus-bench create-group`: the shape of the three modelled communicator
-//! creations on 512 simulated Blue Gene/P PEs (Dinan et al., Figure 1).
+//! creations on 512 simulated Blue Gene/P PEs (Dinan et al., Figure 1), and chorus's
+//! Shrink-and-Hash beside them.
 
 use std::process::Command;
 
@@ -57,6 +58,18 @@ fn dinan_is_log_squared_comm_create_flat_and_create_group_between() {
     assert!(
         (group[8] - create[8]).abs() < 1e-9,
         "{group:?} vs {create:?}"
+    );
+    // chorus's Shrink-and-Hash from the world: collective over every PE, as
+    // MPI_Comm_create is, but it builds a spanning tree of the members and discovers
+    // their neighbours, so it grows with g; within 2x of MPI_Comm_create throughout.
+    let built = col("shrink_and_hash_us");
+    assert!(built.windows(2).all(|w| w[1] > w[0]), "{built:?}");
+    assert!(
+        built
+            .iter()
+            .zip(&create)
+            .all(|(b, c)| *b > 0.5 * c && *b < 2.0 * c),
+        "{built:?} vs {create:?}"
     );
 }
 

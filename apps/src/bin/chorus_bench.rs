@@ -112,7 +112,8 @@ enum Command {
     },
     /// Communicator creation modelled as MPI does it, on the simulator: Dinan et
     /// al.'s noncollective algorithm against MPI_Comm_create over every PE and MPICH's
-    /// MPI_Comm_create_group, for groups of the first N PEs (always the sim layer).
+    /// MPI_Comm_create_group, with chorus's Shrink-and-Hash beside them, for groups of
+    /// the first N PEs (always the sim layer).
     CreateGroup {
         #[command(flatten)]
         config: Config,
@@ -282,12 +283,17 @@ fn create_group_cmd(config: Config, sizes: Vec<u32>, k: u32, as_json: bool) -> R
         "{} PEs ({preset:?}), trees of arity {}: time to create the communicator of PEs 0..g (us, virtual)",
         r.pes, r.k
     );
-    println!("| g | rounds | Dinan et al. | MPI_Comm_create | MPI_Comm_create_group (MPICH) |");
-    println!("| ---: | ---: | ---: | ---: | ---: |");
+    println!("| g | rounds | Dinan et al. | MPI_Comm_create | MPI_Comm_create_group (MPICH) | chorus Shrink-and-Hash |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
     for row in &r.rows {
         println!(
-            "| {} | {} | {:.1} | {:.1} | {:.1} |",
-            row.group, row.rounds, row.dinan_us, row.comm_create_us, row.create_group_us
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            row.group,
+            row.rounds,
+            row.dinan_us,
+            row.comm_create_us,
+            row.create_group_us,
+            row.shrink_and_hash_us
         );
     }
     println!("{}", r.stats.to_text());

@@ -35,6 +35,14 @@ pub enum Membership {
     /// the start leaves it, so any order is accepted; every PE holds the whole list,
     /// so it suits small sections (split by colour and key at scale: `crate::Sections`).
     Pes(Vec<Pe>),
+    /// The PEs `first..=last` join (none if `first > last`): a run of any length
+    /// named in two words, so every PE can hold it at any scale.
+    Run {
+        /// First PE.
+        first: Pe,
+        /// Last PE, inclusive.
+        last: Pe,
+    },
     /// Split by colour in one pass: each PE names a colour or none, and one section
     /// is made per colour.
     Colours(Colouring),
@@ -92,6 +100,7 @@ impl Membership {
             Membership::All => Some(0),
             Membership::Random { fraction, seed } => yes(drawn(*seed, pe, *fraction)),
             Membership::Pes(pes) => yes(pes.binary_search(&pe).is_ok()),
+            Membership::Run { first, last } => yes((*first..=*last).contains(&pe)),
             Membership::Colours(Colouring::Random {
                 colours,
                 none,
@@ -396,16 +405,21 @@ pub(crate) fn check_algorithm(alg: Algorithm) -> Result<(), HostError> {
 
 impl Request {
     /// Sort and deduplicate a member list (every PE looks itself up in it by binary
-    /// search) and check it names PEs of a job of `npes`.
+    /// search) and check that a list or a run names PEs of a job of `npes`.
     pub fn normalize(&mut self, npes: u32) -> Result<(), HostError> {
-        if let Membership::Pes(pes) = &mut self.membership {
-            pes.sort_unstable();
-            pes.dedup();
-            if let Some(&pe) = pes.last().filter(|&&pe| pe >= npes) {
-                return Err(HostError::NoSuchPe { pe, pes: npes });
+        let last = match &mut self.membership {
+            Membership::Pes(pes) => {
+                pes.sort_unstable();
+                pes.dedup();
+                pes.last().copied()
             }
+            Membership::Run { first, last } => (first <= last).then_some(*last),
+            _ => None,
+        };
+        match last {
+            Some(pe) if pe >= npes => Err(HostError::NoSuchPe { pe, pes: npes }),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Check the parts a creator can check alone.
@@ -513,5 +527,22 @@ mod tests {
         let m = Membership::Pes(vec![1, 4, 9]);
         let got: Vec<Pe> = (0..12).filter(|&pe| m.joins(pe)).collect();
         assert_eq!(got, vec![1, 4, 9]);
+    }
+
+    #[test]
+    fn a_run_joins_its_pes_and_must_fit_the_job() {
+        let m = Membership::Run { first: 3, last: 5 };
+        let got: Vec<Pe> = (0..12).filter(|&pe| m.joins(pe)).collect();
+        assert_eq!(got, vec![3, 4, 5]);
+        assert!(!(0..12).any(|pe| Membership::Run { first: 5, last: 3 }.joins(pe)));
+        let mut fits = Request::new(Membership::Run { first: 0, last: 7 });
+        assert!(fits.normalize(8).is_ok());
+        let mut past = Request::new(Membership::Run { first: 2, last: 8 });
+        assert!(matches!(
+            past.normalize(8),
+            Err(HostError::NoSuchPe { pe: 8, pes: 8 })
+        ));
+        let mut empty = Request::new(Membership::Run { first: 9, last: 0 });
+        assert!(empty.normalize(8).is_ok());
     }
 }

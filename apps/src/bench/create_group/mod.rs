@@ -4,12 +4,18 @@
 //! `MPI_Comm_create_group` alongside, for groups of the first `g` PEs of a machine of
 //! `--pes` (the paper's Figure 1: 8,192 Blue Gene/P cores, output groups of 2 to
 //! 8,192). Every figure is the virtual time from a common start to the last PE's end.
+//! Beside them, chorus's own Shrink-and-Hash builds a section of the same PEs from the
+//! world, in a second job on the same machine model (the batch runner of
+//! chorus-sections, as `chorus-bench sections` runs it).
 
 pub mod member;
 
 use crate::mpi_model::comm_create::Method;
 use chorus_core::{Config, Layer, Registry, Runtime, RuntimeError, SimStats};
 use chorus_sections::collectives::Collectives;
+use chorus_sections::host::batch::{self, Planned, PlannedParent};
+use chorus_sections::host::Membership;
+use chorus_sections::protocol::{Algorithm, Filler};
 use member::{Creator, CreatorInit, CreatorMsg, Run};
 use serde::Serialize;
 
@@ -26,6 +32,9 @@ pub struct CreateGroupRow {
     pub comm_create_us: f64,
     /// MPICH's native `MPI_Comm_create_group` (an allreduce over the members).
     pub create_group_us: f64,
+    /// chorus's Shrink-and-Hash building the section of the same PEs from the world
+    /// (first join to last finish; every PE of the world takes part).
+    pub shrink_and_hash_us: f64,
 }
 
 /// What one run of the bench measured.
@@ -60,6 +69,7 @@ pub fn run(mut config: Config, groups: &[u32], k: u32) -> Result<CreateGroupResu
     let step = reg.entry::<Creator, Vec<u64>>("Creator::step", CreatorMsg::Step);
     let finished = reg.entry::<Creator, u64>("Creator::finished", CreatorMsg::Finished);
     let plan = runs.clone();
+    let config_again = config.clone();
     let report = Runtime::new(reg, config).run(move |ctx| {
         let collectives = Collectives::create(ctx);
         let group = ctx.create_group::<Creator>(CreatorInit {
@@ -84,26 +94,60 @@ pub fn run(mut config: Config, groups: &[u32], k: u32) -> Result<CreateGroupResu
             runs.len()
         )));
     }
+    let stats = report
+        .sim
+        .clone()
+        .ok_or_else(|| RuntimeError::Invalid("a sim run without sim statistics".into()))?;
+    let built = shrink_and_hash(config_again, groups, k)?;
     let us = |i: usize| times[i] as f64 / 1e3;
     let rows = groups
         .iter()
+        .zip(built)
         .enumerate()
-        .map(|(i, &group)| CreateGroupRow {
+        .map(|(i, (&group, shrink_and_hash_us))| CreateGroupRow {
             group,
             rounds: group.next_power_of_two().trailing_zeros(),
             dinan_us: us(3 * i),
             comm_create_us: us(3 * i + 1),
             create_group_us: us(3 * i + 2),
+            shrink_and_hash_us,
         })
         .collect();
-    let stats = report
-        .sim
-        .clone()
-        .ok_or_else(|| RuntimeError::Invalid("a sim run without sim statistics".into()))?;
     Ok(CreateGroupResult {
         pes,
         k,
         rows,
         stats,
     })
+}
+
+/// chorus's Shrink-and-Hash making the section of PEs `0..g` from the world, for each
+/// g, one after another in one job: microseconds each.
+fn shrink_and_hash(config: Config, groups: &[u32], k: u32) -> Result<Vec<f64>, RuntimeError> {
+    let plan = |membership, algorithm| Planned {
+        creator: 0,
+        parent: PlannedParent::World,
+        algorithm,
+        k,
+        membership,
+    };
+    // The job's first creation would pay for the spreading of the plan itself (as in
+    // `chorus-bench sections`): an empty creation goes first, unreported.
+    let none = Membership::Run { first: 1, last: 0 };
+    let mut stages = vec![vec![plan(none, Algorithm::Centralized).into()]];
+    for &g in groups {
+        // A run, not a list: a list of each size would sit on every PE.
+        let members = Membership::Run {
+            first: 0,
+            last: g - 1,
+        };
+        stages.push(vec![
+            plan(members, Algorithm::ShrinkAndHash(Filler::None)).into()
+        ]);
+    }
+    let out = batch::run(config, stages, false).map_err(|e| match e {
+        batch::BatchError::Runtime(e) => e,
+        other => RuntimeError::Invalid(other.to_string()),
+    })?;
+    Ok(out.reports.iter().skip(1).map(|r| r.time_us).collect())
 }

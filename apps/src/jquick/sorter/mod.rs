@@ -386,7 +386,7 @@ impl Sorter {
                     algorithm: Algorithm::ShrinkAndHash(Filler::None),
                     k: self.init.spec.k,
                     parent: Parent::World,
-                    membership: Membership::Pes((first..=last).collect()),
+                    membership: Membership::Run { first, last },
                     on_member,
                     on_report: Callback::Ignore,
                     tag: key.a,
