@@ -2,7 +2,7 @@
 # JQuick on range sections against JQuick with a modelled MPICH MPI_Comm_split per
 # level (issue 25), or with --create-group a modelled MPI_Comm_create_group per child
 # (Dinan et al.), on the simulator with the Blue Gene/P preset: one
-# `jquick --compare split-model` per n/p, and a Markdown table on stdout (n/p, both
+# `jquick --compare <model>` per n/p, and a Markdown table on stdout (n/p, both
 # virtual times, the speedup, levels, sections, wall time of the pair of runs).
 #
 #   cargo build --release -p chorus-apps
@@ -47,6 +47,11 @@ for arg in "$@"; do
             ;;
     esac
 done
+
+if [[ ${#ring[@]} -gt 0 && "$model" != split-model ]]; then
+    echo "split-model-table.sh: --ring is MPI_Comm_split's allgather: leave it out with --create-group and --native-create-group" >&2
+    exit 2
+fi
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${BIN:-$root/target/release}/jquick"

@@ -181,6 +181,39 @@ fn bad_numbers_are_usage_errors_that_name_the_range() {
 }
 
 #[test]
+fn a_flag_with_no_effect_in_the_mode_given_is_refused() {
+    // --split-ring changes only the modelled MPI_Comm_split; with any other sections
+    // mode it would be silently ignored.
+    let jquick = env!("CARGO_BIN_EXE_jquick");
+    for mode in [
+        &["--sections", "range"][..],
+        &["--compare", "create-group-model"][..],
+    ] {
+        let mut args = vec!["--layer", "sim", "--pes", "8", "--split-ring"];
+        args.extend_from_slice(mode);
+        let (code, err) = run(jquick, &args);
+        assert_eq!(code, Some(1), "{mode:?}: {err}");
+        assert!(
+            err.contains("--split-ring changes the modelled MPI_Comm_split only"),
+            "{err}"
+        );
+    }
+    let (code, err) = run(
+        jquick,
+        &[
+            "--layer",
+            "sim",
+            "--pes",
+            "8",
+            "--split-ring",
+            "--sections",
+            "split-model",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
 fn a_subcommand_with_a_layer_of_its_own_is_checked_on_that_layer() {
     // sim-scale always runs on sim: more PEs than the threads layer allows are fine
     // without --layer sim, as the README and CI run it.

@@ -97,6 +97,13 @@ fn run(args: &Args) -> Result<bool, String> {
         keep_output: false,
         split_ring: args.split_ring,
     };
+    let splits = [Some(args.sections), args.compare].contains(&Some(SectionMode::SplitModel));
+    if args.split_ring && !splits {
+        return Err(
+            "--split-ring changes the modelled MPI_Comm_split only: give it with --sections split-model or --compare split-model"
+                .into(),
+        );
+    }
     match args.compare {
         Some(m) if m.is_model() => return compare_model(args, &spec, m, speaks),
         Some(_) => {

@@ -42,10 +42,9 @@ pub struct ScriptRun {
     /// The collective at `at` is started and its result not in: an exchange that
     /// arrives meanwhile must not start it again.
     waiting: bool,
-    /// Tags of peers' exchanges that came before this PE reached them. Each exchange
-    /// waits for both halves, so the current peer is at most one exchange ahead; a
-    /// later round's peer may be further on, but it has only its first exchange with
-    /// this PE to send: at most one entry per round (fewer than 33).
+    /// Tags of peers' exchanges that came before this PE reached them: only tags of
+    /// exchanges still ahead in the script, each once (`exchanged` refuses others),
+    /// so never more than the script's exchanges (5 per round).
     early: Vec<u32>,
 }
 

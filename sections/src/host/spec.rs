@@ -35,14 +35,6 @@ pub enum Membership {
     /// the start leaves it, so any order is accepted; every PE holds the whole list,
     /// so it suits small sections (split by colour and key at scale: `crate::Sections`).
     Pes(Vec<Pe>),
-    /// The PEs `first..=last` join (none if `first > last`): a run of any length
-    /// named in two words, so every PE can hold it at any scale.
-    Run {
-        /// First PE.
-        first: Pe,
-        /// Last PE, inclusive.
-        last: Pe,
-    },
     /// Split by colour in one pass: each PE names a colour or none, and one section
     /// is made per colour.
     Colours(Colouring),
@@ -56,6 +48,14 @@ pub enum Membership {
         colours: u32,
         /// The split's number among the parent's splits, from 0.
         seq: u64,
+    },
+    /// The PEs `first..=last` join (none if `first > last`): a run of any length
+    /// named in two words, so every PE can hold it at any scale.
+    Run {
+        /// First PE.
+        first: Pe,
+        /// Last PE, inclusive.
+        last: Pe,
     },
 }
 

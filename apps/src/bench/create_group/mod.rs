@@ -19,7 +19,8 @@ use chorus_sections::protocol::{Algorithm, Filler};
 use member::{Creator, CreatorInit, CreatorMsg, Run};
 use serde::Serialize;
 
-/// The three methods' times for one group size, microseconds.
+/// The three MPI methods' and Shrink-and-Hash's times for one group size,
+/// microseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct CreateGroupRow {
     /// Members of the new communicator (PEs 0..group).
@@ -46,7 +47,7 @@ pub struct CreateGroupResult {
     pub k: u32,
     /// One row per group size.
     pub rows: Vec<CreateGroupRow>,
-    /// The simulator's statistics.
+    /// The simulator's statistics of the MPI models' job (not the Shrink-and-Hash one).
     pub stats: SimStats,
 }
 

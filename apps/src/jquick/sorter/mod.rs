@@ -4,8 +4,8 @@
 //! counts, both in flight at once — and sends its elements to the two subtasks point
 //! to point. Tasks progress independently, so a janus PE works on both of its
 //! sections at the same time. Base cases wait until the PE has no distributed task
-//! left, then the PE reports its slice. With `--sections split-model` or
-//! `create-group-model` every level first makes its children's groups as MPI would
+//! left, then the PE reports its slice. With `--sections split-model`,
+//! `create-group-model` or `native-create-group-model` every level first makes its children's groups as MPI would
 //! (`splitting.rs`), and a child starts only on the group its own members made.
 
 mod creating;

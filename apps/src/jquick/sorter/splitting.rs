@@ -1,7 +1,7 @@
 //! The sorter's modelled communicator creation: before its exchange every level makes
 //! its children's groups as MPI would — split-model mode splits the parent's group as
-//! MPICH's MPI_Comm_split would (`split_model`), create-group-model mode runs
-//! `creating.rs` — and a child starts only on the group its own members made.
+//! MPICH's MPI_Comm_split would (`split_model`), the two create-group-model modes
+//! run `creating.rs` — and a child starts only on the group its own members made.
 
 use super::{Sorter, SorterMsg, Stage};
 use crate::jquick::spec::SectionMode;

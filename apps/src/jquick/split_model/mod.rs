@@ -118,7 +118,7 @@ pub struct Splits {
     pub early: HashMap<SplitId, Vec<(u32, PairTable)>>,
     /// Gathered tables waiting for their context id.
     pub tables: HashMap<SplitId, PairTable>,
-    /// Modelled MPI_Comm_create_groups under way (create-group-model mode), named as
+    /// Modelled MPI_Comm_create_groups under way (the create-group-model modes), named as
     /// splits are: at most one per task this PE runs a level of at once.
     pub creating: HashMap<SplitId, ScriptRun>,
     /// Tags of leaders' exchanges that came before this PE started their creation
