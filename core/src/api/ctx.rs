@@ -11,7 +11,7 @@ use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::engine::{Current, PeCore};
 use crate::msg::array::{ArrayIndex, ArrayMap, ElemAddr, Shape};
 use crate::msg::callback::Callback;
-use crate::msg::envelope::Kind;
+use crate::msg::kind::create::{CreateArray, CreateChare, CreateGroup};
 use crate::msg::payload::Payload;
 use crate::msg::reduction::{Reducer, Reducible};
 use serde::Serialize;
@@ -120,7 +120,7 @@ impl Ctx<'_> {
     pub fn create_chare<C: Chare>(&mut self, init: C::Init, pe: Pe) -> ChareProxy<C> {
         let id = self.core.new_chare_id(pe);
         if let Some(ty) = self.type_index::<C>() {
-            let kind = Kind::CreateChare {
+            let kind = CreateChare {
                 id,
                 ty,
                 init: Payload::new(init),
@@ -134,7 +134,7 @@ impl Ctx<'_> {
     pub fn create_group<C: Chare>(&mut self, init: C::Init) -> GroupProxy<C> {
         let coll = self.core.new_collection_id();
         if let Some(ty) = self.type_index::<C>() {
-            let kind = Kind::CreateGroup {
+            let kind = CreateGroup {
                 coll,
                 ty,
                 root: self.core.me,
@@ -169,7 +169,7 @@ impl Ctx<'_> {
         if let Some(ty) = self.type_index::<C>() {
             let shape = Arc::new(shape);
             self.core.register_array(coll, ty, shape.clone(), map);
-            let kind = Kind::CreateArray {
+            let kind = CreateArray {
                 coll,
                 ty,
                 root: self.core.me,

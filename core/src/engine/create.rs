@@ -1,17 +1,18 @@
 //! Creation of chares, groups, arrays and inserted elements, and the census that
 //! counts an array's elements for its reductions.
 
-use super::{guarded, Census, Collection, Current, Element, Members, PeRuntime, Pending};
+use super::{guarded, Census, Collection, Current, Element, Members, Origin, PeRuntime, Pending};
 use crate::api::chare::AnyChare;
 use crate::api::proxy::SendOpts;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::base::tree;
-use crate::msg::array::{ArrayMap, ElemAddr, Shape};
-use crate::msg::envelope::Kind;
+use crate::msg::array::ElemAddr;
+use crate::msg::kind::create::{
+    Census as ChildCount, CreateArray, CreateChare, CreateGroup, CreateMsg, DoneInserting, Insert,
+};
 use crate::msg::payload::Payload;
-use std::sync::Arc;
 
 impl PeRuntime {
     pub(super) fn construct(
@@ -69,12 +70,30 @@ impl PeRuntime {
         self.colls_announced.insert(coll.creator, coll.seq);
     }
 
-    pub(super) fn create_group(&mut self, coll: CollectionId, ty: u32, root: Pe, init: Payload) {
+    /// Run a creation or census message.
+    pub(super) fn on_create(&mut self, m: CreateMsg, from: Origin) {
+        match m {
+            CreateMsg::CreateChare(CreateChare { id, ty, init }) => self.create_chare(id, ty, init),
+            CreateMsg::CreateGroup(g) => self.create_group(g),
+            CreateMsg::CreateArray(a) => self.create_array(a),
+            CreateMsg::Insert(i) => self.insert(i),
+            CreateMsg::DoneInserting(DoneInserting { coll, root }) => self.recount(coll, root),
+            CreateMsg::Census(c) => self.census_report(c, from.src),
+        }
+    }
+
+    fn create_group(&mut self, g: CreateGroup) {
+        let CreateGroup {
+            coll,
+            ty,
+            root,
+            init,
+        } = g;
         if self.created_twice(coll) {
             return;
         }
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
-            let kind = Kind::CreateGroup {
+            let kind = CreateGroup {
                 coll,
                 ty,
                 root,
@@ -107,20 +126,20 @@ impl PeRuntime {
         self.requeue(waiting);
     }
 
-    pub(super) fn create_array(
-        &mut self,
-        coll: CollectionId,
-        ty: u32,
-        root: Pe,
-        init: Payload,
-        shape: Arc<Shape>,
-        map: ArrayMap,
-    ) {
+    fn create_array(&mut self, a: CreateArray) {
+        let CreateArray {
+            coll,
+            ty,
+            root,
+            init,
+            shape,
+            map,
+        } = a;
         if self.created_twice(coll) {
             return;
         }
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
-            let kind = Kind::CreateArray {
+            let kind = CreateArray {
                 coll,
                 ty,
                 root,
@@ -182,7 +201,13 @@ impl PeRuntime {
         self.requeue(waiting);
     }
 
-    pub(super) fn insert(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload, hops: u8) {
+    fn insert(&mut self, i: Insert) {
+        let Insert {
+            coll,
+            addr,
+            init,
+            hops,
+        } = i;
         let me = self.core.me;
         let Some(c) = self.colls.get(&coll) else {
             return;
@@ -201,7 +226,7 @@ impl PeRuntime {
                     describe_index(&addr)
                 )));
             }
-            let kind = Kind::Insert {
+            let kind = Insert {
                 coll,
                 addr,
                 init,
@@ -260,7 +285,7 @@ impl PeRuntime {
         for ch in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let env = self
                 .core
-                .envelope(Kind::DoneInserting { coll, root }, SendOpts::default());
+                .envelope(DoneInserting { coll, root }, SendOpts::default());
             self.core.post(ch, env);
         }
         let Some(c) = self.colls.get_mut(&coll) else {
@@ -273,6 +298,19 @@ impl PeRuntime {
             c.census.epoch += 1;
             c.census.local = homed + self.core.loc.away_count(coll, me);
             c.census.done = false;
+            self.advance_census(coll);
+        }
+    }
+
+    /// A child's count of its subtree's elements.
+    fn census_report(&mut self, m: ChildCount, src: Pe) {
+        let ChildCount { coll, epoch, count } = m;
+        if let Some(c) = self.colls.get_mut(&coll) {
+            c.census
+                .reports
+                .entry(epoch)
+                .or_default()
+                .push((src, count));
             self.advance_census(coll);
         }
     }
@@ -298,7 +336,7 @@ impl PeRuntime {
         c.census.done = true;
         if let Some(p) = parent {
             let env = self.core.envelope(
-                Kind::Census {
+                ChildCount {
                     coll,
                     epoch,
                     count: subtree,
@@ -330,7 +368,9 @@ mod tests {
     use crate::base::config::{Config, ErrorPolicy, WorkMode};
     use crate::engine::PeSetup;
     use crate::machine::Port;
-    use crate::msg::envelope::Envelope;
+    use crate::msg::array::{ArrayMap, Shape};
+    use crate::msg::envelope::{Envelope, Kind};
+    use std::sync::Arc;
     use std::time::Duration;
 
     /// A port that drops what is sent: these tests look at one PE only.
@@ -376,14 +416,14 @@ mod tests {
         )
     }
 
-    fn from(src: Pe, kind: Kind) -> Envelope {
+    fn from(src: Pe, kind: impl Into<Kind>) -> Envelope {
         Envelope {
             src,
             seq: 0,
             prio: 0,
             expedited: true,
             counted: false,
-            kind,
+            kind: kind.into(),
         }
     }
 
@@ -403,7 +443,7 @@ mod tests {
             creator: 0,
             seq: 0,
         };
-        let create = || Kind::CreateChare {
+        let create = || CreateChare {
             id,
             ty: 0,
             init: Payload::new(()),
@@ -416,7 +456,7 @@ mod tests {
             "the second creation replaced nothing"
         );
         let coll = CollectionId { creator: 0, seq: 0 };
-        let group = || Kind::CreateGroup {
+        let group = || CreateGroup {
             coll,
             ty: 0,
             root: 0,
@@ -433,14 +473,14 @@ mod tests {
     #[test]
     fn a_root_outside_the_job_is_bad_input_not_an_underflow() {
         let mut rt = pe();
-        let kind = Kind::CreateGroup {
+        let kind = CreateGroup {
             coll: CollectionId { creator: 0, seq: 0 },
             ty: 0,
             root: 99,
             init: Payload::new(()),
         };
         rt.process(from(0, kind));
-        let kind = Kind::CreateArray {
+        let kind = CreateArray {
             coll: CollectionId { creator: 0, seq: 1 },
             ty: 0,
             root: 0,

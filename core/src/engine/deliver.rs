@@ -1,7 +1,7 @@
 //! Delivery of user messages to chares, group members and array elements, and
 //! what happens to a message whose target is not (yet) here.
 
-use super::{invoke, Collection, Current, Members, PeRuntime, Via};
+use super::{invoke, Collection, Current, Members, Origin, PeRuntime, Via};
 use crate::api::migration::MigrateError;
 use crate::api::proxy::SendOpts;
 use crate::base::error::RuntimeError;
@@ -9,6 +9,8 @@ use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::base::tree;
 use crate::msg::array::ElemAddr;
 use crate::msg::envelope::{Dest, Envelope, Kind};
+use crate::msg::kind::bcast::{Bcast, BcastMsg};
+use crate::msg::kind::quiescence::Orphans;
 use crate::msg::payload::Payload;
 
 impl PeRuntime {
@@ -19,17 +21,11 @@ impl PeRuntime {
                 dest: Dest::Chare(id),
                 ..
             } => self.find_chare(*id).is_none(),
-            Kind::User { dest, .. } | Kind::Bcast { dest, .. } => {
-                dest.coll().is_some_and(|c| !self.colls.contains_key(&c))
-            }
-            Kind::Insert { coll, .. }
-            | Kind::DoneInserting { coll, .. }
-            | Kind::Census { coll, .. }
-            | Kind::Contribute { coll, .. }
-            | Kind::Migrate { coll, .. }
-            | Kind::Moved { coll, .. }
-            | Kind::HomeContribute { coll, .. } => !self.colls.contains_key(coll),
-            _ => false,
+            Kind::User { dest, .. } => dest.coll().is_some_and(|c| !self.colls.contains_key(&c)),
+            kind => kind
+                .family()
+                .and_then(|f| f.body().needs())
+                .is_some_and(|c| !self.colls.contains_key(&c)),
         }
     }
 
@@ -37,19 +33,15 @@ impl PeRuntime {
     /// report it if that can no longer happen. A waiting message counts as processed
     /// and is counted as sent again when requeued, so quiescence can be reached with
     /// messages still waiting: at quiescence no creation is in flight, and they are
-    /// reported as undeliverable (see `Kind::Orphans`).
+    /// reported as undeliverable (see `Orphans`).
     pub(super) fn wait_or_fail(&mut self, env: Envelope) {
         let me = self.core.me;
         let dest_coll = match &env.kind {
-            Kind::User { dest, .. } | Kind::Bcast { dest, .. } => dest.coll().ok_or(dest.clone()),
-            Kind::Insert { coll, .. }
-            | Kind::DoneInserting { coll, .. }
-            | Kind::Census { coll, .. }
-            | Kind::Contribute { coll, .. }
-            | Kind::Migrate { coll, .. }
-            | Kind::Moved { coll, .. }
-            | Kind::HomeContribute { coll, .. } => Ok(*coll),
-            _ => return,
+            Kind::User { dest, .. } => dest.coll().ok_or(dest.clone()),
+            kind => match kind.family().and_then(|f| f.body().needs()) {
+                Some(coll) => Ok(coll),
+                None => return,
+            },
         };
         match dest_coll {
             Ok(coll) => {
@@ -77,7 +69,7 @@ impl PeRuntime {
     /// At quiescence: messages still waiting for a creation can never be delivered.
     pub(super) fn report_orphans(&mut self, root: Pe) {
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
-            self.core.uncounted(c, Kind::Orphans { root });
+            self.core.uncounted(c, Orphans { root });
         }
         let me = self.core.me;
         let chares: Vec<ChareId> = self.waiting_for_chare.drain().map(|(id, _)| id).collect();
@@ -252,17 +244,18 @@ impl PeRuntime {
         }
     }
 
-    pub(super) fn deliver_broadcast(
-        &mut self,
-        dest: Dest,
-        root: Pe,
-        payload: Payload,
-        opts: SendOpts,
-    ) {
+    /// Run a broadcast here and pass it down its tree.
+    pub(super) fn on_bcast(&mut self, m: BcastMsg, from: Origin) {
+        let BcastMsg::Bcast(Bcast {
+            dest,
+            root,
+            payload,
+        }) = m;
+        let opts = from.opts();
         let Some(coll) = dest.coll() else { return };
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let env = self.core.envelope(
-                Kind::Bcast {
+                Bcast {
                     dest: dest.clone(),
                     root,
                     payload: payload.duplicate(),

@@ -6,9 +6,11 @@
 //! The memory a flood takes is then bounded by the window of each sender, not by
 //! the length of the flood.
 
+use super::{Origin, PeRuntime};
 use crate::base::hash::HashMap;
 use crate::base::ids::Pe;
 use crate::msg::envelope::{Envelope, Kind};
+use crate::msg::kind::flow::{Credit, FlowMsg};
 use std::collections::VecDeque;
 
 /// Counted user messages a PE may have unhandled at one other PE before it holds
@@ -122,6 +124,41 @@ impl Flow {
     /// Drop the held messages (the PE failed); the messages they held.
     pub(crate) fn discard(&mut self) -> u64 {
         self.held.drain(..).map(|e| e.weight()).sum()
+    }
+}
+
+/// The handlers of flow control (`msg/kind/flow.rs`).
+impl PeRuntime {
+    /// Owe the sender of `env`, a counted message about to run, its credit; send it
+    /// once a batch is owed.
+    pub(super) fn credit_handled(&mut self, env: &Envelope) {
+        if env.src != self.core.me && windowed(env) {
+            if let Some(n) = self.core.flow.handled(env.src, env.weight()) {
+                self.core.uncounted(env.src, Credit { n });
+            }
+        }
+    }
+
+    /// Run a flow-control message.
+    pub(super) fn on_flow(&mut self, m: FlowMsg, from: Origin) {
+        match m {
+            FlowMsg::Credit(Credit { n }) => {
+                self.release_held(from.src, n);
+            }
+        }
+    }
+
+    /// `n` windowed messages sent to `to` are handled (or lost): queue the messages
+    /// that releases. True if it released any.
+    pub(super) fn release_held(&mut self, to: Pe, n: u64) -> bool {
+        let Some(held) = self.core.flow.credited(to, n) else {
+            return false;
+        };
+        for env in held {
+            let (prio, exp) = (env.prio, env.expedited);
+            self.core.queue.push(env, prio, exp);
+        }
+        true
     }
 }
 

@@ -3,8 +3,7 @@
 //! that are not here (the tables behind the routing are in `location.rs`).
 
 use super::{
-    describe_index, guarded, Current, Dest, Element, Envelope, Kind, Members, MoveRequest, PeCore,
-    PeRuntime, Via,
+    describe_index, guarded, Current, Element, Members, MoveRequest, Origin, PeCore, PeRuntime, Via,
 };
 use crate::api::migration::{MigrateError, Migrator};
 use crate::api::proxy::SendOpts;
@@ -12,6 +11,8 @@ use crate::base::error::RuntimeError;
 use crate::base::ids::{CollectionId, IndexKey, Pe};
 use crate::engine::location::{Loc, Route};
 use crate::msg::array::ElemAddr;
+use crate::msg::envelope::{Dest, Envelope, Kind};
+use crate::msg::kind::migrate::{Migrate, MoveMsg, Moved};
 use crate::msg::payload::Payload;
 
 /// How an element is named in errors.
@@ -86,24 +87,31 @@ impl PeCore {
     }
 
     /// Tell `to` that an element whose home is `home` reached `pe` on move `moves`.
-    fn send_news(
-        &mut self,
-        to: Pe,
-        coll: CollectionId,
-        addr: ElemAddr,
-        home: Pe,
-        pe: Pe,
-        moves: u32,
-    ) {
-        let kind = Kind::Moved {
-            coll,
-            addr,
-            home,
-            pe,
-            moves,
-        };
-        let env = self.envelope(kind, SendOpts::default());
+    fn send_news(&mut self, to: Pe, news: Moved) {
+        let env = self.envelope(news, SendOpts::default());
         self.post(to, env);
+    }
+
+    /// Tell `src`, which sent a message to an element that has moved on, that it is on
+    /// PE `at.0` after move `at.1` (once in a row), so its next messages go straight there.
+    fn tell_sender(&mut self, src: Pe, coll: CollectionId, addr: &ElemAddr, at: (Pe, u32)) {
+        let (pe, moves) = at;
+        if !self.loc.should_tell(src, coll, &addr.key, moves) {
+            return;
+        }
+        match self.home_of(coll, addr) {
+            Ok(home) => {
+                let news = Moved {
+                    coll,
+                    addr: addr.clone(),
+                    home,
+                    pe,
+                    moves,
+                };
+                self.send_news(src, news);
+            }
+            Err(e) => self.fail(e),
+        }
     }
 
     /// Send a copy of a broadcast's `payload` on to each element homed here that is
@@ -138,7 +146,9 @@ impl PeRuntime {
     /// false, leaving `env` to the layer's count of drops, for anything else.
     pub(crate) fn undeliverable(&mut self, env: &Envelope, failed: Pe) -> bool {
         let (coll, addr, what) = match &env.kind {
-            Kind::Migrate { coll, addr, .. } => (*coll, addr, "the migrating state".to_string()),
+            Kind::Move(MoveMsg::Migrate(Migrate { coll, addr, .. })) => {
+                (*coll, addr, "the migrating state".to_string())
+            }
             Kind::User {
                 dest: Dest::Element(coll, addr) | Dest::ElementAt(coll, addr, _),
                 ..
@@ -229,7 +239,7 @@ impl PeRuntime {
                 homed_here,
             },
         );
-        let kind = Kind::Migrate {
+        let kind = Migrate {
             coll,
             addr,
             home: e.home,
@@ -242,16 +252,43 @@ impl PeRuntime {
         self.core.post(to, env);
     }
 
+    /// Run a migration or location message.
+    pub(super) fn on_move(&mut self, m: MoveMsg, _from: Origin) {
+        match m {
+            MoveMsg::Migrate(m) => self.arrive(m),
+            MoveMsg::Moved(news) => self.learn(news),
+        }
+    }
+
+    /// Note where an element has gone.
+    fn learn(&mut self, news: Moved) {
+        let Moved {
+            coll,
+            addr,
+            home,
+            pe,
+            moves,
+        } = news;
+        let homed_here = home == self.core.me;
+        let loc = Loc {
+            pe,
+            moves,
+            order: addr.order,
+            homed_here,
+        };
+        self.core.loc.learn(coll, &addr.key, loc);
+    }
+
     /// Install an element that migrated here, tell its home, and run what waited for it.
-    pub(super) fn arrive(
-        &mut self,
-        coll: CollectionId,
-        addr: ElemAddr,
-        home: Pe,
-        moves: u32,
-        contributed: u64,
-        state: Payload,
-    ) {
+    fn arrive(&mut self, m: Migrate) {
+        let Migrate {
+            coll,
+            addr,
+            home,
+            moves,
+            contributed,
+            state,
+        } = m;
         let me = self.core.me;
         let (m, name) = match self.core.migrator(coll) {
             Ok(found) => found,
@@ -310,7 +347,14 @@ impl PeRuntime {
         );
         let waiting = self.core.loc.arrived(coll, &addr.key);
         if !homed_here {
-            self.core.send_news(home, coll, addr, home, me, moves);
+            let news = Moved {
+                coll,
+                addr,
+                home,
+                pe: me,
+                moves,
+            };
+            self.core.send_news(home, news);
         }
         self.requeue(waiting);
     }
@@ -332,18 +376,8 @@ impl PeRuntime {
         };
         match self.core.loc.route(coll, &addr.key, moves, me) {
             Route::Forward { pe, moves } => {
-                if via.src != me
-                    && via.src != pe
-                    && self.core.loc.should_tell(via.src, coll, &addr.key, moves)
-                {
-                    // The sender's next messages go straight there.
-                    match self.core.home_of(coll, &addr) {
-                        Ok(home) => {
-                            self.core
-                                .send_news(via.src, coll, addr.clone(), home, pe, moves)
-                        }
-                        Err(e) => self.core.fail(e),
-                    }
+                if via.src != me && via.src != pe {
+                    self.core.tell_sender(via.src, coll, &addr, (pe, moves));
                 }
                 let kind = Kind::User {
                     dest: Dest::ElementAt(coll, addr, moves),

@@ -19,7 +19,8 @@ use crate::engine::quiescence::Quiescence;
 use crate::engine::scheduler::{ReadyQueue, SpareBuffers};
 use crate::machine::Port;
 use crate::msg::callback::Callback;
-use crate::msg::envelope::{Dest, Envelope, Kind};
+use crate::msg::envelope::Envelope;
+use crate::msg::kind::exit::PeFailed;
 use crate::trace::{ns, PeTrace};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -30,6 +31,7 @@ mod deliver;
 mod digest;
 mod dispatch;
 mod drive;
+mod exit;
 pub(crate) mod flow;
 mod guard;
 pub(crate) mod location;
@@ -40,6 +42,7 @@ mod reduce;
 pub(crate) mod scheduler;
 
 use create::describe_index;
+pub(crate) use dispatch::Origin;
 use guard::{guarded, invoke};
 pub(crate) use pe_core::{Current, LocalContribution, MoveRequest, PeCore, Via};
 use reduce::Pending;
@@ -293,14 +296,7 @@ impl PeRuntime {
     /// failed): they no longer count against this PE's window for `to`, or this PE
     /// would hold its own messages forever. True if that released held messages.
     pub(crate) fn lost_at(&mut self, to: Pe, weight: u64) -> bool {
-        let Some(held) = self.core.flow.credited(to, weight) else {
-            return false;
-        };
-        for env in held {
-            let (prio, exp) = (env.prio, env.expedited);
-            self.core.queue.push(env, prio, exp);
-        }
-        true
+        self.release_held(to, weight)
     }
 
     /// Queue the machine layer's notice that `pe` failed for `callback`. It is counted
@@ -308,7 +304,7 @@ impl PeRuntime {
     pub(crate) fn notify_failure(&mut self, pe: Pe, callback: Callback) {
         let env = self
             .core
-            .envelope(Kind::PeFailed { pe, callback }, SendOpts::expedited());
+            .envelope(PeFailed { pe, callback }, SendOpts::expedited());
         self.core.post(self.core.me, env);
     }
 

@@ -13,10 +13,15 @@ use crate::engine::flow::{self, Flow};
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
 use crate::engine::scheduler::ReadyQueue;
+use crate::engine::Origin;
 use crate::machine::Port;
 use crate::msg::array::{builtin_home, ArrayMap, ElemAddr, Shape};
 use crate::msg::callback::Callback;
 use crate::msg::envelope::{Dest, DestKey, Envelope, Kind};
+use crate::msg::kind::bcast::Bcast;
+use crate::msg::kind::create::{DoneInserting, Insert};
+use crate::msg::kind::exit::Exit;
+use crate::msg::kind::quiescence::QdRequest;
 use crate::msg::payload::{Message, Payload};
 use crate::msg::reduction::{RedData, Reducer};
 use crate::trace::{ns, PeTrace};
@@ -32,6 +37,19 @@ pub(crate) struct Via {
     pub(crate) prio: i32,
     pub(crate) expedited: bool,
     pub(crate) hops: u8,
+}
+
+impl Via {
+    /// A user message from `from` that was forwarded `hops` times.
+    pub(crate) fn new(from: Origin, hops: u8) -> Self {
+        Via {
+            src: from.src,
+            seq: from.seq,
+            prio: from.prio,
+            expedited: from.expedited,
+            hops,
+        }
+    }
 }
 
 /// Which chare is running, so `Ctx` calls know who is asking.
@@ -129,7 +147,7 @@ impl PeCore {
         }
     }
 
-    pub(super) fn envelope(&mut self, kind: Kind, opts: SendOpts) -> Envelope {
+    pub(super) fn envelope(&mut self, kind: impl Into<Kind>, opts: SendOpts) -> Envelope {
         self.next_seq = self.next_seq.wrapping_add(1);
         Envelope {
             src: self.me,
@@ -137,7 +155,7 @@ impl PeCore {
             prio: opts.prio,
             expedited: opts.expedited,
             counted: true,
-            kind,
+            kind: kind.into(),
         }
     }
 
@@ -269,10 +287,11 @@ impl PeCore {
     }
 
     pub(crate) fn broadcast(&mut self, dest: Dest, payload: Payload, opts: SendOpts) {
+        let root = self.me;
         let env = self.envelope(
-            Kind::Bcast {
+            Bcast {
                 dest,
-                root: self.me,
+                root,
                 payload,
             },
             opts,
@@ -356,7 +375,7 @@ impl PeCore {
     pub(crate) fn insert_element(&mut self, coll: CollectionId, addr: ElemAddr, init: Payload) {
         match self.locate(coll, &addr) {
             Ok(pe) => {
-                let kind = Kind::Insert {
+                let kind = Insert {
                     coll,
                     addr,
                     init,
@@ -370,13 +389,8 @@ impl PeCore {
     }
 
     pub(crate) fn done_inserting(&mut self, coll: CollectionId) {
-        let env = self.envelope(
-            Kind::DoneInserting {
-                coll,
-                root: self.me,
-            },
-            SendOpts::default(),
-        );
+        let root = self.me;
+        let env = self.envelope(DoneInserting { coll, root }, SendOpts::default());
         self.post(self.me, env);
     }
 
@@ -400,7 +414,7 @@ impl PeCore {
         id
     }
 
-    pub(crate) fn create(&mut self, to: Pe, kind: Kind) {
+    pub(crate) fn create(&mut self, to: Pe, kind: impl Into<Kind>) {
         let env = self.envelope(kind, SendOpts::expedited());
         self.post(to, env);
     }
@@ -479,29 +493,22 @@ impl PeCore {
     /// End the job: broadcast an exit down the tree rooted here and down PE 0's.
     pub(crate) fn exit(&mut self, error: Option<RuntimeError>) {
         if self.me != 0 {
-            // PE 0 always hears, so the broadcast over PE 0's tree (see `Kind::Exit`)
+            // PE 0 always hears, so the broadcast over PE 0's tree (see `engine/exit.rs`)
             // always starts.
-            let kind = Kind::Exit {
+            let kind = Exit {
                 root: self.me,
                 error: error.clone(),
             };
             self.uncounted(0, kind);
         }
-        let mut env = self.envelope(
-            Kind::Exit {
-                root: self.me,
-                error,
-            },
-            SendOpts::expedited(),
-        );
-        env.counted = false;
-        self.post(self.me, env);
+        let root = self.me;
+        self.uncounted(root, Exit { root, error });
     }
 
     /// Counted like any message, so a request still in flight keeps the job from
     /// looking quiescent: every request made before quiescence fires at its detection.
     pub(crate) fn request_quiescence(&mut self, callback: Callback) {
-        let env = self.envelope(Kind::QdRequest { callback }, SendOpts::expedited());
+        let env = self.envelope(QdRequest { callback }, SendOpts::expedited());
         self.post(0, env);
     }
 
@@ -517,7 +524,8 @@ impl PeCore {
         self.net.subscribe_failures(self.me, callback);
     }
 
-    pub(super) fn uncounted(&mut self, to: Pe, kind: Kind) {
+    /// Send a control message quiescence detection does not count.
+    pub(super) fn uncounted(&mut self, to: Pe, kind: impl Into<Kind>) {
         let mut env = self.envelope(kind, SendOpts::expedited());
         env.counted = false;
         self.post(to, env);

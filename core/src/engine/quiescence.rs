@@ -10,8 +10,13 @@
 //! its own. Quiescence that nobody asked for means nothing will ever run again and no
 //! PE saw an exit: the job would wait forever.
 
+use super::{Origin, PeRuntime};
+use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::msg::callback::Callback;
+use crate::msg::envelope::Envelope;
+use crate::msg::kind::quiescence::{Orphans, QdMsg, QdReply, QdRequest, QdWave};
+use crate::msg::reduction::RedData;
 
 /// A quiescence reply that no wave of this PE waits for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -181,6 +186,95 @@ impl Quiescence {
     /// Waves this PE started (root only), for statistics.
     pub(crate) fn waves_run(&self) -> u64 {
         self.waves_run
+    }
+}
+
+/// The handlers of quiescence detection's messages (`msg/kind/quiescence.rs`).
+impl PeRuntime {
+    /// Count a message about to run as processed, and owe its sender credit.
+    pub(super) fn count_processed(&mut self, env: &Envelope) {
+        if env.counted {
+            self.core.processed += env.weight();
+            self.credit_handled(env);
+        }
+    }
+
+    /// Run a quiescence message.
+    pub(super) fn on_quiescence(&mut self, m: QdMsg, from: Origin) {
+        match m {
+            QdMsg::QdRequest(QdRequest { callback }) => {
+                if self.core.qd.request(callback) {
+                    self.start_wave();
+                }
+            }
+            QdMsg::QdWave(QdWave { wave }) => self.join_wave(wave),
+            QdMsg::QdReply(r) => self.child_reply(r, from.src),
+            QdMsg::Orphans(Orphans { root }) => self.report_orphans(root),
+        }
+    }
+
+    /// The root starts a wave down the PE tree.
+    pub(super) fn start_wave(&mut self) {
+        let wave = self.core.qd.begin_wave();
+        self.join_wave(wave);
+    }
+
+    /// Take part in wave `wave`: pass it to this PE's children and wait for them.
+    fn join_wave(&mut self, wave: u64) {
+        let children: Vec<Pe> = self.core.tree_children().collect();
+        for &c in &children {
+            self.core.uncounted(c, QdWave { wave });
+        }
+        self.core.qd.join_wave(wave, children);
+    }
+
+    fn child_reply(&mut self, r: QdReply, src: Pe) {
+        let parent = self.core.tree_parent();
+        let out = self
+            .core
+            .qd
+            .child_reply(r.wave, src, r.sent, r.processed, parent.is_none());
+        match out {
+            Ok(out) => self.qd_outcome(out, parent),
+            Err(e) => {
+                let pe = self.core.me;
+                let what = e.to_string();
+                self.core.fail(RuntimeError::BadInput { pe, what });
+            }
+        }
+    }
+
+    /// Do what a step of detection says: reply up, fire callbacks, wave again.
+    pub(super) fn qd_outcome(&mut self, out: Outcome, parent: Option<Pe>) {
+        match out {
+            Outcome::Nothing => {}
+            Outcome::Reply {
+                wave,
+                sent,
+                processed,
+            } => {
+                if let Some(p) = parent {
+                    let reply = QdReply {
+                        wave,
+                        sent,
+                        processed,
+                    };
+                    self.core.uncounted(p, reply);
+                }
+            }
+            Outcome::Quiescent(callbacks) => {
+                self.report_orphans(self.core.me);
+                for cb in callbacks {
+                    self.core.fire(&cb, RedData::List(Vec::new()));
+                }
+            }
+            Outcome::AnotherWave => self.start_wave(),
+            Outcome::Stalled => self.core.abort(RuntimeError::Stalled(
+                "every PE waits for a message and none is on its way, and no PE saw an exit; \
+                 end the program with ctx.exit(), ctx.exit_on_quiescence() or Callback::Exit"
+                    .into(),
+            )),
+        }
     }
 }
 

@@ -1,12 +1,12 @@
 //! Reductions: contributions made during handlers, partial results climbing the
 //! spanning tree, and completion at the root.
 
-use super::{LocalContribution, Members, PeRuntime};
+use super::{LocalContribution, Members, Origin, PeRuntime};
 use crate::api::proxy::SendOpts;
 use crate::base::error::RuntimeError;
 use crate::base::ids::CollectionId;
 use crate::msg::callback::Callback;
-use crate::msg::envelope::Kind;
+use crate::msg::kind::reduce::{Contribute, HomeContribute, ReduceMsg};
 use crate::msg::reduction::{self, Partial, Reducer};
 
 /// Per-collection reduction progress on this PE.
@@ -64,6 +64,15 @@ impl Pending {
     }
 }
 
+/// Whose share of a reduction a partial result is.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Share {
+    /// A member this PE counts: one of its own, or an element homed here and away.
+    Member,
+    /// A child's whole subtree.
+    Subtree,
+}
+
 impl PeRuntime {
     pub(super) fn apply_deferred(&mut self) {
         while !self.core.deferred.is_empty() {
@@ -106,7 +115,7 @@ impl PeRuntime {
         let partial = reduction::partial_of(lc.reducer, lc.key, lc.value);
         if let Some(home) = away_home {
             // The home counts its elements in reductions wherever they are.
-            let kind = Kind::HomeContribute {
+            let kind = HomeContribute {
                 coll: lc.coll,
                 seq,
                 reducer: lc.reducer,
@@ -115,11 +124,39 @@ impl PeRuntime {
             let env = self.core.envelope(kind, SendOpts::default());
             return self.core.post(home, env);
         }
-        self.add_partial(lc.coll, seq, lc.reducer, lc.callback, partial, true);
+        self.add_partial(
+            lc.coll,
+            seq,
+            lc.reducer,
+            lc.callback,
+            partial,
+            Share::Member,
+        );
     }
 
-    /// Merge a member's contribution (`local`: of a member this PE counts) or a
-    /// child's partial into reduction `seq`, and finish the reduction here if it can.
+    /// Run a contribution from another PE.
+    pub(super) fn on_reduce(&mut self, m: ReduceMsg, _from: Origin) {
+        let (coll, seq, reducer, body, share) = match m {
+            ReduceMsg::Contribute(Contribute {
+                coll,
+                seq,
+                reducer,
+                body,
+            }) => (coll, seq, reducer, body, Share::Subtree),
+            // The home counts an element away as one of its own.
+            ReduceMsg::HomeContribute(HomeContribute {
+                coll,
+                seq,
+                reducer,
+                body,
+            }) => (coll, seq, reducer, body, Share::Member),
+        };
+        let (callback, partial) = *body;
+        self.add_partial(coll, seq, reducer, callback, partial, share);
+    }
+
+    /// Merge a member's contribution or a child's partial into reduction `seq`, and
+    /// finish the reduction here if it can.
     pub(super) fn add_partial(
         &mut self,
         coll: CollectionId,
@@ -127,7 +164,7 @@ impl PeRuntime {
         reducer: Reducer,
         callback: Callback,
         partial: Partial,
-        local: bool,
+        share: Share,
     ) {
         if self.merge(coll, seq, reducer, callback, partial) {
             if let Some(p) = self
@@ -135,10 +172,9 @@ impl PeRuntime {
                 .get_mut(&coll)
                 .and_then(|c| c.reductions.get_mut(seq))
             {
-                if local {
-                    p.local += 1;
-                } else {
-                    p.children += 1;
+                match share {
+                    Share::Member => p.local += 1,
+                    Share::Subtree => p.children += 1,
                 }
             }
             self.try_complete(coll, seq);
@@ -214,7 +250,7 @@ impl PeRuntime {
         let Some(partial) = p.partial else { return };
         match parent {
             Some(parent) => {
-                let kind = Kind::Contribute {
+                let kind = Contribute {
                     coll,
                     seq,
                     reducer: p.reducer,

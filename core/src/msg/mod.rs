@@ -5,6 +5,8 @@ pub mod array;
 pub mod callback;
 pub mod envelope;
 // The one audited module outside the mpi layer that uses `unsafe` (see its header).
+pub(crate) mod dest;
+pub(crate) mod kind;
 #[allow(unsafe_code)]
 mod local;
 pub mod payload;

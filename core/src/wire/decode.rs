@@ -1,13 +1,14 @@
 //! Decoding received bytes into an envelope, every length checked before it is used.
 
 use super::{
-    body_options, kind_tag, payload_mut, u16_at, u32_at, WireError, COUNTED, EXPEDITED,
-    HAS_PAYLOAD, HEADER_BYTES, KIND_NAMES, LONG_MAGIC, MAGIC, RUN, SEGMENTED, USER, VERSION,
+    body_options, u16_at, u32_at, WireError, COUNTED, EXPEDITED, HAS_PAYLOAD, HEADER_BYTES,
+    KIND_NAMES, LONG_MAGIC, MAGIC, RUN, SEGMENTED, USER, VERSION,
 };
 use crate::base::ids::Pe;
 use crate::msg::envelope::{Envelope, Kind};
 use crate::msg::payload::Payload;
 use bincode::Options;
+use serde::de::DeserializeSeed;
 use std::sync::Arc;
 
 /// The destination PE an envelope's header names, if it is long enough to have one
@@ -41,9 +42,21 @@ pub(crate) fn counted_weight(bytes: &[u8]) -> Option<u64> {
         .then_some(count)
 }
 
-/// Decode one envelope received by PE `me`; the payload stays in `buf`.
-pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
-    let bytes = &buf[..];
+/// The fixed header of an envelope, as read and checked by `read_header`.
+struct Header {
+    flags: u8,
+    tag: u8,
+    kind_name: &'static str,
+    src: Pe,
+    prio: i32,
+    seq: u32,
+    body_len: u32,
+    payload_len: u32,
+}
+
+/// Read and check the header of `bytes`, an envelope for PE `me`: magic, version,
+/// lengths against the bytes received, kind and destination.
+fn read_header(bytes: &[u8], me: Pe) -> Result<Header, WireError> {
     if bytes.starts_with(&LONG_MAGIC) {
         // A notice the receiver did not take as one: another version's, or garbled.
         return Err(WireError::Segments {
@@ -67,13 +80,8 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
             reason: "its segments were not received with it".into(),
         });
     }
-    let tag = bytes[7];
-    let src = u32_at(bytes, 8);
-    let dst = u32_at(bytes, 12);
-    let prio = u32_at(bytes, 16) as i32;
-    let seq = u32_at(bytes, 20);
-    let body_len = u32_at(bytes, 24);
-    let payload_len = u32_at(bytes, 28);
+    let (tag, dst) = (bytes[7], u32_at(bytes, 12));
+    let (body_len, payload_len) = (u32_at(bytes, 24), u32_at(bytes, 28));
     let total = HEADER_BYTES as u64 + u64::from(body_len) + u64::from(payload_len);
     if total != bytes.len() as u64 {
         return Err(WireError::Length {
@@ -89,9 +97,22 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
     if dst != me {
         return Err(WireError::WrongDestination { dst, me });
     }
-    let body_end = HEADER_BYTES + body_len as usize;
-    let body = &bytes[HEADER_BYTES..body_end];
-    let kind = if tag == USER {
+    Ok(Header {
+        flags,
+        tag,
+        kind_name,
+        src: u32_at(bytes, 8),
+        prio: u32_at(bytes, 16) as i32,
+        seq: u32_at(bytes, 20),
+        body_len,
+        payload_len,
+    })
+}
+
+/// Read the kind's body: a user message's address, or a runtime message's tag and
+/// fields; its payload is left empty.
+fn read_body(h: &Header, body: &[u8]) -> Result<Kind, WireError> {
+    let kind = if h.tag == USER {
         crate::wire::user_body::read(body).map(|(dest, hops)| Kind::User {
             dest,
             payload: Payload::placeholder(),
@@ -99,43 +120,55 @@ pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
         })
     } else {
         body_options()
-            .with_limit(u64::from(body_len))
-            .deserialize(body)
+            .with_limit(u64::from(h.body_len))
+            .deserialize_seed(BodySeed(h.tag), body)
             .map_err(|e| e.to_string())
     };
-    let mut kind = kind.map_err(|reason| WireError::Body {
-        kind: kind_name,
+    kind.map_err(|reason| WireError::Body {
+        kind: h.kind_name,
         reason,
-    })?;
-    if kind_tag(&kind) != tag {
-        return Err(WireError::Body {
-            kind: kind_name,
-            reason: format!("it decodes as {}", KIND_NAMES[kind_tag(&kind) as usize]),
-        });
+    })
+}
+
+/// Reads the body of the runtime message a header's tag names.
+struct BodySeed(u8);
+
+impl<'de> DeserializeSeed<'de> for BodySeed {
+    type Value = Kind;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Kind, D::Error> {
+        Kind::deserialize_body(self.0, d)
     }
-    let has_payload = flags & HAS_PAYLOAD != 0;
-    let run = flags & RUN != 0;
-    match (payload_mut(&mut kind), has_payload) {
+}
+
+/// Decode one envelope received by PE `me`; the payload stays in `buf`.
+pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
+    let h = read_header(&buf, me)?;
+    let body_end = HEADER_BYTES + h.body_len as usize;
+    let mut kind = read_body(&h, &buf[HEADER_BYTES..body_end])?;
+    let has_payload = h.flags & HAS_PAYLOAD != 0;
+    let run = h.flags & RUN != 0;
+    match (kind.payload_mut(), has_payload) {
         (Some(slot), true) => {
             *slot = Payload::from_wire(buf, body_end, run).map_err(|claimed| WireError::Run {
                 claimed,
                 max: crate::msg::payload::MAX_RUN_MESSAGES,
             })?;
         }
-        (None, false) if payload_len == 0 => {}
+        (None, false) if h.payload_len == 0 => {}
         _ => {
             return Err(WireError::Flags {
-                kind: kind_name,
+                kind: h.kind_name,
                 has_payload,
             })
         }
     }
     Ok(Envelope {
-        src,
-        seq,
-        prio,
-        expedited: flags & EXPEDITED != 0,
-        counted: flags & COUNTED != 0,
+        src: h.src,
+        seq: h.seq,
+        prio: h.prio,
+        expedited: h.flags & EXPEDITED != 0,
+        counted: h.flags & COUNTED != 0,
         kind,
     })
 }

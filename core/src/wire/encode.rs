@@ -2,8 +2,8 @@
 //! out to travel as segments.
 
 use super::{
-    body_options, kind_tag, payload_of, WireError, COUNTED, EXPEDITED, HAS_PAYLOAD, HEADER_BYTES,
-    KIND_NAMES, MAGIC, RUN, SEGMENTED, SEGMENT_MIN, VERSION,
+    body_options, WireError, COUNTED, EXPEDITED, HAS_PAYLOAD, HEADER_BYTES, MAGIC, RUN, SEGMENTED,
+    SEGMENT_MIN, VERSION,
 };
 use crate::base::bytes::Bytes;
 use crate::base::ids::Pe;
@@ -15,7 +15,7 @@ use bincode::Options;
 /// the body), to size a buffer before `encode`.
 #[cfg(feature = "mpi")]
 pub(crate) fn size_hint(env: &Envelope) -> usize {
-    HEADER_BYTES + 64 + payload_of(&env.kind).map_or(0, |p| p.wire_len() as usize)
+    HEADER_BYTES + 64 + env.kind.payload().map_or(0, |p| p.wire_len() as usize)
 }
 
 /// Append the wire form of `env`, bound for PE `dst`, to `out`.
@@ -50,7 +50,7 @@ pub fn encode_segmented(
     }
     out[start + 6] |= SEGMENTED;
     let count = u32::try_from(gaps.len()).map_err(|_| WireError::Encode {
-        kind: KIND_NAMES[kind_tag(&env.kind) as usize],
+        kind: env.kind.name(),
         reason: "over 4 Gi segments".into(),
     })?;
     let mut segments = Vec::with_capacity(gaps.len());
@@ -103,8 +103,8 @@ pub(super) fn encode_with(
     out: &mut Vec<u8>,
     payload: impl FnOnce(&Payload, &mut Vec<u8>) -> Result<(bool, usize), String>,
 ) -> Result<(), WireError> {
-    let tag = kind_tag(&env.kind);
-    let kind_name = KIND_NAMES[tag as usize];
+    let tag = env.kind.tag();
+    let kind_name = env.kind.name();
     let start = out.len();
     out.resize(start + HEADER_BYTES, 0);
     let body = match &env.kind {
@@ -126,7 +126,7 @@ pub(super) fn encode_with(
         flags |= COUNTED;
     }
     let mut diverted = 0;
-    if let Some(p) = payload_of(&env.kind) {
+    if let Some(p) = env.kind.payload() {
         flags |= HAS_PAYLOAD;
         let (run, left_out) = payload(p, out).map_err(|reason| WireError::Encode {
             kind: kind_name,

@@ -4,10 +4,11 @@
 //! ```text
 //! offset size field
 //!      0    4 magic "CHRS"
-//!      4    2 version (3)
+//!      4    2 version (4)
 //!      6    1 flags: 1 expedited, 2 counted, 4 payload is a run, 8 has a payload,
 //!             16 segmented (long byte strings follow as their own messages)
-//!      7    1 kind: which runtime message this is (see KIND_NAMES)
+//!      7    1 kind: which message this is (see KIND_NAMES; each family of runtime
+//!             messages declares its tags in `msg/kind/`)
 //!      8    4 source PE
 //!     12    4 destination PE
 //!     16    4 priority (i32)
@@ -15,7 +16,8 @@
 //!     24    4 length of the kind's body
 //!     28    4 length of the payload
 //!     32      body: a user message's destination and hops (see `user_body.rs`); any
-//!             other kind, bincode (fixed-width integers) with payload fields empty
+//!             other kind, its tag (u32) and its fields, bincode (fixed-width integers)
+//!             with payload fields empty
 //!             payload: the message's own bincode encoding, raw
 //! ```
 //!
@@ -45,8 +47,8 @@ pub use segments::{long_notice, noticed_len, segment_plan, SegmentPlan};
 
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
-use crate::msg::envelope::{Dest, Envelope, Kind};
-use crate::msg::payload::Payload;
+use crate::msg::envelope::{Envelope, Kind};
+use crate::msg::kind::{kind_names, KIND_COUNT, USER_TAG};
 use bincode::Options;
 use thiserror::Error;
 
@@ -69,28 +71,9 @@ const LONG_MAGIC: [u8; 4] = *b"CHRL";
 /// Bytes of a long-envelope notice.
 const NOTICE_BYTES: usize = 16;
 
-/// Names of the kinds, by their number on the wire.
-pub const KIND_NAMES: [&str; 19] = [
-    "User",
-    "Bcast",
-    "CreateChare",
-    "CreateGroup",
-    "CreateArray",
-    "Insert",
-    "DoneInserting",
-    "Census",
-    "Contribute",
-    "QdRequest",
-    "QdWave",
-    "QdReply",
-    "Orphans",
-    "Exit",
-    "PeFailed",
-    "Migrate",
-    "Moved",
-    "HomeContribute",
-    "Credit",
-];
+/// Names of the kinds, by their number on the wire (each family's table in
+/// `msg/kind/`).
+pub const KIND_NAMES: [&str; KIND_COUNT] = kind_names();
 
 /// What was wrong with bytes that should have been an envelope.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -194,55 +177,7 @@ fn body_options() -> impl Options {
 }
 
 /// The number of `Kind::User` on the wire, whose body `user_body` writes.
-const USER: u8 = 0;
-
-fn kind_tag(kind: &Kind) -> u8 {
-    match kind {
-        Kind::User { .. } => USER,
-        Kind::Bcast { .. } => 1,
-        Kind::CreateChare { .. } => 2,
-        Kind::CreateGroup { .. } => 3,
-        Kind::CreateArray { .. } => 4,
-        Kind::Insert { .. } => 5,
-        Kind::DoneInserting { .. } => 6,
-        Kind::Census { .. } => 7,
-        Kind::Contribute { .. } => 8,
-        Kind::QdRequest { .. } => 9,
-        Kind::QdWave { .. } => 10,
-        Kind::QdReply { .. } => 11,
-        Kind::Orphans { .. } => 12,
-        Kind::Exit { .. } => 13,
-        Kind::PeFailed { .. } => 14,
-        Kind::Migrate { .. } => 15,
-        Kind::Moved { .. } => 16,
-        Kind::HomeContribute { .. } => 17,
-        Kind::Credit { .. } => 18,
-    }
-}
-
-fn payload_of(kind: &Kind) -> Option<&Payload> {
-    match kind {
-        Kind::User { payload, .. } | Kind::Bcast { payload, .. } => Some(payload),
-        Kind::CreateChare { init, .. }
-        | Kind::CreateGroup { init, .. }
-        | Kind::CreateArray { init, .. }
-        | Kind::Insert { init, .. } => Some(init),
-        Kind::Migrate { state, .. } => Some(state),
-        _ => None,
-    }
-}
-
-fn payload_mut(kind: &mut Kind) -> Option<&mut Payload> {
-    match kind {
-        Kind::User { payload, .. } | Kind::Bcast { payload, .. } => Some(payload),
-        Kind::CreateChare { init, .. }
-        | Kind::CreateGroup { init, .. }
-        | Kind::CreateArray { init, .. }
-        | Kind::Insert { init, .. } => Some(init),
-        Kind::Migrate { state, .. } => Some(state),
-        _ => None,
-    }
-}
+const USER: u8 = USER_TAG;
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
@@ -255,30 +190,9 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 impl Envelope {
     /// Bytes this envelope would take on a wire: the header, the address and the body.
     pub(crate) fn wire_bytes(&self) -> u64 {
-        let dest_bytes = |d: &Dest| match d {
-            Dest::Chare(_) => 12,
-            Dest::Group(_) | Dest::Array(_) => 8,
-            Dest::Element(_, addr) => 16 + addr.key.0.len() as u64,
-            Dest::ElementAt(_, addr, _) => 20 + addr.key.0.len() as u64,
-        };
         let body = match &self.kind {
-            Kind::User { dest, payload, .. } | Kind::Bcast { dest, payload, .. } => {
-                dest_bytes(dest) + payload.wire_len()
-            }
-            Kind::CreateChare { init, .. } | Kind::CreateGroup { init, .. } => 16 + init.wire_len(),
-            Kind::CreateArray { init, shape, .. } => {
-                24 + init.wire_len() + bincode::serialized_size(&**shape).unwrap_or(0)
-            }
-            Kind::Insert { addr, init, .. } => 16 + addr.key.0.len() as u64 + init.wire_len(),
-            Kind::Migrate { addr, state, .. } => 36 + addr.key.0.len() as u64 + state.wire_len(),
-            Kind::Moved { addr, .. } => 32 + addr.key.0.len() as u64,
-            Kind::Contribute { body, .. } | Kind::HomeContribute { body, .. } => {
-                24 + bincode::serialized_size(&body.0).unwrap_or(0)
-                    + bincode::serialized_size(&body.1).unwrap_or(0)
-            }
-            Kind::QdReply { .. } => 24,
-            Kind::PeFailed { callback, .. } => 4 + bincode::serialized_size(callback).unwrap_or(0),
-            _ => 16,
+            Kind::User { dest, payload, .. } => dest.wire_bytes() + payload.wire_len(),
+            kind => kind.family().map_or(0, |f| f.body().body_bytes()),
         };
         HEADER_BYTES as u64 + body
     }

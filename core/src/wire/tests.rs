@@ -5,6 +5,9 @@ use crate::base::bytes::Bytes;
 use crate::base::ids::ChareId;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::Dest;
+use crate::msg::kind::flow::Credit;
+use crate::msg::kind::quiescence::{QdMsg, QdRequest};
+use crate::msg::payload::Payload;
 use std::sync::Arc;
 
 fn user(msg: Vec<u32>) -> Envelope {
@@ -72,18 +75,19 @@ fn runs_and_kinds_without_payload_round_trip() {
         prio: 0,
         expedited: true,
         counted: false,
-        kind: Kind::QdRequest {
+        kind: QdRequest {
             callback: Callback::Exit,
-        },
+        }
+        .into(),
     };
     out.clear();
     encode(&qd, 2, &mut out).expect("encodes");
     let back = decode(Arc::new(out), 2).expect("decodes");
     assert!(matches!(
         back.kind,
-        Kind::QdRequest {
+        Kind::Qd(QdMsg::QdRequest(QdRequest {
             callback: Callback::Exit
-        }
+        }))
     ));
 }
 
@@ -329,14 +333,15 @@ fn corpus_seeds() -> Vec<(&'static str, Vec<u8>)> {
         prio: 0,
         expedited: true,
         counted: false,
-        kind: Kind::QdRequest {
+        kind: QdRequest {
             callback: Callback::Exit,
-        },
+        }
+        .into(),
     };
     encode(&qd, 1, &mut out).expect("encodes");
     seeds.push(("qd-request", std::mem::take(&mut out)));
     let credit = Envelope {
-        kind: Kind::Credit { n: 1024 },
+        kind: Credit { n: 1024 }.into(),
         ..qd
     };
     encode(&credit, 1, &mut out).expect("encodes");

@@ -1,0 +1,153 @@
+//! Creation of chares, groups, arrays and inserted elements, and the census that
+//! counts an array's elements for its reductions (handled in `engine/create.rs`).
+
+use super::payload_slot;
+use super::{family, Body};
+use crate::base::ids::{ChareId, CollectionId, Pe};
+use crate::base::tree;
+use crate::msg::array::{ArrayMap, ElemAddr, Shape};
+use crate::msg::payload::Payload;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+family! {
+    /// Creations and the census.
+    CreateMsg {
+        CreateChare = 2 => None;
+        CreateGroup = 3 => None;
+        CreateArray = 4 => None;
+        Insert = 5 => None;
+        DoneInserting = 6 => Some("chorus::census");
+        Census = 7 => Some("chorus::census");
+    }
+}
+
+/// Create singleton chare `id` of registered type `ty` here.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CreateChare {
+    pub(crate) id: ChareId,
+    pub(crate) ty: u32,
+    #[serde(with = "payload_slot")]
+    pub(crate) init: Payload,
+}
+
+/// Create the member of group `coll` here, and pass the creation down the tree.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CreateGroup {
+    pub(crate) coll: CollectionId,
+    pub(crate) ty: u32,
+    pub(crate) root: Pe,
+    #[serde(with = "payload_slot")]
+    pub(crate) init: Payload,
+}
+
+/// Create the elements of array `coll` the map places here, and pass it down the tree.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CreateArray {
+    pub(crate) coll: CollectionId,
+    pub(crate) ty: u32,
+    pub(crate) root: Pe,
+    #[serde(with = "payload_slot")]
+    pub(crate) init: Payload,
+    pub(crate) shape: Arc<Shape>,
+    pub(crate) map: ArrayMap,
+}
+
+/// Insert element `addr` into array `coll`.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Insert {
+    pub(crate) coll: CollectionId,
+    pub(crate) addr: ElemAddr,
+    #[serde(with = "payload_slot")]
+    pub(crate) init: Payload,
+    /// Times the insert was forwarded towards the element's home.
+    pub(crate) hops: u8,
+}
+
+/// Array `coll` has all its inserts: count its elements again, down the tree.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct DoneInserting {
+    pub(crate) coll: CollectionId,
+    pub(crate) root: Pe,
+}
+
+/// A child's count of array elements in its subtree.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Census {
+    pub(crate) coll: CollectionId,
+    pub(crate) epoch: u32,
+    pub(crate) count: u64,
+}
+
+impl Body for CreateChare {
+    fn payload(&self) -> Option<&Payload> {
+        Some(&self.init)
+    }
+    fn payload_mut(&mut self) -> Option<&mut Payload> {
+        Some(&mut self.init)
+    }
+    fn body_bytes(&self) -> u64 {
+        16 + self.init.wire_len()
+    }
+}
+
+impl Body for CreateGroup {
+    fn payload(&self) -> Option<&Payload> {
+        Some(&self.init)
+    }
+    fn payload_mut(&mut self) -> Option<&mut Payload> {
+        Some(&mut self.init)
+    }
+    fn check(&self, npes: usize) -> Result<(), String> {
+        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+    }
+    fn body_bytes(&self) -> u64 {
+        16 + self.init.wire_len()
+    }
+}
+
+impl Body for CreateArray {
+    fn payload(&self) -> Option<&Payload> {
+        Some(&self.init)
+    }
+    fn payload_mut(&mut self) -> Option<&mut Payload> {
+        Some(&mut self.init)
+    }
+    fn check(&self, npes: usize) -> Result<(), String> {
+        self.shape.check().map_err(|e| e.to_string())?;
+        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+    }
+    fn body_bytes(&self) -> u64 {
+        24 + self.init.wire_len() + bincode::serialized_size(&*self.shape).unwrap_or(0)
+    }
+}
+
+impl Body for Insert {
+    fn payload(&self) -> Option<&Payload> {
+        Some(&self.init)
+    }
+    fn payload_mut(&mut self) -> Option<&mut Payload> {
+        Some(&mut self.init)
+    }
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn body_bytes(&self) -> u64 {
+        16 + self.addr.key.0.len() as u64 + self.init.wire_len()
+    }
+}
+
+impl Body for DoneInserting {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn check(&self, npes: usize) -> Result<(), String> {
+        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+    }
+}
+
+impl Body for Census {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+}

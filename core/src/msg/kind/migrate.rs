@@ -1,0 +1,63 @@
+//! Migration of array elements and the news of where they went (handled in
+//! `engine/migration.rs`).
+
+use super::payload_slot;
+use super::{family, Body};
+use crate::base::ids::{CollectionId, Pe};
+use crate::msg::array::ElemAddr;
+use crate::msg::payload::Payload;
+use serde::{Deserialize, Serialize};
+
+family! {
+    /// Migration and location.
+    MoveMsg {
+        Migrate = 15 => Some("chorus::migrate");
+        Moved = 16 => Some("chorus::location");
+    }
+}
+
+/// An array element moving here: its state, its move count and reduction progress.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Migrate {
+    pub(crate) coll: CollectionId,
+    pub(crate) addr: ElemAddr,
+    pub(crate) home: Pe,
+    pub(crate) moves: u32,
+    pub(crate) contributed: u64,
+    #[serde(with = "payload_slot")]
+    pub(crate) state: Payload,
+}
+
+/// News that an element reached PE `pe` on its `moves`-th move.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Moved {
+    pub(crate) coll: CollectionId,
+    pub(crate) addr: ElemAddr,
+    pub(crate) home: Pe,
+    pub(crate) pe: Pe,
+    pub(crate) moves: u32,
+}
+
+impl Body for Migrate {
+    fn payload(&self) -> Option<&Payload> {
+        Some(&self.state)
+    }
+    fn payload_mut(&mut self) -> Option<&mut Payload> {
+        Some(&mut self.state)
+    }
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn body_bytes(&self) -> u64 {
+        36 + self.addr.key.0.len() as u64 + self.state.wire_len()
+    }
+}
+
+impl Body for Moved {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn body_bytes(&self) -> u64 {
+        32 + self.addr.key.0.len() as u64
+    }
+}
