@@ -7,5 +7,6 @@ pub mod envelope;
 // The one audited module outside the mpi layer that uses `unsafe` (see its header).
 #[allow(unsafe_code)]
 mod local;
+mod message;
 pub mod payload;
 pub mod reduction;
