@@ -193,11 +193,12 @@ fn values_that_do_not_combine_fail_the_collective_with_a_typed_error_under_both_
     let combine = |b: RedData| {
         chorus_core::reduction::combine_values(Reducer::Sum, u64s.clone(), b, &|_| None)
             .unwrap_err()
+            .to_string()
     };
     let other_kind = RedData::I64(vec![1, 2, 3]);
     let shorter = RedData::U64(vec![1, 2]);
     let floats = RedData::F64(vec![0.5; 3]);
-    let concat = "cannot concatenate u64 with i64".to_string();
+    let concat = "reducer Concat cannot concatenate u64 with i64".to_string();
     // (shape, op, odd rank, its value, the collective's name, ranks that find the
     // problem, what they say). On the range section rank r is PE r; in the k = 2 tree
     // rank 1 merges rank 3's partial, and rank 0 folds a scan's or gather's values.

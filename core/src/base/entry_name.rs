@@ -46,6 +46,15 @@ macro_rules! not_an_enum {
     )*};
 }
 
+/// Variants with fields serialized through a compound serializer: the variant is found.
+macro_rules! found_variant {
+    ($($f:ident),*) => {$(
+        fn $f(self, _: &'static str, i: u32, v: &'static str, _: usize) -> Result<Never, Found> {
+            Err(Found::Variant(i, v))
+        }
+    )*};
+}
+
 impl ser::Serializer for VariantProbe {
     type Ok = ();
     type Error = Found;
@@ -108,30 +117,13 @@ impl ser::Serializer for VariantProbe {
     fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Never, Found> {
         Err(Found::NotAnEnum)
     }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        i: u32,
-        v: &'static str,
-        _: usize,
-    ) -> Result<Never, Found> {
-        Err(Found::Variant(i, v))
-    }
     fn serialize_map(self, _: Option<usize>) -> Result<Never, Found> {
         Err(Found::NotAnEnum)
     }
     fn serialize_struct(self, _: &'static str, _: usize) -> Result<Never, Found> {
         Err(Found::NotAnEnum)
     }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        i: u32,
-        v: &'static str,
-        _: usize,
-    ) -> Result<Never, Found> {
-        Err(Found::Variant(i, v))
-    }
+    found_variant!(serialize_tuple_variant, serialize_struct_variant);
 }
 
 #[cfg(test)]

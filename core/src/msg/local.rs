@@ -13,7 +13,7 @@
 //! `Stored::<T>::INLINE` says (the value itself, or a `Box<T>`), until `drop` or
 //! `take` moves it out, after which the `LocalMsg` is never used again.
 
-use super::payload::{AnyMsg, Message};
+use super::message::{AnyMsg, Message};
 use std::any::TypeId;
 use std::mem::{ManuallyDrop, MaybeUninit};
 

@@ -9,5 +9,6 @@ pub(crate) mod dest;
 pub(crate) mod kind;
 #[allow(unsafe_code)]
 mod local;
+mod message;
 pub mod payload;
 pub mod reduction;

@@ -2,6 +2,7 @@
 
 use crate::msg::payload::Message;
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
 /// How contributions to a reduction are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +36,7 @@ pub enum Reducer {
 /// A reduction value in the runtime's neutral form, so reductions combine across
 /// processes without knowing user types. Decoding refuses lists nested deeper than
 /// [`MAX_LIST_DEPTH`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum RedData {
     /// Signed integers (a scalar is a vector of one).
     I64(Vec<i64>),
@@ -48,26 +49,13 @@ pub enum RedData {
     /// A bincode-encoded user value (for `Gather` and custom reducers).
     Bytes(Vec<u8>),
     /// One item per contributor (the result of `Gather`).
-    List(Vec<RedData>),
+    List(#[serde(deserialize_with = "nested_list")] Vec<RedData>),
 }
 
 /// Deepest nesting of `RedData::List` a decoded value may have: a gather of gathers
 /// of ... 64 deep. Bytes from the wire nesting lists a million deep (12 bytes a
 /// level) once overflowed the stack decoding them.
 pub const MAX_LIST_DEPTH: u32 = 64;
-
-/// `RedData` as serde derives it (same variants, names and order, so the encoding
-/// is unchanged); its lists hold `RedData`, whose `Deserialize` counts the depth.
-#[derive(Deserialize)]
-#[serde(rename = "RedData")]
-enum RedDataRepr {
-    I64(Vec<i64>),
-    U64(Vec<u64>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    Bytes(Vec<u8>),
-    List(Vec<RedData>),
-}
 
 std::thread_local! {
     /// Lists being decoded on this thread, outermost first.
@@ -83,27 +71,19 @@ impl Drop for Level {
     }
 }
 
-impl<'de> Deserialize<'de> for RedData {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let depth = DEPTH.with(|c| {
-            c.set(c.get() + 1);
-            c.get()
-        });
-        let _level = Level;
-        if depth > MAX_LIST_DEPTH + 1 {
-            return Err(serde::de::Error::custom(format!(
-                "reduction lists nested deeper than {MAX_LIST_DEPTH}"
-            )));
-        }
-        Ok(match RedDataRepr::deserialize(d)? {
-            RedDataRepr::I64(v) => RedData::I64(v),
-            RedDataRepr::U64(v) => RedData::U64(v),
-            RedDataRepr::F64(v) => RedData::F64(v),
-            RedDataRepr::Bool(v) => RedData::Bool(v),
-            RedDataRepr::Bytes(v) => RedData::Bytes(v),
-            RedDataRepr::List(v) => RedData::List(v),
-        })
+/// The items of a `RedData::List`, refused past `MAX_LIST_DEPTH` lists deep.
+fn nested_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<RedData>, D::Error> {
+    let depth = DEPTH.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    let _level = Level;
+    if depth > MAX_LIST_DEPTH {
+        return Err(serde::de::Error::custom(format!(
+            "reduction lists nested deeper than {MAX_LIST_DEPTH}"
+        )));
     }
+    Vec::deserialize(d)
 }
 
 impl RedData {
@@ -132,15 +112,81 @@ pub enum Partial {
     Keyed(Vec<(u64, RedData)>),
 }
 
-fn zip_num<T: Copy>(a: Vec<T>, b: Vec<T>, f: impl Fn(T, T) -> T) -> Result<Vec<T>, String> {
+/// Why two reduction values do not combine.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum ReduceError {
+    /// The reducer does not apply to these kinds of value, or they differ.
+    #[error("reducer {reducer:?} cannot combine {a} with {b}")]
+    Kinds {
+        /// The reducer.
+        reducer: Reducer,
+        /// The kind of the first value (`RedData::kind`).
+        a: &'static str,
+        /// The kind of the second value.
+        b: &'static str,
+    },
+    /// An element-wise reducer over vectors of different lengths.
+    #[error("contributions have different lengths ({a} and {b})")]
+    Lengths {
+        /// Length of the first vector.
+        a: usize,
+        /// Length of the second vector.
+        b: usize,
+    },
+    /// `Concat` over values of different kinds, or of a kind it cannot extend.
+    #[error("reducer Concat cannot concatenate {a} with {b}")]
+    Concat {
+        /// The kind of the first value.
+        a: &'static str,
+        /// The kind of the second value.
+        b: &'static str,
+    },
+    /// A custom reducer id that no `Registry::reducer` registered.
+    #[error("custom reducer {0} is not registered")]
+    Unregistered(u32),
+    /// A custom reducer panicked.
+    #[error("custom reducer {id} panicked: {message}")]
+    Panicked {
+        /// The reducer's id.
+        id: u32,
+        /// The panic's message.
+        message: String,
+    },
+    /// A custom reducer refused the values, in its own words.
+    #[error("{message}")]
+    Custom {
+        /// The reducer's id.
+        id: u32,
+        /// What it said.
+        message: String,
+    },
+}
+
+fn zip_num<T: Copy>(a: Vec<T>, b: Vec<T>, f: impl Fn(T, T) -> T) -> Result<Vec<T>, ReduceError> {
     if a.len() != b.len() {
-        return Err(format!(
-            "contributions have different lengths ({} and {})",
-            a.len(),
-            b.len()
-        ));
+        return Err(ReduceError::Lengths {
+            a: a.len(),
+            b: b.len(),
+        });
     }
     Ok(a.into_iter().zip(b).map(|(x, y)| f(x, y)).collect())
+}
+
+/// Apply custom reducer `id` under `catch_unwind`: partial results meet outside any
+/// handler's guard, where a panic would unwind the PE and leave the tree waiting.
+fn apply_custom(
+    id: u32,
+    a: RedData,
+    b: RedData,
+    custom: &dyn Fn(u32) -> Option<CustomReducer>,
+) -> Result<RedData, ReduceError> {
+    let f = custom(id).ok_or(ReduceError::Unregistered(id))?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(a, b)))
+        .map_err(|p| ReduceError::Panicked {
+            id,
+            message: crate::base::error::panic_message(p),
+        })?
+        .map_err(|message| ReduceError::Custom { id, message })
 }
 
 /// Combine two values with an element-wise built-in reducer or a custom one.
@@ -149,23 +195,12 @@ pub fn combine_values(
     a: RedData,
     b: RedData,
     custom: &dyn Fn(u32) -> Option<CustomReducer>,
-) -> Result<RedData, String> {
+) -> Result<RedData, ReduceError> {
     use RedData::*;
     use Reducer::*;
     let (ka, kb) = (a.kind(), b.kind());
-    let mismatch = || format!("reducer {reducer:?} cannot combine {ka} with {kb}");
     Ok(match (reducer, a, b) {
-        (Custom(id), a, b) => {
-            let f = custom(id).ok_or_else(|| format!("custom reducer {id} is not registered"))?;
-            // Partial results meet outside any handler's guard, where a panic would
-            // unwind the PE and leave the tree waiting: it becomes this error instead.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(a, b))).map_err(|p| {
-                format!(
-                    "custom reducer {id} panicked: {}",
-                    crate::base::error::panic_message(p)
-                )
-            })??
-        }
+        (Custom(id), a, b) => apply_custom(id, a, b, custom)?,
         (Sum, I64(a), I64(b)) => I64(zip_num(a, b, i64::wrapping_add)?),
         (Sum, U64(a), U64(b)) => U64(zip_num(a, b, u64::wrapping_add)?),
         (Sum, F64(a), F64(b)) => F64(zip_num(a, b, |x, y| x + y)?),
@@ -186,7 +221,13 @@ pub fn combine_values(
         (BitOr, U64(a), U64(b)) => U64(zip_num(a, b, |x, y| x | y)?),
         (BitXor, I64(a), I64(b)) => I64(zip_num(a, b, |x, y| x ^ y)?),
         (BitXor, U64(a), U64(b)) => U64(zip_num(a, b, |x, y| x ^ y)?),
-        _ => return Err(mismatch()),
+        _ => {
+            return Err(ReduceError::Kinds {
+                reducer,
+                a: ka,
+                b: kb,
+            })
+        }
     })
 }
 
@@ -228,28 +269,30 @@ pub fn merge_partials(
     custom: &dyn Fn(u32) -> Option<CustomReducer>,
 ) -> Result<Partial, String> {
     match (a, b) {
-        (Partial::Value(a), Partial::Value(b)) => {
-            combine_values(reducer, a, b, custom).map(Partial::Value)
-        }
-        (Partial::Keyed(a), Partial::Keyed(b)) => {
-            let mut out = Vec::with_capacity(a.len() + b.len());
-            let (mut ia, mut ib) = (a.into_iter().peekable(), b.into_iter().peekable());
-            loop {
-                let take_a = match (ia.peek(), ib.peek()) {
-                    (Some(x), Some(y)) => x.0 <= y.0,
-                    (Some(_), None) => true,
-                    (None, Some(_)) => false,
-                    (None, None) => break,
-                };
-                let item = if take_a { ia.next() } else { ib.next() };
-                out.extend(item);
-            }
-            Ok(Partial::Keyed(out))
-        }
+        (Partial::Value(a), Partial::Value(b)) => combine_values(reducer, a, b, custom)
+            .map(Partial::Value)
+            .map_err(|e| e.to_string()),
+        (Partial::Keyed(a), Partial::Keyed(b)) => Ok(Partial::Keyed(merge_keyed(a, b))),
         _ => Err(format!(
             "reducer {reducer:?}: contributions mix keyed and plain partials"
         )),
     }
+}
+
+/// Two lists sorted by key merged into one, `a`'s items first among equal keys.
+pub fn merge_keyed<K: Ord, V>(a: Vec<(K, V)>, b: Vec<(K, V)>) -> Vec<(K, V)> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut ia, mut ib) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let take_a = match (ia.peek(), ib.peek()) {
+            (Some(x), Some(y)) => x.0 <= y.0,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        out.extend(if take_a { ia.next() } else { ib.next() });
+    }
+    out
 }
 
 /// Turn the root's partial into the final value.
@@ -265,12 +308,13 @@ pub fn finish(reducer: Reducer, p: Partial) -> Result<RedData, String> {
             let Some(first) = it.next() else {
                 return Ok(RedData::List(Vec::new()));
             };
-            it.try_fold(first, append)
+            it.try_fold(first, append).map_err(|e| e.to_string())
         }
     }
 }
 
-fn append(a: RedData, b: RedData) -> Result<RedData, String> {
+/// `b`'s items after `a`'s, for `Concat`: both must be vectors of one kind, or lists.
+pub fn append(a: RedData, b: RedData) -> Result<RedData, ReduceError> {
     use RedData::*;
     Ok(match (a, b) {
         (I64(mut a), I64(b)) => {
@@ -294,11 +338,10 @@ fn append(a: RedData, b: RedData) -> Result<RedData, String> {
             List(a)
         }
         (a, b) => {
-            return Err(format!(
-                "reducer Concat cannot concatenate {} with {}",
-                a.kind(),
-                b.kind()
-            ))
+            return Err(ReduceError::Concat {
+                a: a.kind(),
+                b: b.kind(),
+            })
         }
     })
 }
@@ -488,7 +531,29 @@ mod tests {
     fn mismatched_kinds_are_an_error() {
         let e =
             combine_values(Reducer::Sum, 1i64.into_data(), 1.0f64.into_data(), &none).unwrap_err();
-        assert!(e.contains("cannot combine i64 with f64"), "{e}");
+        assert_eq!(
+            e,
+            ReduceError::Kinds {
+                reducer: Reducer::Sum,
+                a: "i64",
+                b: "f64"
+            }
+        );
+        assert!(e.to_string().contains("cannot combine i64 with f64"), "{e}");
+        let e = combine_values(
+            Reducer::Max,
+            vec![1u64].into_data(),
+            vec![1u64, 2].into_data(),
+            &none,
+        );
+        assert_eq!(e, Err(ReduceError::Lengths { a: 1, b: 2 }));
+        let e = combine_values(
+            Reducer::Custom(7),
+            1u64.into_data(),
+            1u64.into_data(),
+            &none,
+        );
+        assert_eq!(e, Err(ReduceError::Unregistered(7)));
         assert!(check_value(Reducer::And, &1.0f64.into_data()).is_err());
     }
 

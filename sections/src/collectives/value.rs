@@ -7,7 +7,7 @@
 //! result is a left fold in rank order ("ranked" mode; O(size) data near the root).
 
 use super::error::CollectiveError;
-use chorus_core::reduction::{check_value, combine_values};
+use chorus_core::reduction::{self, check_value, combine_values};
 use chorus_core::{RedData, Reducer};
 use serde::{Deserialize, Serialize};
 
@@ -45,51 +45,12 @@ impl Piece {
 
 /// Merge two rank-sorted lists into one.
 pub(crate) fn merge_ranked(a: Vec<(u32, RedData)>, b: Vec<(u32, RedData)>) -> Vec<(u32, RedData)> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut ia, mut ib) = (a.into_iter().peekable(), b.into_iter().peekable());
-    loop {
-        let take_a = match (ia.peek(), ib.peek()) {
-            (Some(x), Some(y)) => x.0 <= y.0,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        out.extend(if take_a { ia.next() } else { ib.next() });
-    }
-    out
+    reduction::merge_keyed(a, b)
 }
 
+/// `b`'s items after `a`'s, as core's `Concat` appends them.
 fn append(a: RedData, b: RedData) -> Result<RedData, CollectiveError> {
-    use RedData::*;
-    Ok(match (a, b) {
-        (I64(mut a), I64(b)) => {
-            a.extend(b);
-            I64(a)
-        }
-        (U64(mut a), U64(b)) => {
-            a.extend(b);
-            U64(a)
-        }
-        (F64(mut a), F64(b)) => {
-            a.extend(b);
-            F64(a)
-        }
-        (Bool(mut a), Bool(b)) => {
-            a.extend(b);
-            Bool(a)
-        }
-        (List(mut a), List(b)) => {
-            a.extend(b);
-            List(a)
-        }
-        (a, b) => {
-            return Err(CollectiveError::Mismatch(format!(
-                "cannot concatenate {} with {}",
-                a.kind(),
-                b.kind()
-            )))
-        }
-    })
+    reduction::append(a, b).map_err(|e| CollectiveError::Mismatch(e.to_string()))
 }
 
 /// The same kind of data as `v`, with nothing in it.
@@ -162,7 +123,8 @@ impl Fold {
 
     /// `a ⊕ b` by the element-wise reducer.
     fn combine(&self, a: RedData, b: RedData) -> Result<RedData, CollectiveError> {
-        combine_values(self.reducer, a, b, &|_| None).map_err(CollectiveError::Mismatch)
+        combine_values(self.reducer, a, b, &|_| None)
+            .map_err(|e| CollectiveError::Mismatch(e.to_string()))
     }
 
     /// The reducer this fold applies.
