@@ -17,7 +17,7 @@
 //! whole group reaches that group's member on the PE the result is for.
 
 use crate::collectives::{CollectiveError, Collectives, TreeMember};
-use crate::host::{self, Builder, BuilderInit, BuilderMsg, HostError, Request, Split};
+use crate::host::{self, Builder, BuilderInit, FreeMsg, HostError, Request, Split, SplitMsg};
 use crate::section::{Section, WORLD_CREATOR};
 use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
 use serde::{Deserialize, Serialize};
@@ -62,8 +62,8 @@ impl Sections {
     pub fn split(&self, ctx: &mut Ctx, split: Split, on_member: Callback) -> Result<(), HostError> {
         split.validate()?;
         let me = ctx.my_pe();
-        self.builder
-            .send(ctx, me, BuilderMsg::Split { split, on_member });
+        let call = SplitMsg::Call { split, on_member };
+        self.builder.send(ctx, me, call.into());
         Ok(())
     }
 
@@ -116,12 +116,12 @@ impl Sections {
                 id: section.id,
             });
         }
-        let msg = BuilderMsg::Free {
+        let msg = FreeMsg::Free {
             id: section.id,
             collectives: self.collectives.group(),
             on_freed,
         };
-        self.builder.send(ctx, me, msg);
+        self.builder.send(ctx, me, msg.into());
         Ok(())
     }
 
@@ -130,11 +130,11 @@ impl Sections {
     /// PE has asked of them so far.
     pub fn stats(&self, ctx: &mut Ctx, on_stats: Callback) {
         let me = ctx.my_pe();
-        let msg = BuilderMsg::Stats {
+        let msg = FreeMsg::Stats {
             collectives: self.collectives.group(),
             on_stats,
         };
-        self.builder.send(ctx, me, msg);
+        self.builder.send(ctx, me, msg.into());
     }
 
     /// The collectives, for everything beyond an allreduce (members of a built

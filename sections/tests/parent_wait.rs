@@ -7,7 +7,7 @@ use chorus_core::{
     RuntimeError,
 };
 use chorus_sections::host::{
-    available, Builder, BuilderMsg, CreationReport, Membership, Parent, Request,
+    available, Builder, CreationMsg, CreationReport, Membership, Parent, Request,
 };
 use chorus_sections::protocol::Algorithm;
 use chorus_sections::section::{Section, SectionId};
@@ -150,13 +150,13 @@ fn a_start_naming_a_parent_this_pe_never_named_fails_at_once() {
                 tag: 0,
                 keep: true,
             };
-            let start = BuilderMsg::Start {
+            let start = CreationMsg::Start {
                 token: SectionId::token(1, 0),
                 from: Some(1),
                 req,
                 dead: Vec::new(),
             };
-            builder.send(ctx, 0, start);
+            builder.send(ctx, 0, start.into());
         })
         .unwrap_err();
     assert!(err.to_string().contains("not known"), "{err}");

@@ -2,7 +2,7 @@
 //! [`crate::creation::protocol::Protocol`] over real chorus messages, from the world or from a
 //! section it built, and reports what each creation cost.
 //!
-//! A creation starts when an application sends [`BuilderMsg::Create`] to the builder
+//! A creation starts when an application sends [`CreationMsg::Create`] to the builder
 //! on its own PE ([`Builder::create_section`]). That PE names it with a token made of
 //! its PE number and a local counter ([`crate::section::SectionId::token`]), so any
 //! number of creations run at once, from any parents, without agreement. The start
@@ -25,7 +25,7 @@
 //!   per colour, and what they send to one PE in one handler travels as one message,
 //!   so the upward pass is one wave carrying every colour's counts;
 //! - **split by colour and key** ([`Split`], `MPI_Comm_split`): every PE of the
-//!   parent calls with its own colour and key ([`BuilderMsg::Split`]); the parent's
+//!   parent calls with its own colour and key ([`SplitMsg::Call`]); the parent's
 //!   root starts the split as above, each PE matching the start with its own call;
 //!   once a section is made its members rank themselves by (key, PE) over its tree
 //!   (`builder/rank.rs`) before anyone hears of it;
@@ -41,7 +41,8 @@
 //! by their sender, intermediaries' answers by their receiver. The start, the figure
 //! sums and messages a PE hands to itself are not counted; a routed announcement
 //! counts once per hop. Bytes are bincode bytes of
-//! the builder's message (token and sender included, envelope header excluded).
+//! the family's message ([`CreationMsg`], [`MergeMsg`], [`RepairMsg`]: token and sender
+//! included; the builder's family tag and the envelope header excluded).
 
 mod algo;
 pub mod batch;
@@ -54,7 +55,10 @@ pub mod split;
 pub mod tally;
 
 pub use algo::{available, protocol, Proto, ProtoMsg};
-pub use builder::{Builder, BuilderInit, BuilderMsg};
+pub use builder::{
+    Builder, BuilderInit, BuilderMsg, CreationMsg, FreeMsg, Keyed, MergeMsg, Party, Placed,
+    RepairMsg, SplitMsg,
+};
 pub use merge::MergeRequest;
 pub use spec::{
     default_algorithm, drawn, Colouring, CreationReport, HostError, Membership, Parent, Request,
@@ -70,6 +74,6 @@ use chorus_core::Registry;
 /// `ctx.create_group::<Builder>(init)`.
 pub fn register(reg: &mut Registry) -> BuilderInit {
     reg.chare::<Builder>("chorus_sections::Builder");
-    let on_failure = reg.entry::<Builder, chorus_core::Pe>("Builder::failed", BuilderMsg::Failed);
+    let on_failure = reg.entry::<Builder, chorus_core::Pe>("Builder::failed", BuilderMsg::failed);
     BuilderInit { on_failure }
 }

@@ -35,21 +35,6 @@ impl Aborted {
     }
 }
 
-impl BuilderMsg {
-    /// The creation a protocol message of a run belongs to.
-    pub(super) fn run_token(&self) -> Option<u64> {
-        match self {
-            BuilderMsg::Proto { token, .. }
-            | BuilderMsg::Bundle { token, .. }
-            | BuilderMsg::Done { token, .. }
-            | BuilderMsg::Release { token }
-            | BuilderMsg::Peak { token, .. }
-            | BuilderMsg::Routed { token, .. } => Some(*token),
-            _ => None,
-        }
-    }
-}
-
 impl Builder {
     /// A PE this one knows failed that a start from the world does not leave out.
     pub(super) fn unknown_failure(&self, req: &Request, dead: &[Pe]) -> Option<Pe> {
@@ -70,13 +55,13 @@ impl Builder {
         dead: &[Pe],
         failed: Pe,
     ) -> Result<(), HostError> {
-        let (up, _, _) = self.parent_tree(req, dead)?;
-        self.early.remove(&token);
+        let root = self.parent_tree(req, dead)?.up.is_none();
+        self.creations.early.remove(&token);
         let ended = Ended {
             token,
             tag: req.tag,
             algorithm: Some(req.algorithm),
-            root: up.is_none(),
+            root,
             on_report: req.on_report.clone(),
         };
         self.end(ctx, ended, failed);
@@ -86,25 +71,25 @@ impl Builder {
     /// PE `failed` failed: end every creation in flight here (not merges or
     /// rebuilds, which route around the dead PE).
     pub(super) fn abort_runs(&mut self, ctx: &mut Ctx, failed: Pe) {
-        let mut tokens: Vec<u64> = (self.runs.iter())
+        let mut tokens: Vec<u64> = (self.creations.runs.iter())
             .filter(|(_, r)| r.algorithm.is_some())
             .map(|(t, _)| *t)
             .collect();
         tokens.sort_unstable();
         for token in tokens {
-            let Some(run) = self.runs.remove(&token) else {
+            let Some(run) = self.creations.runs.remove(&token) else {
                 continue;
             };
-            self.early.remove(&token);
+            self.creations.early.remove(&token);
             for part in 0..run.parts.len() as u32 {
-                self.orphans.remove(&(token, part));
+                self.creations.orphans.remove(&(token, part));
             }
             let ended = Ended {
                 token,
-                tag: run.tag,
+                tag: run.meta.tag,
                 algorithm: run.algorithm,
                 root: run.up.is_none(),
-                on_report: run.on_report,
+                on_report: run.meta.on_report,
             };
             self.end(ctx, ended, failed);
         }
@@ -113,7 +98,7 @@ impl Builder {
     /// Remember the ended creation, tell this PE's policy, and at the parent's root
     /// report the failure.
     fn end(&mut self, ctx: &mut Ctx, ended: Ended, failed: Pe) {
-        self.aborted.insert(ended.token);
+        self.creations.aborted.insert(ended.token);
         if ended.root {
             let report = CreationReport {
                 tag: ended.tag,

@@ -1,6 +1,8 @@
 //! Starting a creation and running its state machines: the start, early
 //! messages, local delivery and sending (one message each, or bundled for a split).
 
+use super::creations::Routed;
+use super::split::{Call, HeldSplit};
 use super::*;
 
 impl Builder {
@@ -17,19 +19,17 @@ impl Builder {
                 self.on_start(ctx, token, None, req, dead)
             }
             Parent::World => {
-                self.proxy().broadcast(
-                    ctx,
-                    BuilderMsg::Start {
-                        token,
-                        from: None,
-                        req,
-                        dead: Vec::new(),
-                    },
-                );
+                let start = CreationMsg::Start {
+                    token,
+                    from: None,
+                    req,
+                    dead: Vec::new(),
+                };
+                self.proxy().broadcast(ctx, start.into());
                 Ok(())
             }
             Parent::Section(id) => {
-                if !self.sections.contains_key(&id) {
+                if !self.kept.sections.contains_key(&id) {
                     return Err(self.missing(id));
                 }
                 self.on_start(ctx, token, None, req, Vec::new())
@@ -37,25 +37,25 @@ impl Builder {
         }
     }
 
-    /// This PE's place in the parent's tree: (parent, children, generation); `dead`
-    /// are the PEs a creation from the world leaves out.
-    pub(super) fn parent_tree(
-        &self,
-        req: &Request,
-        dead: &[Pe],
-    ) -> Result<(Option<Pe>, Vec<Pe>, u32), HostError> {
+    /// This PE's place in the parent's tree; `dead` are the PEs a creation from the
+    /// world leaves out.
+    pub(super) fn parent_tree(&self, req: &Request, dead: &[Pe]) -> Result<TreePlace, HostError> {
         if let Some(s) = survivors::view(self.me, self.npes, req.k, dead) {
-            return Ok((s.parent, s.children, kary::generation(s.rank, s.k)));
+            return Ok(TreePlace::of(&s));
         }
         match req.parent {
-            Parent::World => Ok((
-                kary::parent(self.me, req.k),
-                kary::children(self.me, self.npes, req.k).collect(),
-                kary::generation(self.me, req.k),
-            )),
+            Parent::World => Ok(TreePlace {
+                up: kary::parent(self.me, req.k),
+                down: kary::children(self.me, self.npes, req.k).collect(),
+                generation: kary::generation(self.me, req.k),
+            }),
             Parent::Section(id) => {
-                let s = self.sections.get(&id).ok_or_else(|| self.missing(id))?;
-                Ok((s.parent, s.children.clone(), kary::generation(s.rank, s.k)))
+                let s = self
+                    .kept
+                    .sections
+                    .get(&id)
+                    .ok_or_else(|| self.missing(id))?;
+                Ok(TreePlace::of(s))
             }
         }
     }
@@ -68,7 +68,7 @@ impl Builder {
         req: Request,
         dead: Vec<Pe>,
     ) -> Result<(), HostError> {
-        if self.aborted.contains(token) {
+        if self.creations.aborted.contains(token) {
             return Ok(());
         }
         if let Some(pe) = self.unknown_failure(&req, &dead) {
@@ -78,15 +78,16 @@ impl Builder {
         // The neighbour that sent it may have finished the parent's creation before
         // this PE did.
         if let (Parent::Section(id), Some(from)) = (req.parent, from) {
-            if !self.sections.contains_key(&id) {
+            if !self.kept.sections.contains_key(&id) {
                 return self.hold(token, from, id, req);
             }
         }
-        let (up, down, _) = self.parent_tree(&req, &dead)?;
+        let place = self.parent_tree(&req, &dead)?;
         if matches!(req.parent, Parent::Section(_)) || !dead.is_empty() {
             // Flood the parent section's tree from wherever the creation began.
-            for n in up.iter().chain(&down).copied().filter(|&n| Some(n) != from) {
-                let start = BuilderMsg::Start {
+            let next = place.up.iter().chain(&place.down).copied();
+            for n in next.filter(|&n| Some(n) != from) {
+                let start = CreationMsg::Start {
                     token,
                     from: Some(self.me),
                     req: req.clone(),
@@ -97,11 +98,13 @@ impl Builder {
         }
         // A split by colour and key runs once this PE has said its colour and key.
         let call = match req.membership {
-            Membership::Called { seq, .. } => match self.calls.remove(&(req.parent, seq)) {
+            Membership::Called { seq, .. } => match self.splits.calls.remove(&(req.parent, seq)) {
                 Some(call) => Some(*call),
                 None => {
-                    self.held_splits
-                        .insert((req.parent, seq), Box::new((token, req)));
+                    let held = HeldSplit { token, req };
+                    self.splits
+                        .held
+                        .insert((held.req.parent, seq), Box::new(held));
                     return Ok(());
                 }
             },
@@ -124,29 +127,65 @@ impl Builder {
         ctx: &mut Ctx,
         token: u64,
         req: Request,
-        call: Option<(Split, Callback)>,
+        call: Option<Call>,
         dead: &[Pe],
     ) -> Result<(), HostError> {
-        let (up, down, generation) = self.parent_tree(&req, dead)?;
+        let place = self.parent_tree(&req, dead)?;
+        let (world, way) = self.run_way(&req, dead)?;
+        let sections = req.membership.sections();
+        let (colour, key, on_member) = self.own_part(&req, call)?;
+        let me = self.me;
+        let orphans = &mut self.creations.orphans;
+        let parts = (0..sections)
+            .map(|part| -> Result<Part, HostError> {
+                let setup = Setup {
+                    me,
+                    world,
+                    member: colour == Some(part),
+                    k: req.k,
+                    tree_parent: place.up,
+                    tree_children: place.down.clone(),
+                    generation: place.generation,
+                    salt: mix64((token + u64::from(part)) ^ SALT),
+                    token: token + u64::from(part),
+                };
+                Ok(Part {
+                    proto: Engine::Algo(Box::new(algo::protocol(req.algorithm, setup)?)),
+                    inter: orphans.remove(&(token, part)).unwrap_or_default(),
+                    finished: false,
+                })
+            })
+            .collect::<Result<Vec<Part>, HostError>>()?;
+        let meta = Meta {
+            on_member,
+            on_report: req.on_report,
+            tag: req.tag,
+        };
+        let tally = Tally::joined(colour, sections, ctx.now());
+        let run = Run {
+            keep: req.keep,
+            key,
+            algorithm: Some(req.algorithm),
+            up: place.up,
+            down: place.down,
+            ..Run::new(meta, way, parts, tally)
+        };
+        self.creations.runs.insert(token, Box::new(run));
+        self.start_parts(ctx, token, sections)
+    }
+
+    /// How a run names intermediaries: the size of the id space, and the tree their
+    /// ranks are routed over (None: ids are PEs).
+    fn run_way(&self, req: &Request, dead: &[Pe]) -> Result<(u32, Option<Way>), HostError> {
         // From a section, intermediaries are named by parent rank and reached by
         // routing over the parent's tree, so no PE outside the parent takes part; the
         // world without its dead PEs is such a section.
-        let survivors = survivors::view(self.me, self.npes, req.k, dead);
-        let (world, way) = match req.parent {
-            Parent::World => match survivors {
-                Some(old) => {
-                    let size = old.size;
-                    let route = Route {
-                        old,
-                        offset: 0,
-                        link: None,
-                    };
-                    (size, Some(Way::Joined(route)))
-                }
-                None => (self.npes, None),
-            },
-            Parent::Section(id) => {
-                let old = self.view(id)?;
+        let old = match req.parent {
+            Parent::World => survivors::view(self.me, self.npes, req.k, dead),
+            Parent::Section(id) => Some(self.view(id)?),
+        };
+        Ok(match old {
+            Some(old) => {
                 let size = old.size;
                 let route = Route {
                     old,
@@ -155,59 +194,35 @@ impl Builder {
                 };
                 (size, Some(Way::Joined(route)))
             }
-        };
+            None => (self.npes, None),
+        })
+    }
+
+    /// This PE's colour, key and member callback: from its own call in a split by
+    /// colour and key, else from the request.
+    fn own_part(
+        &self,
+        req: &Request,
+        call: Option<Call>,
+    ) -> Result<(Option<u32>, Option<i64>, Callback), HostError> {
         let sections = req.membership.sections();
-        let (colour, key, on_member) = match call {
-            Some((split, on_member)) => {
+        match call {
+            Some(Call { split, on_member }) => {
                 if split.colours != sections {
                     return Err(HostError::BadColours(format!(
                         "PE {} splits into {} colours, the parent's root into {sections}",
                         self.me, split.colours
                     )));
                 }
-                (split.colour, Some(split.key), on_member)
+                Ok((split.colour, Some(split.key), on_member))
             }
-            None => (req.membership.colour(self.me), None, req.on_member),
-        };
-        let mut parts = Vec::with_capacity(sections as usize);
-        for part in 0..sections {
-            let setup = Setup {
-                me: self.me,
-                world,
-                member: colour == Some(part),
-                k: req.k,
-                tree_parent: up,
-                tree_children: down.clone(),
-                generation,
-                salt: mix64((token + u64::from(part)) ^ SALT),
-                token: token + u64::from(part),
-            };
-            parts.push(Part {
-                proto: Engine::Algo(Box::new(algo::protocol(req.algorithm, setup)?)),
-                inter: self.orphans.remove(&(token, part)).unwrap_or_default(),
-                finished: false,
-            });
+            None => Ok((req.membership.colour(self.me), None, req.on_member.clone())),
         }
-        let run = Run {
-            keep: req.keep,
-            way,
-            on_member,
-            on_report: req.on_report,
-            tag: req.tag,
-            key,
-            algorithm: Some(req.algorithm),
-            parts,
-            up,
-            down,
-            tally: Tally::joined(colour, sections, ctx.now()),
-            children_done: 0,
-            finished: false,
-            sent_up: false,
-            released: false,
-            peak: 0,
-            children_peaked: 0,
-        };
-        self.runs.insert(token, Box::new(run));
+    }
+
+    /// Start the state machine of every section of run `token`, then take in what
+    /// came early.
+    fn start_parts(&mut self, ctx: &mut Ctx, token: u64, sections: u32) -> Result<(), HostError> {
         let mut queue = VecDeque::new();
         for part in 0..sections {
             let mut out = Outbox::new();
@@ -232,23 +247,39 @@ impl Builder {
         token: u64,
         part: u32,
         out: Outbox<ProtoMsg>,
-        queue: &mut VecDeque<Item>,
+        queue: &mut VecDeque<Delivery>,
     ) -> Result<(), HostError> {
         let me = self.me;
-        let routed = self.runs.get(&token).is_some_and(|r| r.way.is_some());
+        let routed = self
+            .creations
+            .runs
+            .get(&token)
+            .is_some_and(|r| r.way.is_some());
         for (to, wire) in out {
             match wire {
                 Wire::ToIntermediary(msg) if routed => {
-                    if let Some(msg) = self.route(ctx, token, part, to, msg)? {
+                    let routed = Routed {
+                        token,
+                        part,
+                        dest: to,
+                        msg,
+                    };
+                    if let Some(msg) = self.route(ctx, routed)? {
                         self.count_local(token, Phase::Announce);
-                        queue.push_back((me, me, part, Wire::ToIntermediary(msg), 0));
+                        queue.push_back(Delivery::announce_here(me, part, msg));
                     }
                 }
                 wire => {
                     if to == me {
                         self.count_local(token, phase_of(&wire));
                     }
-                    queue.push_back((me, to, part, wire, 0))
+                    queue.push_back(Delivery {
+                        from: me,
+                        to,
+                        part,
+                        wire,
+                        bytes: 0,
+                    })
                 }
             }
         }
@@ -257,7 +288,7 @@ impl Builder {
 
     /// Count a message of `phase` this PE sends itself (the paper's formulas count it).
     fn count_local(&mut self, token: u64, phase: Phase) {
-        if let Some(run) = self.runs.get_mut(&token) {
+        if let Some(run) = self.creations.runs.get_mut(&token) {
             run.tally.phase_local(phase);
         }
     }
@@ -267,21 +298,20 @@ impl Builder {
         &mut self,
         ctx: &mut Ctx,
         token: u64,
-        mut queue: VecDeque<Item>,
+        mut queue: VecDeque<Delivery>,
     ) -> Result<(), HostError> {
-        for early in self.early.remove(&token).unwrap_or_default() {
+        for early in self.creations.early.remove(&token).unwrap_or_default() {
             match early {
-                Early::Wire(from, part, wire, bytes) => {
-                    queue.push_back((from, self.me, part, wire, bytes))
-                }
+                Early::Wire(delivery) => queue.push_back(delivery),
                 Early::Done(tally) => {
                     let run = self.run(token, "done")?;
                     run.tally.merge(&tally);
                     run.children_done += 1;
                 }
-                Early::Routed(part, dest, msg) => {
-                    if let Some(msg) = self.route(ctx, token, part, dest, msg)? {
-                        queue.push_back((self.me, self.me, part, Wire::ToIntermediary(msg), 0));
+                Early::Routed(routed) => {
+                    let part = routed.part;
+                    if let Some(msg) = self.route(ctx, routed)? {
+                        queue.push_back(Delivery::announce_here(self.me, part, msg));
                     }
                 }
             }
@@ -294,18 +324,25 @@ impl Builder {
         &mut self,
         ctx: &mut Ctx,
         token: u64,
-        mut queue: VecDeque<Item>,
+        mut queue: VecDeque<Delivery>,
     ) -> Result<(), HostError> {
         let me = self.me;
         let now = ctx.now();
-        while let Some((from, to, part, wire, bytes)) = queue.pop_front() {
-            if to != me {
-                self.outgoing.push((to, part, wire));
+        while let Some(d) = queue.pop_front() {
+            if d.to != me {
+                self.creations.outgoing.push(d);
                 continue;
             }
+            let Delivery {
+                from,
+                part,
+                wire,
+                bytes,
+                ..
+            } = d;
             let mut out = Outbox::new();
             let phase = phase_of(&wire);
-            let slot = self.runs.get_mut(&token).and_then(|r| {
+            let slot = self.creations.runs.get_mut(&token).and_then(|r| {
                 let tally = &mut r.tally;
                 tally.phase_seen(phase, now);
                 r.parts.get_mut(part as usize).map(|p| (p, tally))
@@ -313,10 +350,11 @@ impl Builder {
             match (slot, wire) {
                 (Some((p, _)), Wire::ToIntermediary(m)) => p.inter.handle(m, &mut out),
                 (None, Wire::ToIntermediary(m)) => {
-                    let inter = self.orphans.entry((token, part)).or_default();
+                    let orphans = &mut self.creations.orphans;
+                    let inter = orphans.entry((token, part)).or_default();
                     inter.handle(m, &mut out);
                     if inter.is_idle() {
-                        self.orphans.remove(&(token, part));
+                        orphans.remove(&(token, part));
                     }
                 }
                 (Some((p, _)), Wire::Role(m)) => match &mut p.proto {
@@ -341,8 +379,14 @@ impl Builder {
                     }
                 }
                 (None, wire) => {
-                    let early = Early::Wire(from, part, wire, bytes);
-                    self.early.entry(token).or_default().push(early);
+                    let early = Delivery {
+                        from,
+                        to: me,
+                        part,
+                        wire,
+                        bytes,
+                    };
+                    self.creations.keep_early(token, Early::Wire(early));
                 }
             }
             self.emit(ctx, token, part, out, &mut queue)?;
@@ -356,12 +400,12 @@ impl Builder {
     /// it is only intermediaries' answers (those are counted where they arrive, which
     /// is always a member).
     pub(super) fn flush(&mut self, ctx: &mut Ctx, token: u64) {
-        let mut outgoing = std::mem::take(&mut self.outgoing);
-        let split = !matches!(self.runs.get(&token), Some(r) if r.parts.len() == 1);
-        let mut msgs: Vec<(Pe, BuilderMsg)> = Vec::new();
+        let mut outgoing = std::mem::take(&mut self.creations.outgoing);
+        let split = !matches!(self.creations.runs.get(&token), Some(r) if r.parts.len() == 1);
+        let mut msgs: Vec<(Pe, CreationMsg)> = Vec::new();
         let me = self.me;
-        let single = |(to, part, wire): (Pe, u32, Wire<ProtoMsg>)| {
-            let msg = BuilderMsg::Proto {
+        let single = |to: Pe, part: u32, wire: Wire<ProtoMsg>| {
+            let msg = CreationMsg::Proto {
                 token,
                 from: me,
                 part,
@@ -370,38 +414,36 @@ impl Builder {
             (to, msg)
         };
         if split && outgoing.len() > 1 {
-            let mut dests: Vec<Pe> = outgoing.iter().map(|o| o.0).collect();
+            let mut dests: Vec<Pe> = outgoing.iter().map(|o| o.to).collect();
             dests.sort_unstable();
             dests.dedup();
             let mut grouped: Vec<Vec<(u32, Wire<ProtoMsg>)>> = vec![Vec::new(); dests.len()];
-            for (to, part, wire) in outgoing.drain(..) {
-                let at = dests.binary_search(&to).expect("collected above");
-                grouped[at].push((part, wire));
+            for d in outgoing.drain(..) {
+                let at = dests.binary_search(&d.to).expect("collected above");
+                grouped[at].push((d.part, d.wire));
             }
             for (to, mut parts) in dests.into_iter().zip(grouped) {
                 if parts.len() == 1 {
                     let (part, wire) = parts.pop().expect("one part");
-                    msgs.push(single((to, part, wire)));
+                    msgs.push(single(to, part, wire));
                 } else {
-                    msgs.push((
-                        to,
-                        BuilderMsg::Bundle {
-                            token,
-                            from: me,
-                            parts,
-                        },
-                    ));
+                    let bundle = CreationMsg::Bundle {
+                        token,
+                        from: me,
+                        parts,
+                    };
+                    msgs.push((to, bundle));
                 }
             }
         } else {
-            msgs.extend(outgoing.drain(..).map(single));
+            msgs.extend(outgoing.drain(..).map(|d| single(d.to, d.part, d.wire)));
         }
-        self.outgoing = outgoing;
+        self.creations.outgoing = outgoing;
         for (to, msg) in msgs {
             // A bundle counts once, in the phase of its first part that is no answer.
             let counted = match &msg {
-                BuilderMsg::Proto { wire, .. } => (!is_answer(wire)).then(|| phase_of(wire)),
-                BuilderMsg::Bundle { parts, .. } => parts
+                CreationMsg::Proto { wire, .. } => (!is_answer(wire)).then(|| phase_of(wire)),
+                CreationMsg::Bundle { parts, .. } => parts
                     .iter()
                     .map(|(_, w)| w)
                     .find(|w| !is_answer(w))
@@ -410,11 +452,114 @@ impl Builder {
             };
             if let Some(phase) = counted {
                 let bytes = encoded_len(&msg);
-                if let Some(run) = self.runs.get_mut(&token) {
+                if let Some(run) = self.creations.runs.get_mut(&token) {
                     run.tally.phase_message(phase, bytes);
                 }
             }
             self.send(ctx, to, msg);
+        }
+    }
+    /// Start a member's part in a merge or rebuild: its run over the joined or
+    /// patched tree, and its announcements to the intermediaries of its new rank and
+    /// its parent's.
+    pub(super) fn launch(
+        &mut self,
+        ctx: &mut Ctx,
+        launch: Launch,
+        tally: Tally,
+    ) -> Result<(), HostError> {
+        let Launch {
+            token,
+            meta,
+            way,
+            up,
+            down,
+            size,
+            k,
+        } = launch;
+        let salt = mix64(token ^ SALT);
+        let (state, sends) = MergeState::start(self.me, &way, size, k, salt, token);
+        let part = Part {
+            proto: Engine::Merge(Box::new(state)),
+            inter: Intermediaries::default(),
+            finished: false,
+        };
+        let run = Run {
+            up,
+            down,
+            ..Run::new(meta, Some(way), vec![part], tally)
+        };
+        self.creations.runs.insert(token, Box::new(run));
+        let mut queue = VecDeque::new();
+        for (dest, msg) in sends {
+            let routed = Routed {
+                token,
+                part: 0,
+                dest,
+                msg,
+            };
+            if let Some(msg) = self.route(ctx, routed)? {
+                queue.push_back(Delivery::announce_here(self.me, 0, msg));
+            }
+        }
+        self.replay(ctx, token, queue)
+    }
+
+    /// Forward a routed announcement one hop, counting it; returns it if it is for
+    /// this PE.
+    pub(super) fn route(
+        &mut self,
+        ctx: &mut Ctx,
+        routed: Routed,
+    ) -> Result<Option<ToIntermediary>, HostError> {
+        let me = self.me;
+        let token = routed.token;
+        let run = self.run(token, "routed announcement")?;
+        let Some(way) = &run.way else {
+            return Err(unexpected(me, me, token, "routed announcement"));
+        };
+        match way.next_hop(routed.dest)? {
+            Hop::Here => Ok(Some(routed.msg)),
+            Hop::To(pe) => {
+                let fwd = CreationMsg::Routed(routed);
+                let bytes = encoded_len(&fwd);
+                run.tally.phase_message(Phase::Announce, bytes);
+                self.send(ctx, pe, fwd);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A member's start of a run over a joined or patched tree (a merge or a rebuild).
+pub(super) struct Launch {
+    pub(super) token: u64,
+    pub(super) meta: Meta,
+    pub(super) way: Way,
+    /// This member's parent and children in the new tree.
+    pub(super) up: Option<Pe>,
+    pub(super) down: Vec<Pe>,
+    /// Members of the new section.
+    pub(super) size: u32,
+    /// Its tree's arity.
+    pub(super) k: u32,
+}
+
+/// This PE's place in a parent's tree.
+pub(super) struct TreePlace {
+    pub(super) up: Option<Pe>,
+    pub(super) down: Vec<Pe>,
+    /// Depth in the tree.
+    pub(super) generation: u32,
+}
+
+impl TreePlace {
+    /// A member's place in its section's tree.
+    fn of(s: &Section) -> Self {
+        TreePlace {
+            up: s.parent,
+            down: s.children.clone(),
+            generation: kary::generation(s.rank, s.k),
         }
     }
 }

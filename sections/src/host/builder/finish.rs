@@ -7,7 +7,7 @@ impl Builder {
     pub(super) fn check_finished(&mut self, ctx: &mut Ctx, token: u64) -> Result<(), HostError> {
         let me = self.me;
         let now = ctx.now();
-        let Some(run) = self.runs.get_mut(&token) else {
+        let Some(run) = self.creations.runs.get_mut(&token) else {
             return Ok(());
         };
         if run.finished {
@@ -24,13 +24,9 @@ impl Builder {
         if run.finished {
             run.tally.last_done = run.tally.last_done.max(now);
         }
-        let cb = local_callback(&run.on_member, me);
+        let cb = local_callback(&run.meta.on_member, me);
         let keep = run.keep;
-        let meta = Meta {
-            on_member: run.on_member.clone(),
-            on_report: run.on_report.clone(),
-            tag: run.tag,
-        };
+        let meta = run.meta.clone();
         if let Some(key) = run.key {
             // A split by colour and key: members hear of their sections once ranked.
             for section in placed {
@@ -42,8 +38,7 @@ impl Builder {
         let stored: Vec<SectionId> = placed.iter().filter(|_| keep).map(|s| s.id).collect();
         for section in placed {
             if keep {
-                self.meta.insert(section.id, meta.clone());
-                self.sections.insert(section.id, section.clone());
+                self.kept.store(section.clone(), meta.clone());
             }
             ctx.send_to_callback(&cb, Encoded(section));
         }
@@ -63,7 +58,7 @@ impl Builder {
         match run.up {
             Some(p) => {
                 let tally = run.tally.clone();
-                self.send(ctx, p, BuilderMsg::Done { token, tally });
+                self.send(ctx, p, CreationMsg::Done { token, tally });
                 Ok(())
             }
             None => self.on_release(ctx, token),
@@ -80,7 +75,7 @@ impl Builder {
             .sum();
         run.peak = run.peak.max(own as u64);
         for c in run.down.clone() {
-            self.send(ctx, c, BuilderMsg::Release { token });
+            self.send(ctx, c, CreationMsg::Release { token });
         }
         self.try_peak_up(ctx, token)
     }
@@ -90,12 +85,12 @@ impl Builder {
         if !run.released || run.children_peaked < run.down.len() {
             return Ok(());
         }
-        let run = self.runs.remove(&token).expect("looked up above");
+        let run = self.creations.runs.remove(&token).expect("looked up above");
         match run.up {
             Some(p) => self.send(
                 ctx,
                 p,
-                BuilderMsg::Peak {
+                CreationMsg::Peak {
                     token,
                     bytes: run.peak,
                 },
@@ -106,7 +101,7 @@ impl Builder {
                     .map(|(c, &m)| SectionId::from_token(token + c as u64, m as u32))
                     .collect();
                 let report = CreationReport {
-                    tag: run.tag,
+                    tag: run.meta.tag,
                     id: sections[0],
                     sections,
                     algorithm: run.algorithm,
@@ -120,7 +115,7 @@ impl Builder {
                     phases: t.phase_reports(),
                     failed: None,
                 };
-                ctx.send_to_callback(&run.on_report, Encoded(report));
+                ctx.send_to_callback(&run.meta.on_report, Encoded(report));
             }
         }
         Ok(())

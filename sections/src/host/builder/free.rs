@@ -11,18 +11,71 @@
 //! is a [`HostError::Freed`], and repair messages for it are dropped and counted.
 
 use super::*;
-use crate::free::BuilderStats;
+use crate::free::{BuilderStats, FreedIds};
+
+/// Messages of frees, and the question for the maps' sizes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum FreeMsg {
+    /// From the application to the builder on its own PE: free this member's view of
+    /// section `id`, then its collectives host's; `on_freed` gets the id.
+    Free {
+        /// The section.
+        id: SectionId,
+        /// The collectives group, which frees the section's collectives next.
+        collectives: GroupProxy<CollectivesHost>,
+        /// Where the freed id goes once both are done.
+        on_freed: Callback,
+    },
+    /// From the application to the builder on its own PE: send the sizes of this
+    /// PE's builder and collectives host maps to `on_stats`.
+    Stats {
+        /// The collectives group, which adds its sizes.
+        collectives: GroupProxy<CollectivesHost>,
+        /// Where the [`crate::free::SectionsStats`] goes.
+        on_stats: Callback,
+    },
+}
 
 /// A free waiting for this PE's split calls on the section to start.
-pub(super) struct Freeing {
+struct Freeing {
     collectives: GroupProxy<CollectivesHost>,
     on_freed: Callback,
 }
 
+/// The frees waiting here and the sections freed.
+#[derive(Default)]
+pub(super) struct Frees {
+    /// Frees waiting for this PE's split calls on the section to start: at most one
+    /// per kept section.
+    freeing: HashMap<SectionId, Box<Freeing>>,
+    /// The last sections freed here, to tell late calls and messages for them apart:
+    /// at most [`crate::free::FREED_MEMORY`].
+    pub(super) freed: FreedIds,
+}
+
 impl Builder {
+    /// Handle a free message.
+    pub(super) fn on_free_msg(&mut self, ctx: &mut Ctx, msg: FreeMsg) -> Result<(), HostError> {
+        match msg {
+            FreeMsg::Free {
+                id,
+                collectives,
+                on_freed,
+            } => self.on_free(ctx, id, collectives, on_freed),
+            FreeMsg::Stats {
+                collectives,
+                on_stats,
+            } => {
+                let stats = self.stats();
+                CollectivesHost::send_stats(&collectives, ctx, stats, on_stats);
+                Ok(())
+            }
+        }
+    }
+
     /// The error for a section this PE does not keep: freed here, or never stored.
     pub(super) fn missing(&self, id: SectionId) -> HostError {
-        if self.freed.contains(&id) || self.freeing.contains_key(&id) {
+        if self.frees.freed.contains(&id) || self.frees.freeing.contains_key(&id) {
             HostError::Freed { pe: self.me, id }
         } else {
             HostError::UnknownParent { pe: self.me, id }
@@ -31,30 +84,27 @@ impl Builder {
 
     /// This member frees section `id`: drop the builder's state of it once this
     /// PE's calls of splits of it have started, then free it in the collectives host.
-    pub(super) fn on_free(
+    fn on_free(
         &mut self,
         ctx: &mut Ctx,
         id: SectionId,
         collectives: GroupProxy<CollectivesHost>,
         on_freed: Callback,
     ) -> Result<(), HostError> {
-        if self.freeing.contains_key(&id) || self.freed.contains(&id) {
+        if self.frees.freeing.contains_key(&id) || self.frees.freed.contains(&id) {
             return Err(HostError::Freed { pe: self.me, id });
         }
-        if !self.sections.contains_key(&id) {
+        if !self.kept.sections.contains_key(&id) {
             return Err(HostError::UnknownSection { pe: self.me, id });
         }
         // Splits others started and this PE never called can never finish: report
         // them, and free all the same (the free itself is sound).
-        let parent = Parent::Section(id);
-        let before = self.held_splits.len();
-        self.held_splits.retain(|(p, _), _| *p != parent);
-        let splits = before - self.held_splits.len();
+        let splits = self.splits.drop_uncalled(id);
         let freeing = Freeing {
             collectives,
             on_freed,
         };
-        self.freeing.insert(id, Box::new(freeing));
+        self.frees.freeing.insert(id, Box::new(freeing));
         self.free_if_ready(ctx, id);
         match splits {
             0 => Ok(()),
@@ -68,11 +118,10 @@ impl Builder {
 
     /// Finish the free of `id`, if one waits and no split call of it is pending.
     pub(super) fn free_if_ready(&mut self, ctx: &mut Ctx, id: SectionId) {
-        let parent = Parent::Section(id);
-        if !self.freeing.contains_key(&id) || self.calls.keys().any(|(p, _)| *p == parent) {
+        if !self.frees.freeing.contains_key(&id) || self.splits.calling(id) {
             return;
         }
-        if let Some(f) = self.freeing.remove(&id) {
+        if let Some(f) = self.frees.freeing.remove(&id) {
             self.forget(ctx, id, f.collectives, f.on_freed);
         }
     }
@@ -86,24 +135,18 @@ impl Builder {
         collectives: GroupProxy<CollectivesHost>,
         on_freed: Callback,
     ) {
-        let parent = Parent::Section(id);
-        self.sections.remove(&id);
-        self.meta.remove(&id);
-        self.splits_called.remove(&parent);
-        self.calls.retain(|(p, _), _| *p != parent);
-        self.held_splits.retain(|(p, _), _| *p != parent);
-        self.waiting.remove(&id);
-        self.rankings.remove(&id);
-        self.early_ranks.remove(&id);
-        self.meetings.retain(|(sid, _), _| *sid != id);
-        self.pending_merges.retain(|_, (_, a)| a.id != id);
-        self.freed.insert(id);
+        self.kept.forget(id);
+        self.creations.forget(id);
+        self.splits.forget(id);
+        self.repairs.forget(id);
+        self.merges.forget(id);
+        self.frees.freed.insert(id);
         CollectivesHost::send_free(&collectives, ctx, id, on_freed);
     }
 
     /// A repair message for section `sid`, freed here: drop it, count it.
     pub(super) fn drop_freed(&mut self, sid: SectionId) -> bool {
-        let freed = self.freed.contains(&sid);
+        let freed = self.frees.freed.contains(&sid);
         if freed {
             self.dropped += 1;
         }
@@ -112,22 +155,23 @@ impl Builder {
 
     /// The sizes of this PE's maps.
     pub fn stats(&self) -> BuilderStats {
+        let (c, s) = (&self.creations, &self.splits);
         BuilderStats {
-            sections: self.sections.len(),
-            meta: self.meta.len(),
-            meetings: self.meetings.len(),
-            runs: self.runs.len(),
-            early: self.early.len(),
-            orphans: self.orphans.len(),
-            pending_merges: self.pending_merges.len(),
-            waiting: self.waiting.len(),
-            splits_called: self.splits_called.len(),
-            calls: self.calls.len(),
-            held_splits: self.held_splits.len(),
-            rankings: self.rankings.len(),
-            early_ranks: self.early_ranks.len(),
-            freeing: self.freeing.len(),
-            freed_remembered: self.freed.len(),
+            sections: self.kept.sections.len(),
+            meta: self.kept.meta.len(),
+            meetings: self.repairs.len(),
+            runs: c.runs.len(),
+            early: c.early.len(),
+            orphans: c.orphans.len(),
+            pending_merges: self.merges.len(),
+            waiting: c.waiting.len(),
+            splits_called: s.called.len(),
+            calls: s.calls.len(),
+            held_splits: s.held.len(),
+            rankings: s.rankings.len(),
+            early_ranks: s.early_ranks.len(),
+            freeing: self.frees.freeing.len(),
+            freed_remembered: self.frees.freed.len(),
             dropped: self.dropped,
         }
     }

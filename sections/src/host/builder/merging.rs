@@ -1,85 +1,207 @@
-//! The builder's side of a noncollective merge: the request climbs A, the offer
-//! climbs B, both roots start their trees, and announcements are routed by rank.
+//! The merges part of the builder: a noncollective merge's request climbs A, the
+//! offer climbs B, both roots start their trees, and announcements are routed by rank.
 
+use super::create::Launch;
 use super::*;
 
+/// Messages of merges.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum MergeMsg {
+    /// From the application to the builder on a member of `req.a`: merge two sections.
+    Merge(MergeRequest),
+    /// A merge request on its way up section `a` to its root, with its cost so far.
+    Ask {
+        /// The request.
+        req: MergeRequest,
+        /// Messages and bytes so far.
+        cost: Cost,
+    },
+    /// A's root offers the merge; it travels up section `b` to its root.
+    Offer {
+        /// The merge.
+        token: u64,
+        /// The request.
+        req: MergeRequest,
+        /// A's root.
+        a_root: Pe,
+        /// Members of A.
+        a_size: u32,
+        /// Messages and bytes so far.
+        cost: Cost,
+    },
+    /// B's root accepts: the merged size, and where B's root is.
+    Accept {
+        /// The merge.
+        token: u64,
+        /// Members of the merged section.
+        size: u32,
+        /// B's root.
+        b_root: Pe,
+    },
+    /// The start of a merge, down one of the old trees.
+    Go {
+        /// The merge.
+        token: u64,
+        /// The request.
+        req: MergeRequest,
+        /// The old section this tree belongs to.
+        old: SectionId,
+        /// Merged rank of its rank 0.
+        offset: u32,
+        /// Members of the merged section.
+        size: u32,
+    },
+}
+
+/// The messages and bytes a merge has cost before it started.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Cost {
+    /// Messages.
+    pub messages: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// A merge this PE offered as A's root.
+struct Offered {
+    req: MergeRequest,
+    /// This PE's view of A.
+    a: Section,
+}
+
+/// The merges this PE offered as A's root and B has not accepted yet.
+#[derive(Default)]
+pub(super) struct Merges {
+    /// Removed when B accepts, or when this PE frees A (a merge B refuses is
+    /// reported there), so merges in flight.
+    pending: HashMap<u64, Offered>,
+}
+
+impl Merges {
+    /// Forget the merges offered from section `id`, freed here.
+    pub(super) fn forget(&mut self, id: SectionId) {
+        self.pending.retain(|_, o| o.a.id != id);
+    }
+
+    /// How many merges are offered.
+    pub(super) fn len(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+/// Where a member's part in a merge starts: its old tree, and the merged tree.
+struct MergeStart {
+    token: u64,
+    req: MergeRequest,
+    route: Route,
+    up: Option<Pe>,
+    size: u32,
+}
+
+/// Count a request or offer with its own message: counts are fixed-width in
+/// bincode, so a message's size does not depend on the counts it carries.
+fn with_own_size(mut msg: MergeMsg) -> MergeMsg {
+    let size = encoded_len(&msg);
+    if let MergeMsg::Ask { cost, .. } | MergeMsg::Offer { cost, .. } = &mut msg {
+        cost.bytes += size;
+    }
+    msg
+}
+
+/// The cost so far and one more message.
+fn one_more(cost: Cost) -> Cost {
+    Cost {
+        messages: cost.messages + 1,
+        bytes: cost.bytes,
+    }
+}
+
 impl Builder {
+    /// Handle a merge message.
+    pub(super) fn on_merge_msg(&mut self, ctx: &mut Ctx, msg: MergeMsg) -> Result<(), HostError> {
+        match msg {
+            MergeMsg::Merge(req) => self.on_merge_ask(ctx, req, Cost::default()),
+            MergeMsg::Ask { req, cost } => self.on_merge_ask(ctx, req, cost),
+            MergeMsg::Offer {
+                token,
+                req,
+                a_root,
+                a_size,
+                cost,
+            } => self.on_offer(ctx, token, req, (a_root, a_size), cost),
+            MergeMsg::Accept {
+                token,
+                size,
+                b_root,
+            } => self.on_accept(ctx, token, size, b_root),
+            MergeMsg::Go {
+                token,
+                req,
+                old,
+                offset,
+                size,
+            } => self.on_go(ctx, token, req, old, offset, size),
+        }
+    }
+
     /// A merge request climbs section a to its root, which offers the merge to b.
-    pub(super) fn on_merge_ask(
+    fn on_merge_ask(
         &mut self,
         ctx: &mut Ctx,
         req: MergeRequest,
-        messages: u64,
-        bytes: u64,
+        cost: Cost,
     ) -> Result<(), HostError> {
         if !(kary::MIN_K..=kary::MAX_K).contains(&req.k) {
             return Err(HostError::BadK(req.k));
         }
         let a = self.view(req.a)?;
-        // Counts are fixed-width in bincode, so a message's size does not depend on
-        // the counts it carries: size it with its own message counted, then add.
+        let cost = one_more(cost);
         if let Some(p) = a.parent {
-            let mut ask = BuilderMsg::MergeAsk {
-                req,
-                messages: messages + 1,
-                bytes,
-            };
-            let size = encoded_len(&ask);
-            if let BuilderMsg::MergeAsk { bytes, .. } = &mut ask {
-                *bytes += size;
-            }
-            self.send(ctx, p, ask);
+            self.send(ctx, p, with_own_size(MergeMsg::Ask { req, cost }));
             return Ok(());
         }
         let token = SectionId::token(self.me, self.counter);
         self.counter += 1;
         let to = req.b_contact;
-        self.pending_merges.insert(token, (req.clone(), a.clone()));
-        let mut offer = BuilderMsg::Offer {
+        let offered = Offered {
+            req: req.clone(),
+            a: a.clone(),
+        };
+        self.merges.pending.insert(token, offered);
+        let offer = MergeMsg::Offer {
             token,
             req,
             a_root: self.me,
             a_size: a.size,
-            messages: messages + 1,
-            bytes,
+            cost,
         };
-        let size = encoded_len(&offer);
-        if let BuilderMsg::Offer { bytes, .. } = &mut offer {
-            *bytes += size;
-        }
-        self.send(ctx, to, offer);
+        self.send(ctx, to, with_own_size(offer));
         Ok(())
     }
 
     /// The offer climbs section b to its root, which accepts and starts b's side.
-    pub(super) fn on_offer(
+    fn on_offer(
         &mut self,
         ctx: &mut Ctx,
         token: u64,
         req: MergeRequest,
-        a_root: Pe,
-        a_size: u32,
-        cost: (u64, u64),
+        (a_root, a_size): (Pe, u32),
+        cost: Cost,
     ) -> Result<(), HostError> {
         let b = self.view(req.b)?;
         if let Some(p) = b.parent {
-            let mut offer = BuilderMsg::Offer {
+            let offer = MergeMsg::Offer {
                 token,
                 req,
                 a_root,
                 a_size,
-                messages: cost.0 + 1,
-                bytes: cost.1,
+                cost: one_more(cost),
             };
-            let size = encoded_len(&offer);
-            if let BuilderMsg::Offer { bytes, .. } = &mut offer {
-                *bytes += size;
-            }
-            self.send(ctx, p, offer);
+            self.send(ctx, p, with_own_size(offer));
             return Ok(());
         }
         let size = a_size + b.size;
-        let accept = BuilderMsg::Accept {
+        let accept = MergeMsg::Accept {
             token,
             size,
             b_root: self.me,
@@ -91,29 +213,33 @@ impl Builder {
             link: Some(a_root),
         };
         let mut tally = Tally::joined(Some(0), 1, ctx.now());
-        tally.messages += cost.0;
-        tally.bytes += cost.1;
+        tally.messages += cost.messages;
+        tally.bytes += cost.bytes;
         tally.message(accept_bytes);
-        self.start_merge(ctx, token, req, route, Some(a_root), size, tally)
+        let start = MergeStart {
+            token,
+            req,
+            route,
+            up: Some(a_root),
+            size,
+        };
+        self.start_merge(ctx, start, tally)
     }
 
     /// A's root hears that b accepted, and starts a's side.
-    pub(super) fn on_accept(
+    fn on_accept(
         &mut self,
         ctx: &mut Ctx,
         token: u64,
         size: u32,
         b_root: Pe,
     ) -> Result<(), HostError> {
-        let (req, a) = match self.pending_merges.remove(&token) {
-            Some(r) => r,
-            None => {
-                return Err(HostError::UnknownCreation {
-                    pe: self.me,
-                    token,
-                    what: "merge acceptance",
-                })
-            }
+        let Some(Offered { req, a }) = self.merges.pending.remove(&token) else {
+            return Err(HostError::UnknownCreation {
+                pe: self.me,
+                token,
+                what: "merge acceptance",
+            });
         };
         let route = Route {
             old: a,
@@ -121,11 +247,18 @@ impl Builder {
             link: Some(b_root),
         };
         let tally = Tally::joined(Some(0), 1, ctx.now());
-        self.start_merge(ctx, token, req, route, None, size, tally)
+        let start = MergeStart {
+            token,
+            req,
+            route,
+            up: None,
+            size,
+        };
+        self.start_merge(ctx, start, tally)
     }
 
     /// A member hears of the merge from its old parent.
-    pub(super) fn on_go(
+    fn on_go(
         &mut self,
         ctx: &mut Ctx,
         token: u64,
@@ -134,7 +267,7 @@ impl Builder {
         offset: u32,
         size: u32,
     ) -> Result<(), HostError> {
-        if self.runs.contains_key(&token) {
+        if self.creations.runs.contains_key(&token) {
             return Err(HostError::Overlap { pe: self.me, token });
         }
         let route = Route {
@@ -144,25 +277,34 @@ impl Builder {
         };
         let tally = Tally::joined(Some(0), 1, ctx.now());
         let up = route.old.parent;
-        self.start_merge(ctx, token, req, route, up, size, tally)
+        let start = MergeStart {
+            token,
+            req,
+            route,
+            up,
+            size,
+        };
+        self.start_merge(ctx, start, tally)
     }
 
     /// Start this member's part: tell its old children, then announce itself to the
     /// intermediaries of its merged rank and its parent's.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn start_merge(
+    fn start_merge(
         &mut self,
         ctx: &mut Ctx,
-        token: u64,
-        req: MergeRequest,
-        route: Route,
-        up: Option<Pe>,
-        size: u32,
+        start: MergeStart,
         mut tally: Tally,
     ) -> Result<(), HostError> {
+        let MergeStart {
+            token,
+            req,
+            route,
+            up,
+            size,
+        } = start;
         let mut down = route.old.children.clone();
         for &c in &down {
-            let go = BuilderMsg::Go {
+            let go = MergeMsg::Go {
                 token,
                 req: req.clone(),
                 old: route.old.id,
@@ -180,88 +322,15 @@ impl Builder {
             on_report: req.on_report,
             tag: req.tag,
         };
-        let way = Way::Joined(route);
-        self.launch(ctx, token, meta, way, (up, down), (size, req.k), tally)
-    }
-
-    /// Start a member's part in a merge or rebuild: its run over the joined or
-    /// patched tree, and its announcements to the intermediaries of its new rank and
-    /// its parent's.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn launch(
-        &mut self,
-        ctx: &mut Ctx,
-        token: u64,
-        meta: Meta,
-        way: Way,
-        (up, down): (Option<Pe>, Vec<Pe>),
-        (size, k): (u32, u32),
-        tally: Tally,
-    ) -> Result<(), HostError> {
-        let salt = mix64(token ^ SALT);
-        let (state, sends) = MergeState::start(self.me, &way, size, k, salt, token);
-        let run = Run {
-            keep: true,
-            way: Some(way),
-            on_member: meta.on_member,
-            on_report: meta.on_report,
-            tag: meta.tag,
-            key: None,
-            algorithm: None,
-            parts: vec![Part {
-                proto: Engine::Merge(Box::new(state)),
-                inter: Intermediaries::default(),
-                finished: false,
-            }],
+        let launch = Launch {
+            token,
+            meta,
+            way: Way::Joined(route),
             up,
             down,
-            tally,
-            children_done: 0,
-            finished: false,
-            sent_up: false,
-            released: false,
-            peak: 0,
-            children_peaked: 0,
+            size,
+            k: req.k,
         };
-        self.runs.insert(token, Box::new(run));
-        let mut queue = VecDeque::new();
-        for (dest, msg) in sends {
-            if let Some(msg) = self.route(ctx, token, 0, dest, msg)? {
-                queue.push_back((self.me, self.me, 0, Wire::ToIntermediary(msg), 0));
-            }
-        }
-        self.replay(ctx, token, queue)
-    }
-
-    /// Forward a routed announcement one hop, counting it; returns it if it is for
-    /// this PE.
-    pub(super) fn route(
-        &mut self,
-        ctx: &mut Ctx,
-        token: u64,
-        part: u32,
-        dest: u32,
-        msg: ToIntermediary,
-    ) -> Result<Option<ToIntermediary>, HostError> {
-        let me = self.me;
-        let run = self.run(token, "routed announcement")?;
-        let Some(way) = &run.way else {
-            return Err(unexpected(me, me, token, "routed announcement"));
-        };
-        match way.next_hop(dest)? {
-            Hop::Here => Ok(Some(msg)),
-            Hop::To(pe) => {
-                let fwd = BuilderMsg::Routed {
-                    token,
-                    part,
-                    dest,
-                    msg,
-                };
-                let bytes = encoded_len(&fwd);
-                run.tally.phase_message(Phase::Announce, bytes);
-                self.send(ctx, pe, fwd);
-                Ok(None)
-            }
-        }
+        self.launch(ctx, launch, tally)
     }
 }

@@ -11,6 +11,34 @@
 
 use super::*;
 
+/// A member's (key, PE) in a split by colour and key, ordered by key, then PE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Keyed {
+    /// The key the member called with.
+    pub key: i64,
+    /// Its PE.
+    pub pe: Pe,
+}
+
+/// A member's final rank in a ranked section and the PE of its tree parent.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Placed {
+    /// The member's PE.
+    pub pe: Pe,
+    /// Its rank.
+    pub rank: u32,
+    /// Its parent's PE (None at the root).
+    pub parent: Option<Pe>,
+}
+
+/// A child's sorted list of its subtree's members.
+#[derive(Debug)]
+pub(super) struct SubtreeList {
+    /// The child.
+    pub(super) from: Pe,
+    pub(super) keys: Vec<Keyed>,
+}
+
 /// One member's part in ranking one section.
 pub(super) struct Ranking {
     /// The section as the algorithm made it.
@@ -50,9 +78,9 @@ impl Builder {
             mine: None,
             children: Vec::new(),
         };
-        self.rankings.insert(id, Box::new(ranking));
-        for (from, keys) in self.early_ranks.remove(&id).unwrap_or_default() {
-            self.take_list(id, from, keys)?;
+        self.splits.rankings.insert(id, Box::new(ranking));
+        for list in self.splits.early_ranks.remove(&id).unwrap_or_default() {
+            self.take_list(id, list)?;
         }
         self.try_rank_up(ctx, id)
     }
@@ -62,20 +90,20 @@ impl Builder {
         &mut self,
         ctx: &mut Ctx,
         id: SectionId,
-        from: Pe,
-        keys: Vec<Keyed>,
+        list: SubtreeList,
     ) -> Result<(), HostError> {
-        if !self.rankings.contains_key(&id) {
-            self.early_ranks.entry(id).or_default().push((from, keys));
+        if !self.splits.rankings.contains_key(&id) {
+            self.splits.early_ranks.entry(id).or_default().push(list);
             return Ok(());
         }
-        self.take_list(id, from, keys)?;
+        self.take_list(id, list)?;
         self.try_rank_up(ctx, id)
     }
 
     fn ranking(&mut self, id: SectionId, what: &'static str) -> Result<&mut Ranking, HostError> {
         let pe = self.me;
-        self.rankings
+        self.splits
+            .rankings
             .get_mut(&id)
             .map(|r| &mut **r)
             .ok_or(HostError::UnknownCreation {
@@ -85,7 +113,8 @@ impl Builder {
             })
     }
 
-    fn take_list(&mut self, id: SectionId, from: Pe, keys: Vec<Keyed>) -> Result<(), HostError> {
+    fn take_list(&mut self, id: SectionId, list: SubtreeList) -> Result<(), HostError> {
+        let SubtreeList { from, keys } = list;
         let me = self.me;
         let r = self.ranking(id, "subtree list")?;
         let slot = r.made.children.iter().position(|&c| c == from);
@@ -105,10 +134,10 @@ impl Builder {
         if r.lists.iter().any(Option::is_none) {
             return Ok(());
         }
-        let mut keys = vec![(r.key, me)];
+        let mut keys = vec![Keyed { key: r.key, pe: me }];
         r.subtrees = Vec::with_capacity(r.lists.len());
         for list in r.lists.drain(..).flatten() {
-            let mut pes: Vec<Pe> = list.iter().map(|&(_, pe)| pe).collect();
+            let mut pes: Vec<Pe> = list.iter().map(|k| k.pe).collect();
             pes.sort_unstable();
             r.subtrees.push(pes);
             keys.extend(list);
@@ -116,15 +145,16 @@ impl Builder {
         keys.sort_unstable();
         match r.made.parent {
             Some(p) => {
-                self.send(ctx, p, BuilderMsg::RankUp { id, from: me, keys });
+                self.send(ctx, p, SplitMsg::RankUp { id, from: me, keys });
                 Ok(())
             }
             None => {
                 let k = r.made.k as usize;
                 let ranks = (0..keys.len())
-                    .map(|i| {
-                        let parent = (i > 0).then(|| keys[(i - 1) / k].1);
-                        (keys[i].1, i as u32, parent)
+                    .map(|i| Placed {
+                        pe: keys[i].pe,
+                        rank: i as u32,
+                        parent: (i > 0).then(|| keys[(i - 1) / k].pe),
                     })
                     .collect();
                 self.on_rank_down(ctx, id, ranks)
@@ -137,19 +167,20 @@ impl Builder {
         &mut self,
         ctx: &mut Ctx,
         id: SectionId,
-        ranks: Vec<(Pe, u32, Option<Pe>)>,
+        ranks: Vec<Placed>,
     ) -> Result<(), HostError> {
         let me = self.me;
         let r = self.ranking(id, "ranks")?;
-        let mut parts: Vec<Vec<(Pe, u32, Option<Pe>)>> = vec![Vec::new(); r.subtrees.len()];
-        for (pe, rank, parent) in ranks {
-            if pe == me {
-                r.mine = Some((rank, parent));
+        let mut parts: Vec<Vec<Placed>> = vec![Vec::new(); r.subtrees.len()];
+        for placed in ranks {
+            if placed.pe == me {
+                r.mine = Some((placed.rank, placed.parent));
                 continue;
             }
+            let pe = placed.pe;
             let child = r.subtrees.iter().position(|s| s.binary_search(&pe).is_ok());
             match child {
-                Some(c) => parts[c].push((pe, rank, parent)),
+                Some(c) => parts[c].push(placed),
                 None => return Err(unexpected(me, pe, id_token(id), "rank of a stranger")),
             }
         }
@@ -157,11 +188,11 @@ impl Builder {
         let mine = r.mine;
         let children = r.made.children.clone();
         for (child, ranks) in children.into_iter().zip(parts) {
-            self.send(ctx, child, BuilderMsg::RankDown { id, ranks });
+            self.send(ctx, child, SplitMsg::RankDown { id, ranks });
         }
         match mine {
             Some((rank, Some(parent))) => {
-                let msg = BuilderMsg::RankChild { id, rank, pe: me };
+                let msg = SplitMsg::RankChild { id, rank, pe: me };
                 self.send(ctx, parent, msg);
             }
             Some(_) => {}
@@ -192,7 +223,7 @@ impl Builder {
         if r.children.len() < kary::children(rank, size, k).count() {
             return Ok(());
         }
-        let mut r = self.rankings.remove(&id).expect("looked up above");
+        let mut r = self.splits.rankings.remove(&id).expect("looked up above");
         r.children.sort_unstable();
         let section = Section {
             id,
@@ -203,8 +234,7 @@ impl Builder {
             children: r.children.into_iter().map(|(_, pe)| pe).collect(),
         };
         if let Some(meta) = r.meta {
-            self.meta.insert(id, meta);
-            self.sections.insert(id, section.clone());
+            self.kept.store(section.clone(), meta);
         }
         ctx.send_to_callback(&r.on_member, Encoded(section));
         self.resume(ctx, id)

@@ -1,19 +1,132 @@
-//! A PE's own call in a split by colour and key: numbered per parent, matched with
-//! the start the parent's root sends, and started by the root.
+//! The splits part of the builder: a PE's own call in a split by colour and key,
+//! numbered per parent, matched with the start the parent's root sends, and started
+//! by the root; then the ranking of its sections by (key, PE) (`rank.rs`).
 
+use super::rank::{Ranking, SubtreeList};
 use super::*;
 
+/// Messages of splits by colour and key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum SplitMsg {
+    /// From the application to the builder on its own PE: this PE's part in a split
+    /// by colour and key; its section goes to `on_member` ([`crate::callback`]).
+    Call {
+        /// This PE's colour and key, and how to split.
+        split: Split,
+        /// Where this PE's section goes.
+        on_member: Callback,
+    },
+    /// (key, PE) of every member of a subtree of a split's new section, sorted, up
+    /// the tree the algorithm made.
+    RankUp {
+        /// The new section.
+        id: SectionId,
+        /// The child that sends it.
+        from: Pe,
+        /// The subtree's members.
+        keys: Vec<Keyed>,
+    },
+    /// Each member of a subtree's final rank and the PE of its tree parent, down the
+    /// tree the algorithm made.
+    RankDown {
+        /// The new section.
+        id: SectionId,
+        /// Each member of the receiver's subtree.
+        ranks: Vec<Placed>,
+    },
+    /// A member tells its parent in the ranked tree that it is its child.
+    RankChild {
+        /// The new section.
+        id: SectionId,
+        /// The child's rank.
+        rank: u32,
+        /// The child's PE.
+        pe: Pe,
+    },
+}
+
+/// This PE's call in a split by colour and key.
+#[derive(Debug)]
+pub(super) struct Call {
+    pub(super) split: Split,
+    /// Where this PE's section goes.
+    pub(super) on_member: Callback,
+}
+
+/// The start of a split this PE has not called yet.
+#[derive(Debug)]
+pub(super) struct HeldSplit {
+    pub(super) token: u64,
+    pub(super) req: Request,
+}
+
+/// The splits this PE has called and the rankings of their sections.
+// Values boxed: see `Creations`.
+#[derive(Default)]
+pub(super) struct Splits {
+    /// Splits by colour and key this PE has called, per parent: how many. One entry
+    /// for the world and one per kept section split, removed when it is freed.
+    pub(super) called: HashMap<Parent, u64>,
+    /// This PE's calls whose start has not come yet, by (parent, number): removed
+    /// when the start comes, so the splits in flight.
+    pub(super) calls: HashMap<(Parent, u64), Box<Call>>,
+    /// Starts of splits this PE has not called yet, by (parent, number). Removed at
+    /// the call, or reported and dropped when this PE frees the parent without
+    /// calling, so the splits in flight.
+    pub(super) held: HashMap<(Parent, u64), Box<HeldSplit>>,
+    /// Sections of splits being ranked by (key, PE) here: removed once ranked
+    /// (`try_ranked`), so the splits in flight.
+    pub(super) rankings: HashMap<SectionId, Box<Ranking>>,
+    /// Subtree lists that came before this PE's own part of the section was made:
+    /// removed when its ranking starts, so the splits in flight.
+    pub(super) early_ranks: HashMap<SectionId, Vec<SubtreeList>>,
+}
+
+impl Splits {
+    /// Drop the starts of splits of section `id` this PE never called; returns how
+    /// many.
+    pub(super) fn drop_uncalled(&mut self, id: SectionId) -> usize {
+        let parent = Parent::Section(id);
+        let before = self.held.len();
+        self.held.retain(|(p, _), _| *p != parent);
+        before - self.held.len()
+    }
+
+    /// Whether a call of a split of section `id` waits for its start.
+    pub(super) fn calling(&self, id: SectionId) -> bool {
+        let parent = Parent::Section(id);
+        self.calls.keys().any(|(p, _)| *p == parent)
+    }
+
+    /// Forget every split of section `id`, freed here.
+    pub(super) fn forget(&mut self, id: SectionId) {
+        let parent = Parent::Section(id);
+        self.called.remove(&parent);
+        self.calls.retain(|(p, _), _| *p != parent);
+        self.held.retain(|(p, _), _| *p != parent);
+        self.rankings.remove(&id);
+        self.early_ranks.remove(&id);
+    }
+}
+
 impl Builder {
+    /// Handle a split message.
+    pub(super) fn on_split_msg(&mut self, ctx: &mut Ctx, msg: SplitMsg) -> Result<(), HostError> {
+        match msg {
+            SplitMsg::Call { split, on_member } => self.on_split(ctx, Call { split, on_member }),
+            SplitMsg::RankUp { id, from, keys } => {
+                self.on_rank_up(ctx, id, SubtreeList { from, keys })
+            }
+            SplitMsg::RankDown { id, ranks } => self.on_rank_down(ctx, id, ranks),
+            SplitMsg::RankChild { id, rank, pe } => self.on_rank_child(ctx, id, rank, pe),
+        }
+    }
+
     /// This PE's part in a split: run the split's start if it came already, and
     /// start the split if this PE is the parent's root.
-    pub(super) fn on_split(
-        &mut self,
-        ctx: &mut Ctx,
-        split: Split,
-        on_member: Callback,
-    ) -> Result<(), HostError> {
-        split.validate()?;
-        let parent = split.parent;
+    fn on_split(&mut self, ctx: &mut Ctx, call: Call) -> Result<(), HostError> {
+        call.split.validate()?;
+        let parent = call.split.parent;
         // The world's root is PE 0; a section's is its member of rank 0.
         let (root, parent_pes) = match parent {
             Parent::World => (self.me == 0, self.npes),
@@ -22,18 +135,14 @@ impl Builder {
                 (s.rank == 0, s.size)
             }
         };
-        let counter = self.splits_called.entry(parent).or_insert(0);
+        let counter = self.splits.called.entry(parent).or_insert(0);
         let seq = *counter;
         *counter += 1;
-        let req = split.request(seq, parent_pes);
-        match self.held_splits.remove(&(parent, seq)) {
-            Some(held) => {
-                let (token, held) = *held;
-                self.join(ctx, token, held, Some((split, on_member)), &[])?
-            }
+        let req = call.split.request(seq, parent_pes);
+        match self.splits.held.remove(&(parent, seq)) {
+            Some(held) => self.join(ctx, held.token, held.req, Some(call), &[])?,
             None => {
-                self.calls
-                    .insert((parent, seq), Box::new((split, on_member)));
+                self.splits.calls.insert((parent, seq), Box::new(call));
             }
         }
         if root {
