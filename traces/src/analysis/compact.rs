@@ -10,10 +10,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
-use crate::analysis::events::{
-    bad, read_items, Args, FlowMatcher, Format, Item, KnownArgs, Source,
+use crate::analysis::events::read_items;
+use crate::analysis::model::{
+    bad, track_order, Args, FlowEnd, FlowMatcher, Format, Item, KnownArgs, Source,
 };
-use crate::analysis::read::{FlowEnd, Trace};
+use crate::analysis::read::Trace;
 use crate::error::TraceError;
 use crate::wire::{get_varint, put_varint, unzigzag, zigzag};
 
@@ -580,7 +581,7 @@ impl CompactBuilder {
             t.slices.shrink_to_fit();
             t.instants.shrink_to_fit();
         }
-        tracks.sort_by_key(|t| (t.pid, t.sort_index.unwrap_or(i64::from(t.tid)), t.tid));
+        tracks.sort_by_key(|t| track_order(t.pid, t.sort_index, t.tid));
         CompactTrace {
             strings,
             tracks,

@@ -5,168 +5,20 @@
 //! before the next is read. `B`/`E` pairs are joined here (only open `B`s are kept);
 //! flows are left to the consumer, which matches halves by id with [`FlowMatcher`].
 
-use std::collections::HashMap;
 use std::fmt;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor,
-};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::analysis::model::{bad, OpenSlices};
 use crate::analysis::protobuf::read_perfetto;
-use crate::analysis::read::FlowEnd;
 use crate::error::TraceError;
 
-/// The event arguments a consumer keeps: all of them, or only those the analyses read.
-pub trait Args: DeserializeOwned + Default {
-    /// A non-negative integer argument.
-    fn u64_arg(&self, key: &str) -> Option<u64>;
-    /// A signed integer argument.
-    fn i64_arg(&self, key: &str) -> Option<i64>;
-    /// A string argument.
-    fn str_arg(&self, key: &str) -> Option<&str>;
-    /// Sets an argument (one read from a Perfetto debug annotation).
-    fn set(&mut self, key: &str, value: Value);
-}
-
-impl Args for Map<String, Value> {
-    fn u64_arg(&self, key: &str) -> Option<u64> {
-        self.get(key).and_then(Value::as_u64)
-    }
-    fn i64_arg(&self, key: &str) -> Option<i64> {
-        self.get(key).and_then(Value::as_i64)
-    }
-    fn str_arg(&self, key: &str) -> Option<&str> {
-        self.get(key).and_then(Value::as_str)
-    }
-    fn set(&mut self, key: &str, value: Value) {
-        self.insert(key.to_owned(), value);
-    }
-}
-
-/// The only arguments the analyses read; any others are skipped while parsing.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct KnownArgs {
-    bytes: Option<Value>,
-    src_pe: Option<Value>,
-    msg_id: Option<Value>,
-    name: Option<Value>,
-    sort_index: Option<Value>,
-}
-
-impl KnownArgs {
-    fn get(&self, key: &str) -> Option<&Value> {
-        match key {
-            "bytes" => self.bytes.as_ref(),
-            "src_pe" => self.src_pe.as_ref(),
-            "msg_id" => self.msg_id.as_ref(),
-            "name" => self.name.as_ref(),
-            "sort_index" => self.sort_index.as_ref(),
-            _ => None,
-        }
-    }
-}
-
-impl Args for KnownArgs {
-    fn u64_arg(&self, key: &str) -> Option<u64> {
-        self.get(key).and_then(Value::as_u64)
-    }
-    fn i64_arg(&self, key: &str) -> Option<i64> {
-        self.get(key).and_then(Value::as_i64)
-    }
-    fn str_arg(&self, key: &str) -> Option<&str> {
-        self.get(key).and_then(Value::as_str)
-    }
-    fn set(&mut self, key: &str, value: Value) {
-        let slot = match key {
-            "bytes" => &mut self.bytes,
-            "src_pe" => &mut self.src_pe,
-            "msg_id" => &mut self.msg_id,
-            "name" => &mut self.name,
-            "sort_index" => &mut self.sort_index,
-            _ => return,
-        };
-        *slot = Some(value);
-    }
-}
-
-/// One event as the readers hand it on, times in ns.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Item<A> {
-    /// A slice (`X`, or a `B`/`E` pair at its `E`).
-    Slice {
-        /// Track process.
-        pid: u32,
-        /// Track thread.
-        tid: u32,
-        /// Slice name.
-        name: String,
-        /// Category.
-        cat: String,
-        /// Start.
-        ts_ns: u64,
-        /// Duration.
-        dur_ns: u64,
-        /// Arguments.
-        args: A,
-        /// Position of its (first) event in the file.
-        seq: usize,
-    },
-    /// An instant event.
-    Instant {
-        /// Track process.
-        pid: u32,
-        /// Track thread.
-        tid: u32,
-        /// Event name.
-        name: String,
-        /// Category.
-        cat: String,
-        /// Time.
-        ts_ns: u64,
-    },
-    /// One half of a flow arrow.
-    Flow {
-        /// True for the start (`s`), false for the end (`f`).
-        start: bool,
-        /// Where it is.
-        at: FlowEnd,
-        /// Category.
-        cat: String,
-        /// Name.
-        name: String,
-        /// The id as written.
-        id: String,
-    },
-    /// A `process_name` record.
-    ProcessName {
-        /// The process.
-        pid: u32,
-        /// Its name.
-        name: String,
-    },
-    /// A `thread_name` record (names the track and makes sure it exists).
-    ThreadName {
-        /// Track process.
-        pid: u32,
-        /// Track thread.
-        tid: u32,
-        /// The name, if it was a string.
-        name: Option<String>,
-    },
-    /// A `thread_sort_index` record (makes sure the track exists).
-    SortIndex {
-        /// Track process.
-        pid: u32,
-        /// Track thread.
-        tid: u32,
-        /// The index, if it was an integer.
-        index: Option<i64>,
-    },
-}
+// The shared vocabulary keeps its first paths (`events::Item`, ...).
+pub use crate::analysis::model::{Args, FlowEnd, FlowMatcher, Format, Item, KnownArgs, Source};
 
 #[derive(Deserialize)]
 struct RawEvent<A> {
@@ -209,22 +61,11 @@ fn id_value(v: &Option<Value>, what: &str, path: &Path) -> Result<u32, TraceErro
     }
 }
 
-/// A [`TraceError::Format`] about `path`.
-pub(crate) fn bad(path: &Path, message: String) -> TraceError {
-    TraceError::Format {
-        path: path.to_path_buf(),
-        message,
-    }
-}
-
-/// An open `B` slice waiting for its `E`.
-type Open<A> = (String, String, u64, A, usize);
-
 /// Turns raw events into [`Item`]s: resolves ids, units and `B`/`E` pairs.
 struct Assembler<'p, A> {
     path: &'p Path,
     seq: usize,
-    open_b: HashMap<(u32, u32), Vec<Open<A>>>,
+    open_b: OpenSlices<(u32, u32), A>,
 }
 
 impl<A: Args> Assembler<'_, A> {
@@ -248,27 +89,11 @@ impl<A: Args> Assembler<'_, A> {
                 seq,
             },
             "B" => {
-                let open = (name, cat, ts_ns, e.args.unwrap_or_default(), seq);
-                self.open_b.entry((pid, tid)).or_default().push(open);
+                let args = e.args.unwrap_or_default();
+                self.open_b.begin((pid, tid), name, cat, ts_ns, args, seq);
                 return Ok(None);
             }
-            "E" => {
-                let Some((name, cat, start, args, seq)) =
-                    self.open_b.get_mut(&(pid, tid)).and_then(Vec::pop)
-                else {
-                    return Ok(None);
-                };
-                Item::Slice {
-                    pid,
-                    tid,
-                    name,
-                    cat,
-                    ts_ns: start,
-                    dur_ns: ts_ns.saturating_sub(start),
-                    args,
-                    seq,
-                }
-            }
+            "E" => return Ok(self.open_b.end(&(pid, tid), pid, tid, ts_ns)),
             "i" | "I" => Item::Instant {
                 pid,
                 tid,
@@ -277,56 +102,63 @@ impl<A: Args> Assembler<'_, A> {
                 ts_ns,
             },
             "s" | "f" => {
-                let id = match e.id {
-                    Some(Value::String(s)) => s,
-                    Some(Value::Number(n)) => n.to_string(),
-                    _ => {
-                        return Err(bad(
-                            self.path,
-                            format!("flow event '{}' without an id", e.ph),
-                        ))
-                    }
+                let at = FlowEnd {
+                    pid,
+                    tid,
+                    ts_ns,
+                    seq,
                 };
-                Item::Flow {
-                    start: e.ph == "s",
-                    at: FlowEnd {
-                        pid,
-                        tid,
-                        ts_ns,
-                        seq,
-                    },
-                    cat,
-                    name,
-                    id,
-                }
+                self.flow(&e.ph, e.id, at, cat, name)?
             }
-            "M" => {
-                let args = e.args.unwrap_or_default();
-                match name.as_str() {
-                    "process_name" => match args.str_arg("name") {
-                        Some(n) => Item::ProcessName {
-                            pid,
-                            name: n.to_owned(),
-                        },
-                        None => return Ok(None),
-                    },
-                    "thread_name" => Item::ThreadName {
-                        pid,
-                        tid,
-                        name: args.str_arg("name").map(str::to_owned),
-                    },
-                    "thread_sort_index" => Item::SortIndex {
-                        pid,
-                        tid,
-                        index: args.i64_arg("sort_index"),
-                    },
-                    _ => return Ok(None),
-                }
-            }
+            "M" => return Ok(metadata(&name, pid, tid, &e.args.unwrap_or_default())),
             _ => return Ok(None),
         };
         Ok(Some(item))
     }
+
+    /// A flow half (`ph` is `s` or `f`), which must have an id.
+    fn flow(
+        &self,
+        ph: &str,
+        id: Option<Value>,
+        at: FlowEnd,
+        cat: String,
+        name: String,
+    ) -> Result<Item<A>, TraceError> {
+        let id = match id {
+            Some(Value::String(s)) => s,
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return Err(bad(self.path, format!("flow event '{ph}' without an id"))),
+        };
+        Ok(Item::Flow {
+            start: ph == "s",
+            at,
+            cat,
+            name,
+            id,
+        })
+    }
+}
+
+/// The item of an `M` (metadata) event named `name`, if it is one the analyses read.
+fn metadata<A: Args>(name: &str, pid: u32, tid: u32, args: &A) -> Option<Item<A>> {
+    Some(match name {
+        "process_name" => Item::ProcessName {
+            pid,
+            name: args.str_arg("name")?.to_owned(),
+        },
+        "thread_name" => Item::ThreadName {
+            pid,
+            tid,
+            name: args.str_arg("name").map(str::to_owned),
+        },
+        "thread_sort_index" => Item::SortIndex {
+            pid,
+            tid,
+            index: args.i64_arg("sort_index"),
+        },
+        _ => return None,
+    })
 }
 
 /// Carries the assembler, the callback and the first non-JSON error through serde.
@@ -412,16 +244,6 @@ impl<'de, A: Args, F: FnMut(Item<A>) -> Result<(), TraceError>> Visitor<'de>
     }
 }
 
-impl<'de, A: Args, F: FnMut(Item<A>) -> Result<(), TraceError>> DeserializeSeed<'de>
-    for FileSeed<'_, '_, A, F>
-{
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 /// Reads Chrome JSON from `reader`, calling `each` with every [`Item`] in file order;
 /// returns the file's `displayTimeUnit`. `path` only labels errors.
 pub fn read_json<A: Args>(
@@ -433,7 +255,7 @@ pub fn read_json<A: Args>(
         asm: Assembler {
             path,
             seq: 0,
-            open_b: HashMap::new(),
+            open_b: OpenSlices::default(),
         },
         each,
         failure: None,
@@ -441,9 +263,8 @@ pub fn read_json<A: Args>(
         saw_events: false,
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let parsed = FileSeed(&mut driver)
-        .deserialize(&mut de)
-        .and_then(|()| de.end());
+    let parsed =
+        de::Deserializer::deserialize_any(&mut de, FileSeed(&mut driver)).and_then(|()| de.end());
     if let Some(e) = driver.failure.take() {
         return Err(e);
     }
@@ -455,25 +276,6 @@ pub fn read_json<A: Args>(
         return Err(bad(path, "no traceEvents array".to_owned()));
     }
     Ok(driver.display_time_unit)
-}
-
-/// The two file formats chorus writes and reads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Format {
-    /// Chrome Trace Event JSON.
-    #[default]
-    ChromeJson,
-    /// Perfetto protobuf (TracePackets).
-    Perfetto,
-}
-
-/// What a file says about itself besides its events.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Source {
-    /// Its format.
-    pub format: Format,
-    /// The JSON's `displayTimeUnit`, if any.
-    pub display_time_unit: Option<String>,
 }
 
 /// Streams the trace file at `path`, Chrome JSON or Perfetto protobuf (told apart by
@@ -514,51 +316,5 @@ fn is_protobuf(head: &[u8]) -> bool {
         Some(packet) => crate::wire::Fields::new(packet).all(|f| f.is_ok()),
         // Longer than the read-ahead: no JSON text has that many blank lines.
         None => true,
-    }
-}
-
-/// Pairs flow starts and ends by key as they stream past; only unpaired halves are kept.
-pub struct FlowMatcher<K> {
-    starts: HashMap<K, FlowEnd>,
-    ends: HashMap<K, FlowEnd>,
-    /// Halves replaced by a later one with the same key.
-    dangling: usize,
-}
-
-impl<K: std::hash::Hash + Eq> Default for FlowMatcher<K> {
-    fn default() -> Self {
-        FlowMatcher {
-            starts: HashMap::new(),
-            ends: HashMap::new(),
-            dangling: 0,
-        }
-    }
-}
-
-impl<K: std::hash::Hash + Eq> FlowMatcher<K> {
-    /// Adds one half; returns the whole flow (start, end) once both halves are in.
-    pub fn add(&mut self, start: bool, key: K, at: FlowEnd) -> Option<(K, FlowEnd, FlowEnd)> {
-        // Tracks are written one after another, so an `f` may come before its `s`.
-        let (mine, other) = if start {
-            (&mut self.starts, &mut self.ends)
-        } else {
-            (&mut self.ends, &mut self.starts)
-        };
-        if let Some((key, partner)) = other.remove_entry(&key) {
-            return Some(if start {
-                (key, at, partner)
-            } else {
-                (key, partner, at)
-            });
-        }
-        if mine.insert(key, at).is_some() {
-            self.dangling += 1;
-        }
-        None
-    }
-
-    /// Flow events without a partner, once every event is in.
-    pub fn dangling(&self) -> usize {
-        self.dangling + self.starts.len() + self.ends.len()
     }
 }

@@ -13,8 +13,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-use crate::analysis::events::{bad, Args, Item};
-use crate::analysis::read::FlowEnd;
+use crate::analysis::model::{bad, Args, FlowEnd, Item, OpenSlices};
 use crate::error::TraceError;
 use crate::proto::{annotation, event, interned, packet, track, TRACE_PACKET};
 use crate::wire::{Fields, Value as Wire, FIXED32, FIXED64, LEN, VARINT};
@@ -30,16 +29,14 @@ struct Interned {
     annotations: HashMap<u64, String>,
 }
 
-/// A slice whose begin was read: name, category, start, arguments, file position.
-type Open<A> = (String, String, u64, A, usize);
-
 struct Reader<'p, A> {
     path: &'p Path,
     /// Per sequence id.
     interned: HashMap<u64, Interned>,
     /// Track uuid to (pid, tid).
     tracks: HashMap<u64, (u32, u32)>,
-    open: HashMap<u64, Vec<Open<A>>>,
+    /// Slices begun, by track uuid.
+    open: OpenSlices<u64, A>,
     seq: usize,
     /// Byte offset of the current packet, for errors.
     offset: u64,
@@ -226,61 +223,17 @@ impl<A: Args> Reader<'_, A> {
     ) -> Result<(), TraceError> {
         let seq = self.seq;
         self.seq += 1;
-        let (mut kind, mut uuid, mut name) = (0, None, String::new());
-        let mut cats: Vec<String> = Vec::new();
-        let mut args = A::default();
-        let mut flows: Vec<(u64, bool)> = Vec::new();
-        let empty = Interned::default();
-        let table = self.interned.get(&sequence).unwrap_or(&empty);
-        let lookup = |m: &HashMap<u64, String>, iid: u64| m.get(&iid).cloned().unwrap_or_default();
-        for (field, v) in self.fields(buf, "TrackEvent")? {
-            match (field, v) {
-                (event::TYPE, Wire::Varint(k)) => kind = k,
-                (event::TRACK_UUID, Wire::Varint(u)) => uuid = Some(u),
-                (event::NAME_IID, Wire::Varint(i)) => name = lookup(&table.names, i),
-                (event::NAME, Wire::Bytes(b)) => name = text(b),
-                (event::CATEGORIES, Wire::Bytes(b)) => cats.push(text(b)),
-                (event::CATEGORY_IIDS, Wire::Varint(i)) => cats.push(lookup(&table.categories, i)),
-                (event::DEBUG_ANNOTATIONS, Wire::Bytes(b)) => {
-                    let (mut key, mut value) = (String::new(), None);
-                    for (f, v) in self.fields(b, "DebugAnnotation")? {
-                        match (f, v) {
-                            (annotation::NAME_IID, Wire::Varint(i)) => {
-                                key = lookup(&table.annotations, i)
-                            }
-                            (annotation::NAME, Wire::Bytes(n)) => key = text(n),
-                            (annotation::UINT_VALUE, Wire::Varint(u)) => value = Some(u.into()),
-                            (annotation::INT_VALUE, Wire::Varint(i)) => {
-                                value = Some((i as i64).into())
-                            }
-                            (annotation::BOOL_VALUE, Wire::Varint(b)) => {
-                                value = Some((b != 0).into())
-                            }
-                            (annotation::STRING_VALUE, Wire::Bytes(s)) => {
-                                value = Some(text(s).into())
-                            }
-                            _ => {}
-                        }
-                    }
-                    if let Some(value) = value {
-                        args.set(&key, value);
-                    }
-                }
-                (event::FLOW_IDS | event::FLOW_IDS_OLD, v) => {
-                    flows.extend(v.as_u64().map(|id| (id, false)))
-                }
-                (event::TERMINATING_FLOW_IDS | event::TERMINATING_FLOW_IDS_OLD, v) => {
-                    flows.extend(v.as_u64().map(|id| (id, true)))
-                }
-                _ => {}
-            }
-        }
-        let Some(&(pid, tid)) = uuid.and_then(|u| self.tracks.get(&u)) else {
-            // Events on tracks without a descriptor (or on a default track) are not drawn here.
+        let ev = self.event_fields(sequence, buf)?;
+        let Some(uuid) = ev.uuid else {
+            // Events on a default track are not drawn here.
             return Ok(());
         };
-        let cat = cats.join(",");
-        for (id, ends) in flows {
+        let Some(&(pid, tid)) = self.tracks.get(&uuid) else {
+            // Nor are events on tracks without a descriptor.
+            return Ok(());
+        };
+        let cat = ev.cats.join(",");
+        for (id, ends) in ev.flows {
             each(Item::Flow {
                 start: !ends,
                 at: FlowEnd {
@@ -294,32 +247,17 @@ impl<A: Args> Reader<'_, A> {
                 id: format!("{id:#x}"),
             })?;
         }
-        let key = uuid.unwrap_or_default();
-        match kind {
-            event::SLICE_BEGIN => {
-                let open = (name, cat, ts_ns, args, seq);
-                self.open.entry(key).or_default().push(open);
-            }
+        match ev.kind {
+            event::SLICE_BEGIN => self.open.begin(uuid, ev.name, cat, ts_ns, ev.args, seq),
             event::SLICE_END => {
-                if let Some((name, cat, start, args, seq)) =
-                    self.open.get_mut(&key).and_then(Vec::pop)
-                {
-                    each(Item::Slice {
-                        pid,
-                        tid,
-                        name,
-                        cat,
-                        ts_ns: start,
-                        dur_ns: ts_ns.saturating_sub(start),
-                        args,
-                        seq,
-                    })?;
+                if let Some(slice) = self.open.end(&uuid, pid, tid, ts_ns) {
+                    each(slice)?;
                 }
             }
             event::INSTANT => each(Item::Instant {
                 pid,
                 tid,
-                name,
+                name: ev.name,
                 cat,
                 ts_ns,
             })?,
@@ -327,6 +265,83 @@ impl<A: Args> Reader<'_, A> {
         }
         Ok(())
     }
+
+    /// The fields of one `TrackEvent` the readers use, names looked up in `sequence`'s
+    /// interning tables.
+    fn event_fields(&self, sequence: u64, buf: &[u8]) -> Result<EventFields<A>, TraceError> {
+        let mut ev = EventFields {
+            kind: 0,
+            uuid: None,
+            name: String::new(),
+            cats: Vec::new(),
+            args: A::default(),
+            flows: Vec::new(),
+        };
+        let empty = Interned::default();
+        let table = self.interned.get(&sequence).unwrap_or(&empty);
+        for (field, v) in self.fields(buf, "TrackEvent")? {
+            match (field, v) {
+                (event::TYPE, Wire::Varint(k)) => ev.kind = k,
+                (event::TRACK_UUID, Wire::Varint(u)) => ev.uuid = Some(u),
+                (event::NAME_IID, Wire::Varint(i)) => ev.name = lookup(&table.names, i),
+                (event::NAME, Wire::Bytes(b)) => ev.name = text(b),
+                (event::CATEGORIES, Wire::Bytes(b)) => ev.cats.push(text(b)),
+                (event::CATEGORY_IIDS, Wire::Varint(i)) => {
+                    ev.cats.push(lookup(&table.categories, i))
+                }
+                (event::DEBUG_ANNOTATIONS, Wire::Bytes(b)) => {
+                    if let (key, Some(value)) = self.annotation(table, b)? {
+                        ev.args.set(&key, value);
+                    }
+                }
+                (event::FLOW_IDS | event::FLOW_IDS_OLD, v) => {
+                    ev.flows.extend(v.as_u64().map(|id| (id, false)))
+                }
+                (event::TERMINATING_FLOW_IDS | event::TERMINATING_FLOW_IDS_OLD, v) => {
+                    ev.flows.extend(v.as_u64().map(|id| (id, true)))
+                }
+                _ => {}
+            }
+        }
+        Ok(ev)
+    }
+
+    /// One debug annotation: its name, and its value if of a kind the readers keep.
+    fn annotation(
+        &self,
+        table: &Interned,
+        buf: &[u8],
+    ) -> Result<(String, Option<serde_json::Value>), TraceError> {
+        let (mut key, mut value) = (String::new(), None);
+        for (f, v) in self.fields(buf, "DebugAnnotation")? {
+            match (f, v) {
+                (annotation::NAME_IID, Wire::Varint(i)) => key = lookup(&table.annotations, i),
+                (annotation::NAME, Wire::Bytes(n)) => key = text(n),
+                (annotation::UINT_VALUE, Wire::Varint(u)) => value = Some(u.into()),
+                (annotation::INT_VALUE, Wire::Varint(i)) => value = Some((i as i64).into()),
+                (annotation::BOOL_VALUE, Wire::Varint(b)) => value = Some((b != 0).into()),
+                (annotation::STRING_VALUE, Wire::Bytes(s)) => value = Some(text(s).into()),
+                _ => {}
+            }
+        }
+        Ok((key, value))
+    }
+}
+
+/// What one `TrackEvent` says, as read.
+struct EventFields<A> {
+    kind: u64,
+    uuid: Option<u64>,
+    name: String,
+    cats: Vec<String>,
+    args: A,
+    /// Flow ids, each with whether the event ends the flow.
+    flows: Vec<(u64, bool)>,
+}
+
+/// The interned string `iid` of `table` (empty for an unknown one).
+fn lookup(table: &HashMap<u64, String>, iid: u64) -> String {
+    table.get(&iid).cloned().unwrap_or_default()
 }
 
 /// Reads a Perfetto protobuf trace from `reader`, calling `each` with every [`Item`]
@@ -340,7 +355,7 @@ pub fn read_perfetto<A: Args>(
         path,
         interned: HashMap::new(),
         tracks: HashMap::new(),
-        open: HashMap::new(),
+        open: OpenSlices::default(),
         seq: 0,
         offset: 0,
     };

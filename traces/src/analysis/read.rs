@@ -10,8 +10,12 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::analysis::events::{read_items, read_json, FlowMatcher, Item};
+use crate::analysis::events::{read_items, read_json};
+use crate::analysis::model::{track_order, FlowMatcher, Item};
 use crate::error::TraceError;
+
+// Flow ends keep their first path (`read::FlowEnd`).
+pub use crate::analysis::model::FlowEnd;
 
 /// A whole trace: one track per (pid, tid) and the flows between them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -83,19 +87,6 @@ pub struct Instant {
     pub cat: String,
     /// Time in ns.
     pub ts_ns: u64,
-}
-
-/// One end of a flow arrow.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct FlowEnd {
-    /// Process of the track.
-    pub pid: u32,
-    /// Thread of the track.
-    pub tid: u32,
-    /// Time in ns.
-    pub ts_ns: u64,
-    /// Position of the flow event in the file's `traceEvents`.
-    pub seq: usize,
 }
 
 /// A flow arrow from an `s` event to an `f` event with the same category, name and id.
@@ -221,7 +212,7 @@ impl Builder {
         for t in &mut tracks {
             t.process_name = self.process_names.get(&t.pid).cloned();
         }
-        tracks.sort_by_key(|t| (t.pid, t.sort_index.unwrap_or(i64::from(t.tid)), t.tid));
+        tracks.sort_by_key(|t| track_order(t.pid, t.sort_index, t.tid));
         Trace {
             tracks,
             flows,

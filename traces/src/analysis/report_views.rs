@@ -3,9 +3,10 @@
 
 use std::fmt::Write as _;
 
-use crate::analysis::report_html::{esc, level, runs, time_axis, ReportOptions, LABEL_W, PALETTE};
-use crate::analysis::summary::{fmt_bytes, fmt_ns, Summary};
-use crate::analysis::views::{elide, CriticalPath};
+use crate::analysis::figures::{CriticalPath, Summary};
+use crate::analysis::style::{esc, fmt_bytes, fmt_ns, level, pe_label, ReportOptions, PALETTE};
+use crate::analysis::svg::{row_label, runs, svg_open, time_axis, LABEL_W};
+use crate::analysis::views::elide;
 
 /// Critical-path steps listed in the report; a longer path shows its two ends.
 const PATH_ROWS: usize = 200;
@@ -26,28 +27,16 @@ pub(crate) fn heat_map(o: &mut String, summary: &Summary, opts: &ReportOptions) 
     let width = opts.columns.max(1) as f64;
     let row_h = (480.0 / h.rows.len() as f64).clamp(3.0, 14.0);
     let height = h.rows.len() as f64 * row_h + 30.0;
-    let _ = writeln!(
-        o,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heat-map\" width=\"{:.0}\" height=\"{height:.0}\">",
-        LABEL_W + width + 10.0
-    );
+    svg_open(o, "heat-map", LABEL_W + width + 10.0, height);
     for (r, row) in h.rows.iter().enumerate() {
         let y = r as f64 * row_h;
-        let label = if row.pes == 1 {
-            format!("PE {}", row.first_pe)
-        } else {
-            format!("PE {}-{}", row.first_pe, row.last_pe)
-        };
+        let label = pe_label(row.first_pe, row.last_pe, row.pes == 1);
         let _ = write!(
             o,
-            "<g class=\"heat-row\" data-pes=\"{}-{}\"><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"{:.0}\">{}</text>",
-            row.first_pe,
-            row.last_pe,
-            LABEL_W - 6.0,
-            y + row_h * 0.8,
-            (row_h * 0.9).clamp(3.0, 11.0),
-            esc(&label)
+            "<g class=\"heat-row\" data-pes=\"{}-{}\">",
+            row.first_pe, row.last_pe
         );
+        row_label(o, y, row_h, &label);
         let keys: Vec<Option<(&str, u8)>> = row
             .busy
             .iter()
@@ -59,7 +48,7 @@ pub(crate) fn heat_map(o: &mut String, summary: &Summary, opts: &ReportOptions) 
         runs(o, &keys, y, row_h, width / row.busy.len().max(1) as f64);
         o.push_str("</g>\n");
     }
-    time_axis(o, summary, width, h.rows.len() as f64 * row_h + 2.0);
+    time_axis(o, summary.span_ns, width, h.rows.len() as f64 * row_h + 2.0);
     o.push_str("</svg>\n");
 }
 
@@ -75,12 +64,8 @@ pub(crate) fn size_histogram(o: &mut String, summary: &Summary) {
     );
     let (bar_w, h) = (64.0, 120.0);
     let most = buckets.iter().map(|b| b.messages).max().unwrap_or(1).max(1) as f64;
-    let _ = writeln!(
-        o,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"sizes\" width=\"{:.0}\" height=\"{:.0}\">",
-        LABEL_W + bar_w * buckets.len() as f64 + 10.0,
-        h + 40.0
-    );
+    let width = LABEL_W + bar_w * buckets.len() as f64 + 10.0;
+    svg_open(o, "sizes", width, h + 40.0);
     for (i, b) in buckets.iter().enumerate() {
         let x = LABEL_W + i as f64 * bar_w;
         let bh = (h * b.messages as f64 / most).max(1.0);

@@ -3,35 +3,12 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::analysis::summary::{MessageCell, PeUsage, Summary};
-use crate::analysis::views::{elide, CriticalPath};
+use crate::analysis::figures::{CriticalPath, MessageCell, PeUsage, Summary};
+use crate::analysis::views::elide;
 
-/// A duration for people: ns, µs, ms or s with a sensible number of digits.
-pub fn fmt_ns(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else if ns < 1e6 {
-        format!("{:.3} us", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.3} ms", ns / 1e6)
-    } else {
-        format!("{:.3} s", ns / 1e9)
-    }
-}
-
-/// A byte count for people.
-pub fn fmt_bytes(b: u64) -> String {
-    let b = b as f64;
-    if b < 1024.0 {
-        format!("{b} B")
-    } else if b < 1024.0 * 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else if b < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / (1024.0 * 1024.0))
-    } else {
-        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
-    }
-}
+// The number formats keep their first paths (`summary_text::fmt_ns`, ...).
+use crate::analysis::style::pe_label;
+pub use crate::analysis::style::{fmt_bytes, fmt_ns};
 
 /// PEs listed one by one in the text output; above this, the extremes are shown.
 const TEXT_PE_ROWS: usize = 64;
@@ -57,7 +34,17 @@ pub fn render_text(s: &Summary) -> String {
         s.message_count,
         fmt_bytes(s.message_bytes)
     );
+    render_pes(&mut o, s);
+    render_time_profile(&mut o, s);
+    render_entries(&mut o, s);
+    render_matrix(&mut o, s);
+    render_sizes(&mut o, s);
+    render_heat_map(&mut o, s);
+    o
+}
 
+/// Usage per PE; of many PEs, the least and most utilised.
+fn render_pes(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "\nUtilisation per PE (busy = in entry methods)");
     let _ = writeln!(
         o,
@@ -79,21 +66,24 @@ pub fn render_text(s: &Summary) -> String {
     };
     if s.pes.len() <= TEXT_PE_ROWS {
         for p in &s.pes {
-            row(&mut o, p);
+            row(o, p);
         }
     } else {
         let mut by_util: Vec<&PeUsage> = s.pes.iter().collect();
         by_util.sort_by(|a, b| a.utilisation.total_cmp(&b.utilisation));
         let _ = writeln!(o, "  (least utilised 8)");
         for p in by_util.iter().take(8) {
-            row(&mut o, p);
+            row(o, p);
         }
         let _ = writeln!(o, "  (most utilised 8)");
         for p in by_util.iter().rev().take(8).rev() {
-            row(&mut o, p);
+            row(o, p);
         }
     }
+}
 
+/// The time profile as bars of `#` (busy) and `.` (idle).
+fn render_time_profile(o: &mut String, s: &Summary) {
     let tp = &s.time_profile;
     let _ = writeln!(
         o,
@@ -114,7 +104,10 @@ pub fn render_text(s: &Summary) -> String {
             b * 100.0
         );
     }
+}
 
+/// The entry-method table.
+fn render_entries(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "\nEntry methods (by total time)");
     let width = s
         .entries
@@ -140,11 +133,6 @@ pub fn render_text(s: &Summary) -> String {
             fmt_bytes(e.bytes)
         );
     }
-
-    render_matrix(&mut o, s);
-    render_sizes(&mut o, s);
-    render_heat_map(&mut o, s);
-    o
 }
 
 fn render_sizes(o: &mut String, s: &Summary) {
@@ -194,11 +182,7 @@ fn render_heat_map(o: &mut String, s: &Summary) {
         fmt_ns(h.bin_ns)
     );
     for r in &h.rows {
-        let label = if r.pes == 1 {
-            format!("PE {}", r.first_pe)
-        } else {
-            format!("PE {}-{}", r.first_pe, r.last_pe)
-        };
+        let label = pe_label(r.first_pe, r.last_pe, r.pes == 1);
         let cells: String = r
             .busy
             .iter()

@@ -33,9 +33,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::analysis::compact::{CompactFlow, CompactTrace, CompactTrack, Span, Strings};
-use crate::analysis::events::Format;
-use crate::analysis::read::{FlowEnd, Trace};
-use crate::analysis::summary::{CAT_ENTRY, CAT_IDLE};
+use crate::analysis::model::{FlowEnd, Format, CAT_ENTRY, CAT_IDLE};
+use crate::analysis::read::Trace;
 
 /// Examples kept per rule; every problem is counted.
 const EXAMPLES_PER_RULE: usize = 20;
@@ -373,9 +372,28 @@ fn binding_problems(
     r: &mut CheckReport,
 ) -> (bool, Option<u64>) {
     let ts = c.at.ts_ns;
-    let describe = |s: &Span| describe(c.strings, s);
     let starting: &[&Span] = starts_at.get(&ts).map_or(&[], Vec::as_slice);
     let ending: &[&Span] = ends_at.get(&ts).map_or(&[], Vec::as_slice);
+    let (mut found, holder) = holder_problems(c, starting, ending, r);
+    let holder_seq = holder.map(|h| h.seq);
+    let Some(around) = around else {
+        r.add(Rule::FlowOutsideSlice, || {
+            format!("{}: not strictly inside any slice", c.what())
+        });
+        return (true, holder_seq);
+    };
+    found |= around_problems(c, around, holder, r);
+    (found, holder_seq)
+}
+
+/// The DevTools rules at a flow end: exactly one slice of the flow's category starts
+/// there (the holder, returned), and no other slice starts or ends there.
+fn holder_problems<'s>(
+    c: &Ctx<'_>,
+    starting: &[&'s Span],
+    ending: &[&'s Span],
+    r: &mut CheckReport,
+) -> (bool, Option<&'s Span>) {
     let holders: Vec<&Span> = starting
         .iter()
         .filter(|s| s.cat == c.f.cat)
@@ -415,7 +433,11 @@ fn binding_problems(
     if !others.is_empty() {
         found = true;
         r.add(Rule::FlowAtBoundary, || {
-            let names: Vec<String> = others.iter().take(4).map(|s| describe(s)).collect();
+            let names: Vec<String> = others
+                .iter()
+                .take(4)
+                .map(|s| describe(c.strings, s))
+                .collect();
             format!(
                 "{}: slices start or end there, so viewers may bind the arrow to them: {}",
                 c.what(),
@@ -423,13 +445,15 @@ fn binding_problems(
             )
         });
     }
-    let holder_seq = holder.map(|h| h.seq);
-    let Some(around) = around else {
-        r.add(Rule::FlowOutsideSlice, || {
-            format!("{}: not strictly inside any slice", c.what())
-        });
-        return (true, holder_seq);
-    };
+    (found, holder)
+}
+
+/// The rules on the slice `around` a flow end (the innermost strictly around it):
+/// not idle, not ended by the holder, and for an arrow's end, the entry that handled
+/// its message.
+fn around_problems(c: &Ctx<'_>, around: &Span, holder: Option<&Span>, r: &mut CheckReport) -> bool {
+    let describe = |s: &Span| describe(c.strings, s);
+    let mut found = false;
     if c.strings.get(around.cat) == CAT_IDLE {
         found = true;
         r.add(Rule::FlowInIdle, || {
@@ -463,7 +487,7 @@ fn binding_problems(
             }
         }
     }
-    (found, holder_seq)
+    found
 }
 
 #[cfg(test)]

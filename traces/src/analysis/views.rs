@@ -6,23 +6,11 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use serde::Serialize;
-
 use crate::analysis::compact::{CompactTrace, Span};
-use crate::analysis::summary::CAT_ENTRY;
+use crate::analysis::model::CAT_ENTRY;
 
-/// Messages whose size falls in one power-of-two bucket.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SizeBucket {
-    /// Smallest size in the bucket (0, or a power of two).
-    pub min_bytes: u64,
-    /// Largest size in the bucket (0, or the next power of two less one).
-    pub max_bytes: u64,
-    /// Messages of a size in the bucket.
-    pub messages: u64,
-    /// Their total bytes.
-    pub bytes: u64,
-}
+// The views' figures keep their first paths (`views::HeatMap`, ...).
+pub use crate::analysis::figures::{CriticalPath, HeatMap, HeatRow, PathEntry, SizeBucket};
 
 /// Buckets of [`SizeBucket`]: 0 bytes, then `[2^k, 2^(k+1))` for k in 0..64.
 pub const SIZE_BUCKETS: usize = 65;
@@ -55,28 +43,6 @@ pub fn size_histogram(counts: &[(u64, u64); SIZE_BUCKETS]) -> Vec<SizeBucket> {
         .collect()
 }
 
-/// Busy fraction per PE (or range of PEs) and time bin.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct HeatMap {
-    /// Width of a bin in ns (the time profile's).
-    pub bin_ns: f64,
-    /// Rows in PE order.
-    pub rows: Vec<HeatRow>,
-}
-
-/// One row of the [`HeatMap`]: a PE, or a range of consecutive PEs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct HeatRow {
-    /// First PE of the row.
-    pub first_pe: u32,
-    /// Last PE of the row.
-    pub last_pe: u32,
-    /// PEs in the row.
-    pub pes: usize,
-    /// Per bin: time in outermost entries of the row's PEs over `bin_ns * pes`.
-    pub busy: Vec<f64>,
-}
-
 /// Splits `n` tracks into at most `max_rows` consecutive ranges of equal size.
 pub fn row_groups(n: usize, max_rows: usize) -> Vec<Range<usize>> {
     let per_row = n.div_ceil(max_rows.max(1)).max(1);
@@ -84,28 +50,6 @@ pub fn row_groups(n: usize, max_rows: usize) -> Vec<Range<usize>> {
         .step_by(per_row)
         .map(|a| a..(a + per_row).min(n))
         .collect()
-}
-
-/// The longest chain in time of entries each started by a message from the one before.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CriticalPath {
-    /// From the first entry of the chain to the last.
-    pub entries: Vec<PathEntry>,
-    /// From the first entry's start to the last one's end, in ns.
-    pub span_ns: u64,
-}
-
-/// One entry execution on the [`CriticalPath`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PathEntry {
-    /// Entry name.
-    pub name: String,
-    /// PE (the track's tid).
-    pub pe: u32,
-    /// Start in ns.
-    pub start_ns: u64,
-    /// Duration in ns.
-    pub dur_ns: u64,
 }
 
 /// Rows of a long list to show: `Some(i)` for the first and last `keep` of `len`,
@@ -141,34 +85,85 @@ fn entries_of(trace: &CompactTrace, track: usize, entry: u32) -> Vec<Span> {
 /// end.
 pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
     let entry = trace.strings.id(CAT_ENTRY)?;
-    let track_of: HashMap<(u32, u32), usize> = trace
-        .tracks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| ((t.pid, t.tid), i))
-        .collect();
-    // Flow ends per track, as (time, flow index, side).
-    let mut ends: HashMap<usize, Vec<(u64, u32, u8)>> = HashMap::new();
-    for (i, f) in trace.flows.iter().enumerate() {
-        for side in 0..2 {
-            let at = trace.flow_end(f, side);
-            if let Some(&t) = track_of.get(&(at.pid, at.tid)) {
-                ends.entry(t)
-                    .or_default()
-                    .push((at.ts_ns, i as u32, side as u8));
+    let nodes = Nodes::of(trace, entry);
+    let total = nodes.times.len();
+    let pred = senders(trace, &nodes.node_of, total);
+    let origin = chain_starts(&pred, &nodes.times);
+    let times = &nodes.times;
+    let end_node =
+        (0..total).max_by_key(|&n| (times[n].1.saturating_sub(origin[n]), times[n].1))? as u32;
+    let mut chain = vec![end_node];
+    // Arrows go forward in time, so a chain has no loops; the bound guards bad input.
+    while chain.len() <= total {
+        let p = pred[*chain.last()? as usize];
+        if p == NONE {
+            break;
+        }
+        chain.push(p);
+    }
+    chain.reverse();
+    let entries = nodes.entries(trace, entry, &chain);
+    let span_ns = match (entries.first(), entries.last()) {
+        (Some(a), Some(b)) => b
+            .start_ns
+            .saturating_add(b.dur_ns)
+            .saturating_sub(a.start_ns),
+        _ => 0,
+    };
+    Some(CriticalPath { entries, span_ns })
+}
+
+/// Every entry of the trace as a node, numbered track by track in start order, and
+/// the node each flow end lies in.
+struct Nodes {
+    /// Per flow, the nodes of its start and end ([`NONE`] outside any entry).
+    node_of: Vec<[u32; 2]>,
+    /// Per track, its first node; then the number of nodes.
+    offsets: Vec<usize>,
+    /// Per node: start and end.
+    times: Vec<(u64, u64)>,
+}
+
+impl Nodes {
+    fn of(trace: &CompactTrace, entry: u32) -> Nodes {
+        let track_of: HashMap<(u32, u32), usize> = trace
+            .tracks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((t.pid, t.tid), i))
+            .collect();
+        // Flow ends per track, as (time, flow index, side).
+        let mut ends: HashMap<usize, Vec<(u64, u32, u8)>> = HashMap::new();
+        for (i, f) in trace.flows.iter().enumerate() {
+            for side in 0..2 {
+                let at = trace.flow_end(f, side);
+                if let Some(&t) = track_of.get(&(at.pid, at.tid)) {
+                    ends.entry(t)
+                        .or_default()
+                        .push((at.ts_ns, i as u32, side as u8));
+                }
             }
         }
+        let mut nodes = Nodes {
+            node_of: vec![[NONE; 2]; trace.flows.len()],
+            offsets: Vec::with_capacity(trace.tracks.len() + 1),
+            times: Vec::new(),
+        };
+        for t in 0..trace.tracks.len() {
+            let spans = entries_of(trace, t, entry);
+            nodes.add_track(&spans, ends.remove(&t).unwrap_or_default());
+        }
+        nodes.offsets.push(nodes.times.len());
+        nodes
     }
-    let mut node_of = vec![[NONE; 2]; trace.flows.len()];
-    let mut offsets = Vec::with_capacity(trace.tracks.len() + 1);
-    let mut total = 0usize;
-    // Per node (entry): start and end.
-    let mut times: Vec<(u64, u64)> = Vec::new();
-    for t in 0..trace.tracks.len() {
-        offsets.push(total);
-        let spans = entries_of(trace, t, entry);
-        times.extend(spans.iter().map(|s| (s.ts_ns, s.end_ns())));
-        let mut here = ends.remove(&t).unwrap_or_default();
+
+    /// Numbers one track's entries and finds the innermost one around each of its
+    /// flow ends.
+    fn add_track(&mut self, spans: &[Span], mut here: Vec<(u64, u32, u8)>) {
+        let total = self.times.len();
+        self.offsets.push(total);
+        self.times
+            .extend(spans.iter().map(|s| (s.ts_ns, s.end_ns())));
         here.sort_unstable();
         let (mut next, mut stack) = (0, Vec::<usize>::new());
         for (ts, flow, side) in here {
@@ -184,16 +179,38 @@ pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
             }
             let around = stack.iter().rev().find(|&&k| ts < spans[k].end_ns());
             if let Some(&k) = around {
-                node_of[flow as usize][usize::from(side)] = (total + k) as u32;
+                self.node_of[flow as usize][usize::from(side)] = (total + k) as u32;
             }
         }
-        total += spans.len();
     }
-    offsets.push(total);
 
-    // Each entry's sender: of the messages it handled, the one sent last.
+    /// The entries of the nodes of `chain`, in its order.
+    fn entries(&self, trace: &CompactTrace, entry: u32, chain: &[u32]) -> Vec<PathEntry> {
+        let mut cache: HashMap<usize, Vec<Span>> = HashMap::new();
+        chain
+            .iter()
+            .map(|&node| {
+                let node = node as usize;
+                let t = self.offsets.partition_point(|&o| o <= node) - 1;
+                let spans = cache
+                    .entry(t)
+                    .or_insert_with(|| entries_of(trace, t, entry));
+                let s = spans[node - self.offsets[t]];
+                PathEntry {
+                    name: trace.strings.get(s.name).to_owned(),
+                    pe: trace.tracks[t].tid,
+                    start_ns: s.ts_ns,
+                    dur_ns: s.dur_ns,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Each entry's sender: of the messages it handled, the one sent last.
+fn senders(trace: &CompactTrace, node_of: &[[u32; 2]], total: usize) -> Vec<u32> {
     let mut pred = vec![(NONE, 0u64); total];
-    for (f, nodes) in trace.flows.iter().zip(&node_of) {
+    for (f, nodes) in trace.flows.iter().zip(node_of) {
         let [from, to] = *nodes;
         if from == NONE || to == NONE || from == to {
             continue;
@@ -204,47 +221,7 @@ pub fn critical_path(trace: &CompactTrace) -> Option<CriticalPath> {
             *p = (from, sent);
         }
     }
-    let pred: Vec<u32> = pred.into_iter().map(|(p, _)| p).collect();
-    let origin = chain_starts(&pred, &times);
-    let end_node =
-        (0..total).max_by_key(|&n| (times[n].1.saturating_sub(origin[n]), times[n].1))? as u32;
-    let mut chain = vec![end_node];
-    // Arrows go forward in time, so a chain has no loops; the bound guards bad input.
-    while chain.len() <= total {
-        let p = pred[*chain.last()? as usize];
-        if p == NONE {
-            break;
-        }
-        chain.push(p);
-    }
-    chain.reverse();
-
-    let mut cache: HashMap<usize, Vec<Span>> = HashMap::new();
-    let entries: Vec<PathEntry> = chain
-        .iter()
-        .map(|&node| {
-            let node = node as usize;
-            let t = offsets.partition_point(|&o| o <= node) - 1;
-            let spans = cache
-                .entry(t)
-                .or_insert_with(|| entries_of(trace, t, entry));
-            let s = spans[node - offsets[t]];
-            PathEntry {
-                name: trace.strings.get(s.name).to_owned(),
-                pe: trace.tracks[t].tid,
-                start_ns: s.ts_ns,
-                dur_ns: s.dur_ns,
-            }
-        })
-        .collect();
-    let span_ns = match (entries.first(), entries.last()) {
-        (Some(a), Some(b)) => b
-            .start_ns
-            .saturating_add(b.dur_ns)
-            .saturating_sub(a.start_ns),
-        _ => 0,
-    };
-    Some(CriticalPath { entries, span_ns })
+    pred.into_iter().map(|(p, _)| p).collect()
 }
 
 /// Per node, the start of the first entry of the chain that ends with it.

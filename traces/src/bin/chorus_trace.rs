@@ -2,7 +2,7 @@
 //! or Perfetto protobuf).
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use chorus_traces::{
@@ -84,89 +84,102 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
             bins,
             rows,
-            critical_path: with_path,
+            critical_path,
         } => {
             let opts = SummaryOptions {
                 bins: bins as usize,
                 heat_rows: rows as usize,
             };
-            let (s, path) = if with_path {
-                let trace = CompactTrace::read(&file).map_err(|e| e.to_string())?;
-                (summarize_compact(&trace, &opts), critical_path(&trace))
-            } else {
-                // Streamed twice, holding per-PE and per-bin state only.
-                let s = summarize_file(&file, &opts).map_err(|e| e.to_string())?;
-                (s, None)
-            };
-            if json {
-                let out = SummaryJson {
-                    summary: &s,
-                    critical_path: path.as_ref().filter(|_| with_path),
-                };
-                let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
-                println!("{text}");
-            } else {
-                print!("{}", render_text(&s));
-                if with_path {
-                    print!("{}", render_critical_path(path.as_ref()));
-                }
-            }
+            summary(&file, &opts, json, critical_path)
         }
         Command::Report {
             file,
             output,
             bins,
             max_rows,
-        } => {
-            let trace = CompactTrace::read(&file).map_err(|e| e.to_string())?;
-            let opts = SummaryOptions {
-                bins: bins as usize,
-                heat_rows: max_rows as usize,
-            };
-            let s = summarize_compact(&trace, &opts);
-            let opts = ReportOptions {
-                title: format!("chorus trace: {}", file.display()),
-                max_rows: max_rows as usize,
-                ..ReportOptions::default()
-            };
-            let html = render_report_compact(&trace, &s, &opts);
-            std::fs::write(&output, html).map_err(|e| format!("{}: {e}", output.display()))?;
-            eprintln!("wrote {}", output.display());
+        } => report(&file, &output, bins, max_rows),
+        Command::Check { file, json } => check(&file, json),
+    }
+}
+
+/// `summary`: streamed, or read whole when the critical path is asked for.
+fn summary(file: &Path, opts: &SummaryOptions, json: bool, with_path: bool) -> Result<(), String> {
+    let (s, path) = if with_path {
+        let trace = CompactTrace::read(file).map_err(|e| e.to_string())?;
+        (summarize_compact(&trace, opts), critical_path(&trace))
+    } else {
+        // Streamed twice, holding per-PE and per-bin state only.
+        let s = summarize_file(file, opts).map_err(|e| e.to_string())?;
+        (s, None)
+    };
+    if json {
+        let out = SummaryJson {
+            summary: &s,
+            critical_path: path.as_ref().filter(|_| with_path),
+        };
+        let text = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        print!("{}", render_text(&s));
+        if with_path {
+            print!("{}", render_critical_path(path.as_ref()));
         }
-        Command::Check { file, json } => {
-            let trace = CompactTrace::read(&file).map_err(|e| e.to_string())?;
-            let report = check_compact(&trace);
-            if json {
-                let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-                println!("{text}");
-            }
-            if !report.ok() {
-                for p in &report.problems {
-                    eprintln!("{:?}: {}", p.rule, p.message);
-                }
-                let counts: Vec<String> = report
-                    .counts
-                    .iter()
-                    .map(|(rule, n)| format!("{rule:?} {n}"))
-                    .collect();
-                return Err(format!(
-                    "{}: {} problems ({}); {} of {} arrows misbound",
-                    file.display(),
-                    report.total(),
-                    counts.join(", "),
-                    report.misbound_flows,
-                    report.flows
-                ));
-            }
-            if !json {
-                println!(
-                    "{}: ok ({} tracks, {} flows)",
-                    file.display(),
-                    trace.tracks.len(),
-                    trace.flows.len()
-                );
-            }
+    }
+    Ok(())
+}
+
+/// `report`: the HTML report of `file`, written to `output`.
+fn report(file: &Path, output: &Path, bins: u32, max_rows: u32) -> Result<(), String> {
+    let trace = CompactTrace::read(file).map_err(|e| e.to_string())?;
+    let opts = SummaryOptions {
+        bins: bins as usize,
+        heat_rows: max_rows as usize,
+    };
+    let s = summarize_compact(&trace, &opts);
+    let opts = ReportOptions {
+        title: format!("chorus trace: {}", file.display()),
+        max_rows: max_rows as usize,
+        ..ReportOptions::default()
+    };
+    let html = render_report_compact(&trace, &s, &opts);
+    std::fs::write(output, html).map_err(|e| format!("{}: {e}", output.display()))?;
+    eprintln!("wrote {}", output.display());
+    Ok(())
+}
+
+/// `check`: the viewers' rules; an error naming the counts when one is broken.
+fn check(file: &Path, json: bool) -> Result<(), String> {
+    let trace = CompactTrace::read(file).map_err(|e| e.to_string())?;
+    let report = check_compact(&trace);
+    if json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        println!("{text}");
+    }
+    if !report.ok() {
+        for p in &report.problems {
+            eprintln!("{:?}: {}", p.rule, p.message);
         }
+        let counts: Vec<String> = report
+            .counts
+            .iter()
+            .map(|(rule, n)| format!("{rule:?} {n}"))
+            .collect();
+        return Err(format!(
+            "{}: {} problems ({}); {} of {} arrows misbound",
+            file.display(),
+            report.total(),
+            counts.join(", "),
+            report.misbound_flows,
+            report.flows
+        ));
+    }
+    if !json {
+        println!(
+            "{}: ok ({} tracks, {} flows)",
+            file.display(),
+            trace.tracks.len(),
+            trace.flows.len()
+        );
     }
     Ok(())
 }

@@ -38,7 +38,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use crate::capture::layout::{At, FlowPlan, SliceKind, TrackEvents};
+use crate::capture::layout::{At, FlowPlan, Slice, SliceKind, TrackEvents};
 use crate::capture::spool::{read_chunk, Chunk, SpoolView};
 use crate::error::TraceError;
 use crate::names::{NameId, Names};
@@ -56,16 +56,15 @@ const MAX_LAYOUT_PASSES: u64 = 32;
 pub(crate) trait Output {
     /// Names the processes and threads.
     fn metadata(&mut self, view: &SpoolView) -> std::io::Result<()>;
-    /// Writes one PE's events; holders written after every track go to `holders`.
+    /// Writes one PE's events (or keeps some to write in `holders`).
     fn track(
         &mut self,
         o: &TrackOut<'_>,
         t: &TrackEvents,
-        holders: &mut Vec<HolderOut>,
         stats: &mut WriteStats,
     ) -> std::io::Result<()>;
-    /// Writes the deferred holders and their flow events, sorted by time.
-    fn holders(&mut self, holders: &[HolderOut], stats: &mut WriteStats) -> std::io::Result<()>;
+    /// Writes what `track` kept for after every track.
+    fn holders(&mut self, stats: &mut WriteStats) -> std::io::Result<()>;
     /// Ends and flushes the file; returns how many events it has.
     fn finish(self: Box<Self>) -> std::io::Result<u64>;
 }
@@ -77,6 +76,7 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
         w: BufWriter::with_capacity(1 << 20, file),
         first: true,
         events: 0,
+        holders: Vec::new(),
     };
     write_as(view, names, out, Box::new(w))
 }
@@ -109,7 +109,6 @@ pub(crate) fn write_as(
 
     let io = |e| TraceError::io(out, e);
     w.metadata(view).map_err(io)?;
-    let mut holders: Vec<HolderOut> = Vec::with_capacity(2 * plan.sends.len());
     for (&pe, chunks) in &by_pe {
         let mut scratch = WriteStats::default();
         let track = reader.track(pe, chunks, &min_recv, &mut scratch)?;
@@ -128,10 +127,9 @@ pub(crate) fn write_as(
             arg_keys: &view.arg_keys,
             backwards: &backwards,
         };
-        w.track(&t, &track, &mut holders, &mut stats).map_err(io)?;
+        w.track(&t, &track, &mut stats).map_err(io)?;
     }
-    holders.sort_unstable_by_key(|h| (h.t, h.pid, h.pe));
-    w.holders(&holders, &mut stats).map_err(io)?;
+    w.holders(&mut stats).map_err(io)?;
     stats.events = w.finish().map_err(io)?;
     stats.pes = view.tracks.len();
     stats.bytes = std::fs::metadata(out).map_err(io)?.len();
@@ -284,17 +282,18 @@ impl Output for JsonOut {
         &mut self,
         o: &TrackOut<'_>,
         t: &TrackEvents,
-        holders: &mut Vec<HolderOut>,
         stats: &mut WriteStats,
     ) -> std::io::Result<()> {
-        emit_track(self, o, t, holders, stats)
+        emit_track(self, o, t, stats)
     }
 
-    fn holders(&mut self, holders: &[HolderOut], stats: &mut WriteStats) -> std::io::Result<()> {
+    fn holders(&mut self, stats: &mut WriteStats) -> std::io::Result<()> {
         // DevTools reads flow events in file order and draws each arrow from the slice
         // written first, so every holder and flow event comes last, in time order: a
         // send's before its receive's, whichever PE comes first.
-        for h in holders {
+        let mut holders = std::mem::take(&mut self.holders);
+        holders.sort_unstable_by_key(|h| (h.t, h.pid, h.pe));
+        for h in &holders {
             let (name, ph) = if h.send { ("send", 's') } else { ("recv", 'f') };
             // The message id is the flow's id; the handling entry has it too.
             write_x(self, h.pid, h.pe, "msg", name, h.t, h.t + 1)?;
@@ -322,6 +321,8 @@ struct JsonOut {
     w: BufWriter<File>,
     first: bool,
     events: u64,
+    /// Every track's holders, written after the last track.
+    holders: Vec<HolderOut>,
 }
 
 impl JsonOut {
@@ -504,70 +505,69 @@ pub(crate) fn track_order(t: &TrackEvents) -> Vec<(u64, u8, Reverse<u64>, usize)
     order
 }
 
+/// What both formats write of a slice: its category, its name and whether it has
+/// arguments, which go to `args`.
+pub(crate) fn slice_parts<'a>(
+    s: &Slice,
+    t: &TrackEvents,
+    o: &TrackOut<'a>,
+    fallback: &'a mut String,
+    args: &mut Vec<(&'static str, u64)>,
+) -> (&'static str, &'a str, bool) {
+    match &s.kind {
+        SliceKind::Entry {
+            name,
+            src_pe,
+            bytes,
+            msg_id,
+        } => {
+            args.push(("src_pe", u64::from(*src_pe)));
+            args.push(("bytes", *bytes));
+            args.extend(msg_id.map(|m| ("msg_id", m)));
+            ("entry", name_of(o.names, *name, fallback), true)
+        }
+        SliceKind::Span { name } => ("user", name_of(o.names, *name, fallback), false),
+        SliceKind::Idle => ("idle", "idle", false),
+        SliceKind::Send => ("send", "send", false),
+        SliceKind::Phase { name, args: range } => {
+            for &(key, value) in &t.args[range.clone()] {
+                args.push((
+                    o.arg_keys.get(key as usize).copied().unwrap_or("arg"),
+                    value,
+                ));
+            }
+            ("phase", name_of(o.names, *name, fallback), true)
+        }
+    }
+}
+
 /// Writes one PE's slices and instants in timestamp order, enclosing slices before
-/// the slices inside them, and adds its holders to `holders`.
+/// the slices inside them, and keeps its holders for [`Output::holders`].
 fn emit_track(
     w: &mut JsonOut,
     o: &TrackOut<'_>,
     t: &TrackEvents,
-    holders: &mut Vec<HolderOut>,
     stats: &mut WriteStats,
 ) -> std::io::Result<()> {
-    let (pe, pid, names) = (o.pe, o.pid, o.names);
-    let order = track_order(t);
+    let (pe, pid) = (o.pe, o.pid);
     let mut fallback = String::new();
-    for (_, class, _, i) in order {
+    let mut args: Vec<(&str, u64)> = Vec::new();
+    for (_, class, _, i) in track_order(t) {
         match class {
             0 => {
                 let s = &t.slices[i];
-                match &s.kind {
-                    SliceKind::Entry {
-                        name,
-                        src_pe,
-                        bytes,
-                        msg_id,
-                    } => {
-                        let name = name_of(names, *name, &mut fallback);
-                        write_x(w, pid, pe, "entry", name, s.start, s.end)?;
-                        write!(w.w, ",\"args\":{{\"src_pe\":{src_pe},\"bytes\":{bytes}")?;
-                        if let Some(m) = msg_id {
-                            write!(w.w, ",\"msg_id\":{m}")?;
-                        }
-                        w.w.write_all(b"}}")?;
-                    }
-                    SliceKind::Span { name } => {
-                        let name = name_of(names, *name, &mut fallback);
-                        write_x(w, pid, pe, "user", name, s.start, s.end)?;
-                        w.w.write_all(b"}")?;
-                    }
-                    SliceKind::Idle => {
-                        write_x(w, pid, pe, "idle", "idle", s.start, s.end)?;
-                        w.w.write_all(b"}")?;
-                    }
-                    SliceKind::Send => {
-                        write_x(w, pid, pe, "send", "send", s.start, s.end)?;
-                        w.w.write_all(b"}")?;
-                    }
-                    SliceKind::Phase { name, args } => {
-                        let name = name_of(names, *name, &mut fallback);
-                        write_x(w, pid, pe, "phase", name, s.start, s.end)?;
-                        w.w.write_all(b",\"args\":{")?;
-                        for (k, &(key, value)) in t.args[args.clone()].iter().enumerate() {
-                            if k > 0 {
-                                w.w.write_all(b",")?;
-                            }
-                            let key = o.arg_keys.get(key as usize).copied().unwrap_or("arg");
-                            write_str(&mut w.w, key)?;
-                            write!(w.w, ":{value}")?;
-                        }
-                        w.w.write_all(b"}}")?;
-                    }
+                args.clear();
+                let (cat, name, with_args) = slice_parts(s, t, o, &mut fallback, &mut args);
+                write_x(w, pid, pe, cat, name, s.start, s.end)?;
+                if with_args {
+                    write_args(&mut w.w, &args)?;
                 }
+                w.w.write_all(b"}")?;
                 stats.slices += 1;
             }
             1 => {
                 let h = &t.holders[i];
-                holders.push(HolderOut {
+                w.holders.push(HolderOut {
                     t: h.t,
                     pid,
                     pe,
@@ -580,7 +580,7 @@ fn emit_track(
                 let p = &t.instants[i];
                 let out = w.next()?;
                 out.write_all(b"{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"user\",\"name\":")?;
-                write_str(out, name_of(names, p.name, &mut fallback))?;
+                write_str(out, name_of(o.names, p.name, &mut fallback))?;
                 write!(out, ",\"pid\":{pid},\"tid\":{pe},\"ts\":")?;
                 write_us(out, p.t)?;
                 out.write_all(b"}")?;
@@ -589,4 +589,17 @@ fn emit_track(
         }
     }
     Ok(())
+}
+
+/// Writes an event's `args` object.
+fn write_args(w: &mut impl Write, args: &[(&str, u64)]) -> std::io::Result<()> {
+    w.write_all(b",\"args\":{")?;
+    for (k, &(key, value)) in args.iter().enumerate() {
+        if k > 0 {
+            w.write_all(b",")?;
+        }
+        write_str(w, key)?;
+        write!(w, ":{value}")?;
+    }
+    w.write_all(b"}")
 }

@@ -129,111 +129,17 @@ impl TrackEvents {
             },
             open: Vec::new(),
             last: 0,
+            phase_args_left: 0,
+            pe,
+            plan,
             stats,
         };
-        let mut phase_args_left = 0u32;
         for r in records {
             let e = r.event().ok_or_else(|| TraceError::Format {
                 path: path.to_path_buf(),
                 message: format!("PE {pe}: unknown record kind in spool"),
             })?;
-            if !matches!(e, Event::PhaseArg { .. }) {
-                phase_args_left = 0;
-            }
-            match e {
-                Event::EntryBegin {
-                    ts,
-                    name,
-                    src_pe,
-                    bytes,
-                    msg_id,
-                } => {
-                    // The plan keys records by their recorded time, before clamping.
-                    let flow_in = msg_id.filter(|m| plan.recvs.get(m) == Some(&(pe, ts)));
-                    let kind = SliceKind::Entry {
-                        name,
-                        src_pe,
-                        bytes,
-                        msg_id,
-                    };
-                    let ts = p.clamp(ts);
-                    p.begin(ts, OpenKind::Entry, kind);
-                    if let Some(m) = flow_in {
-                        p.hold(ts, m, false);
-                    }
-                }
-                Event::SpanBegin { ts, name } => {
-                    let ts = p.clamp(ts);
-                    p.begin(ts, OpenKind::Span, SliceKind::Span { name });
-                }
-                Event::IdleBegin { ts } => {
-                    let ts = p.clamp(ts);
-                    p.begin(ts, OpenKind::Idle, SliceKind::Idle);
-                }
-                Event::EntryEnd { ts } => {
-                    let ts = p.clamp(ts);
-                    p.close(OpenKind::Entry, ts);
-                }
-                Event::SpanEnd { ts } => {
-                    let ts = p.clamp(ts);
-                    p.close(OpenKind::Span, ts);
-                }
-                Event::IdleEnd { ts } => {
-                    let ts = p.clamp(ts);
-                    p.close(OpenKind::Idle, ts);
-                }
-                Event::Send { ts, msg_id, .. } => {
-                    let drawn = plan.sends.get(&msg_id) == Some(&(pe, ts));
-                    let ts = p.clamp(ts);
-                    if drawn {
-                        let outside = p.open.last().is_none_or(|&(k, _)| k == OpenKind::Idle);
-                        if outside {
-                            p.begin(ts, OpenKind::Send, SliceKind::Send);
-                            p.stats.send_slices += 1;
-                        }
-                        p.hold(ts, msg_id, true);
-                        if outside {
-                            p.close(OpenKind::Send, ts);
-                        }
-                    }
-                }
-                Event::User { ts, name } => {
-                    let ts = p.clamp(ts);
-                    p.t.toks.push((ts, Tok::Instant(p.t.instants.len())));
-                    p.t.instants.push(Instant { t: ts, name });
-                }
-                Event::Phase {
-                    ts,
-                    dur,
-                    name,
-                    nargs,
-                } => {
-                    // A phase is reported after the fact, so its start is not clamped.
-                    let n = p.t.args.len();
-                    p.t.slices.push(Slice {
-                        start: ts,
-                        end: ts.saturating_add(dur),
-                        flexible: true,
-                        dropped: false,
-                        kind: SliceKind::Phase { name, args: n..n },
-                    });
-                    phase_args_left = nargs;
-                }
-                Event::PhaseArg { key, value } => {
-                    if phase_args_left > 0 {
-                        phase_args_left -= 1;
-                        p.t.args.push((key, value));
-                        let end = p.t.args.len();
-                        if let Some(Slice {
-                            kind: SliceKind::Phase { args, .. },
-                            ..
-                        }) = p.t.slices.last_mut()
-                        {
-                            args.end = end;
-                        }
-                    }
-                }
-            }
+            p.event(e);
         }
         let last = p.last;
         for (_, i) in std::mem::take(&mut p.open).into_iter().rev() {
@@ -328,10 +234,124 @@ struct Pairing<'a> {
     t: TrackEvents,
     open: Vec<(OpenKind, usize)>,
     last: u64,
+    /// Arguments still to come of the last phase (0 once another record came).
+    phase_args_left: u32,
+    pe: u32,
+    plan: &'a FlowPlan,
     stats: &'a mut WriteStats,
 }
 
 impl Pairing<'_> {
+    /// Takes one record's event.
+    fn event(&mut self, e: Event) {
+        if !matches!(e, Event::PhaseArg { .. }) {
+            self.phase_args_left = 0;
+        }
+        match e {
+            Event::EntryBegin {
+                ts,
+                name,
+                src_pe,
+                bytes,
+                msg_id,
+            } => {
+                // The plan keys records by their recorded time, before clamping.
+                let flow_in = msg_id.filter(|m| self.plan.recvs.get(m) == Some(&(self.pe, ts)));
+                let kind = SliceKind::Entry {
+                    name,
+                    src_pe,
+                    bytes,
+                    msg_id,
+                };
+                let ts = self.clamp(ts);
+                self.begin(ts, OpenKind::Entry, kind);
+                if let Some(m) = flow_in {
+                    self.hold(ts, m, false);
+                }
+            }
+            Event::SpanBegin { ts, name } => {
+                let ts = self.clamp(ts);
+                self.begin(ts, OpenKind::Span, SliceKind::Span { name });
+            }
+            Event::IdleBegin { ts } => {
+                let ts = self.clamp(ts);
+                self.begin(ts, OpenKind::Idle, SliceKind::Idle);
+            }
+            Event::EntryEnd { ts } => self.end(OpenKind::Entry, ts),
+            Event::SpanEnd { ts } => self.end(OpenKind::Span, ts),
+            Event::IdleEnd { ts } => self.end(OpenKind::Idle, ts),
+            Event::Send { ts, msg_id, .. } => self.send(ts, msg_id),
+            Event::User { ts, name } => {
+                let ts = self.clamp(ts);
+                self.t.toks.push((ts, Tok::Instant(self.t.instants.len())));
+                self.t.instants.push(Instant { t: ts, name });
+            }
+            Event::Phase {
+                ts,
+                dur,
+                name,
+                nargs,
+            } => self.phase(ts, dur, name, nargs),
+            Event::PhaseArg { key, value } => self.phase_arg(key, value),
+        }
+    }
+
+    /// An end record of `kind` at recorded time `ts`.
+    fn end(&mut self, kind: OpenKind, ts: u64) {
+        let ts = self.clamp(ts);
+        self.close(kind, ts);
+    }
+
+    /// A send: a holder when its arrow is drawn, inside a `send` slice made for it
+    /// when no entry or span is open.
+    fn send(&mut self, ts: u64, msg_id: u64) {
+        let drawn = self.plan.sends.get(&msg_id) == Some(&(self.pe, ts));
+        let ts = self.clamp(ts);
+        if !drawn {
+            return;
+        }
+        let outside = self.open.last().is_none_or(|&(k, _)| k == OpenKind::Idle);
+        if outside {
+            self.begin(ts, OpenKind::Send, SliceKind::Send);
+            self.stats.send_slices += 1;
+        }
+        self.hold(ts, msg_id, true);
+        if outside {
+            self.close(OpenKind::Send, ts);
+        }
+    }
+
+    /// A phase, reported after the fact, so its start is not clamped; its `nargs`
+    /// arguments come in the next records.
+    fn phase(&mut self, ts: u64, dur: u64, name: NameId, nargs: u32) {
+        let n = self.t.args.len();
+        self.t.slices.push(Slice {
+            start: ts,
+            end: ts.saturating_add(dur),
+            flexible: true,
+            dropped: false,
+            kind: SliceKind::Phase { name, args: n..n },
+        });
+        self.phase_args_left = nargs;
+    }
+
+    /// An argument of the last phase (ignored past the number it announced).
+    fn phase_arg(&mut self, key: u32, value: u64) {
+        if self.phase_args_left == 0 {
+            return;
+        }
+        self.phase_args_left -= 1;
+        self.t.args.push((key, value));
+        let end = self.t.args.len();
+        if let Some(Slice {
+            kind: SliceKind::Phase { args, .. },
+            ..
+        }) = self.t.slices.last_mut()
+        {
+            args.end = end;
+        }
+    }
+
     /// Clamps so a clock that steps back on one PE cannot break ordering.
     fn clamp(&mut self, ts: u64) -> u64 {
         self.last = self.last.max(ts);

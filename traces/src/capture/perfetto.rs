@@ -21,8 +21,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use crate::capture::chrome::{name_of, track_order, HolderOut, Output, TrackOut};
-use crate::capture::layout::{SliceKind, TrackEvents};
+use crate::capture::chrome::{name_of, slice_parts, track_order, Output, TrackOut};
+use crate::capture::layout::TrackEvents;
 use crate::capture::spool::SpoolView;
 use crate::capture::stats::WriteStats;
 use crate::error::TraceError;
@@ -231,7 +231,6 @@ impl Output for PerfettoOut {
         &mut self,
         o: &TrackOut<'_>,
         t: &TrackEvents,
-        _holders: &mut Vec<HolderOut>,
         stats: &mut WriteStats,
     ) -> std::io::Result<()> {
         let track = thread_uuid(o.pe);
@@ -253,31 +252,7 @@ impl Output for PerfettoOut {
             match class {
                 0 => {
                     let s = &t.slices[i];
-                    (ev.cat, ev.name) = match &s.kind {
-                        SliceKind::Entry {
-                            name,
-                            src_pe,
-                            bytes,
-                            msg_id,
-                        } => {
-                            args.push(("src_pe", u64::from(*src_pe)));
-                            args.push(("bytes", *bytes));
-                            args.extend(msg_id.map(|m| ("msg_id", m)));
-                            ("entry", name_of(o.names, *name, &mut fallback))
-                        }
-                        SliceKind::Span { name } => {
-                            ("user", name_of(o.names, *name, &mut fallback))
-                        }
-                        SliceKind::Idle => ("idle", "idle"),
-                        SliceKind::Send => ("send", "send"),
-                        SliceKind::Phase { name, args: range } => {
-                            for &(key, value) in &t.args[range.clone()] {
-                                let key = o.arg_keys.get(key as usize).copied().unwrap_or("arg");
-                                args.push((key, value));
-                            }
-                            ("phase", name_of(o.names, *name, &mut fallback))
-                        }
-                    };
+                    (ev.cat, ev.name, _) = slice_parts(s, t, o, &mut fallback, &mut args);
                     ev.args = &args;
                     self.event(&ev)?;
                     open.push(s.end);
@@ -309,7 +284,7 @@ impl Output for PerfettoOut {
         self.close_until(&mut open, track, u64::MAX)
     }
 
-    fn holders(&mut self, _holders: &[HolderOut], _stats: &mut WriteStats) -> std::io::Result<()> {
+    fn holders(&mut self, _stats: &mut WriteStats) -> std::io::Result<()> {
         // Written inline with their tracks.
         Ok(())
     }

@@ -1,0 +1,312 @@
+//! The vocabulary the readers and the analyses share: the [`Item`]s both file
+//! readers hand on, flow ends and how their halves are matched, event arguments, the
+//! categories chorus writes, and what a file says about itself.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::TraceError;
+
+/// Category of entry-method slices.
+pub const CAT_ENTRY: &str = "entry";
+/// Category of idle slices.
+pub const CAT_IDLE: &str = "idle";
+
+/// The event arguments a consumer keeps: all of them, or only those the analyses read.
+pub trait Args: DeserializeOwned + Default {
+    /// A non-negative integer argument.
+    fn u64_arg(&self, key: &str) -> Option<u64>;
+    /// A signed integer argument.
+    fn i64_arg(&self, key: &str) -> Option<i64>;
+    /// A string argument.
+    fn str_arg(&self, key: &str) -> Option<&str>;
+    /// Sets an argument (one read from a Perfetto debug annotation).
+    fn set(&mut self, key: &str, value: Value);
+}
+
+/// The typed readers of [`Args`], for a type whose `get(key)` gives the value.
+macro_rules! typed_readers {
+    () => {
+        fn u64_arg(&self, key: &str) -> Option<u64> {
+            self.get(key).and_then(Value::as_u64)
+        }
+        fn i64_arg(&self, key: &str) -> Option<i64> {
+            self.get(key).and_then(Value::as_i64)
+        }
+        fn str_arg(&self, key: &str) -> Option<&str> {
+            self.get(key).and_then(Value::as_str)
+        }
+    };
+}
+
+impl Args for Map<String, Value> {
+    typed_readers!();
+    fn set(&mut self, key: &str, value: Value) {
+        self.insert(key.to_owned(), value);
+    }
+}
+
+/// The only arguments the analyses read; any others are skipped while parsing.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct KnownArgs {
+    bytes: Option<Value>,
+    src_pe: Option<Value>,
+    msg_id: Option<Value>,
+    name: Option<Value>,
+    sort_index: Option<Value>,
+}
+
+impl KnownArgs {
+    fn slot(&mut self, key: &str) -> Option<&mut Option<Value>> {
+        match key {
+            "bytes" => Some(&mut self.bytes),
+            "src_pe" => Some(&mut self.src_pe),
+            "msg_id" => Some(&mut self.msg_id),
+            "name" => Some(&mut self.name),
+            "sort_index" => Some(&mut self.sort_index),
+            _ => None,
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Value> {
+        match key {
+            "bytes" => self.bytes.as_ref(),
+            "src_pe" => self.src_pe.as_ref(),
+            "msg_id" => self.msg_id.as_ref(),
+            "name" => self.name.as_ref(),
+            "sort_index" => self.sort_index.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl Args for KnownArgs {
+    typed_readers!();
+    fn set(&mut self, key: &str, value: Value) {
+        if let Some(slot) = self.slot(key) {
+            *slot = Some(value);
+        }
+    }
+}
+
+/// One event as the readers hand it on, times in ns.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item<A> {
+    /// A slice (`X`, or a `B`/`E` pair at its `E`).
+    Slice {
+        /// Track process.
+        pid: u32,
+        /// Track thread.
+        tid: u32,
+        /// Slice name.
+        name: String,
+        /// Category.
+        cat: String,
+        /// Start.
+        ts_ns: u64,
+        /// Duration.
+        dur_ns: u64,
+        /// Arguments.
+        args: A,
+        /// Position of its (first) event in the file.
+        seq: usize,
+    },
+    /// An instant event.
+    Instant {
+        /// Track process.
+        pid: u32,
+        /// Track thread.
+        tid: u32,
+        /// Event name.
+        name: String,
+        /// Category.
+        cat: String,
+        /// Time.
+        ts_ns: u64,
+    },
+    /// One half of a flow arrow.
+    Flow {
+        /// True for the start (`s`), false for the end (`f`).
+        start: bool,
+        /// Where it is.
+        at: FlowEnd,
+        /// Category.
+        cat: String,
+        /// Name.
+        name: String,
+        /// The id as written.
+        id: String,
+    },
+    /// A `process_name` record.
+    ProcessName {
+        /// The process.
+        pid: u32,
+        /// Its name.
+        name: String,
+    },
+    /// A `thread_name` record (names the track and makes sure it exists).
+    ThreadName {
+        /// Track process.
+        pid: u32,
+        /// Track thread.
+        tid: u32,
+        /// The name, if it was a string.
+        name: Option<String>,
+    },
+    /// A `thread_sort_index` record (makes sure the track exists).
+    SortIndex {
+        /// Track process.
+        pid: u32,
+        /// Track thread.
+        tid: u32,
+        /// The index, if it was an integer.
+        index: Option<i64>,
+    },
+}
+
+/// One end of a flow arrow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlowEnd {
+    /// Process of the track.
+    pub pid: u32,
+    /// Thread of the track.
+    pub tid: u32,
+    /// Time in ns.
+    pub ts_ns: u64,
+    /// Position of the flow event in the file's `traceEvents`.
+    pub seq: usize,
+}
+
+/// The two file formats chorus writes and reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// Chrome Trace Event JSON.
+    #[default]
+    ChromeJson,
+    /// Perfetto protobuf (TracePackets).
+    Perfetto,
+}
+
+/// What a file says about itself besides its events.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Source {
+    /// Its format.
+    pub format: Format,
+    /// The JSON's `displayTimeUnit`, if any.
+    pub display_time_unit: Option<String>,
+}
+
+/// A [`TraceError::Format`] about `path`.
+pub(crate) fn bad(path: &Path, message: String) -> TraceError {
+    TraceError::Format {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+/// The order of tracks every reader keeps: by pid, then thread sort index (the tid
+/// when there is none), then tid.
+pub(crate) fn track_order(pid: u32, sort_index: Option<i64>, tid: u32) -> (u32, i64, u32) {
+    (pid, sort_index.unwrap_or(i64::from(tid)), tid)
+}
+
+/// A slice whose begin was read: name, category, start, arguments, file position.
+type Open<A> = (String, String, u64, A, usize);
+
+/// Slices begun and not yet ended, per track (keyed as the file names tracks).
+pub(crate) struct OpenSlices<K, A> {
+    open: HashMap<K, Vec<Open<A>>>,
+}
+
+impl<K, A> Default for OpenSlices<K, A> {
+    fn default() -> Self {
+        OpenSlices {
+            open: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Hash + Eq, A> OpenSlices<K, A> {
+    /// Opens a slice on track `key`.
+    pub(crate) fn begin(
+        &mut self,
+        key: K,
+        name: String,
+        cat: String,
+        ts_ns: u64,
+        args: A,
+        seq: usize,
+    ) {
+        self.open
+            .entry(key)
+            .or_default()
+            .push((name, cat, ts_ns, args, seq));
+    }
+
+    /// Closes the innermost open slice of track `key` at `ts_ns`: the whole slice, on
+    /// the track `(pid, tid)`; `None` when nothing is open there.
+    pub(crate) fn end(&mut self, key: &K, pid: u32, tid: u32, ts_ns: u64) -> Option<Item<A>> {
+        let (name, cat, start, args, seq) = self.open.get_mut(key).and_then(Vec::pop)?;
+        Some(Item::Slice {
+            pid,
+            tid,
+            name,
+            cat,
+            ts_ns: start,
+            dur_ns: ts_ns.saturating_sub(start),
+            args,
+            seq,
+        })
+    }
+}
+
+/// Pairs flow starts and ends by key as they stream past; only unpaired halves are kept.
+pub struct FlowMatcher<K> {
+    starts: HashMap<K, FlowEnd>,
+    ends: HashMap<K, FlowEnd>,
+    /// Halves replaced by a later one with the same key.
+    dangling: usize,
+}
+
+impl<K: Hash + Eq> Default for FlowMatcher<K> {
+    fn default() -> Self {
+        FlowMatcher {
+            starts: HashMap::new(),
+            ends: HashMap::new(),
+            dangling: 0,
+        }
+    }
+}
+
+impl<K: Hash + Eq> FlowMatcher<K> {
+    /// Adds one half; returns the whole flow (start, end) once both halves are in.
+    pub fn add(&mut self, start: bool, key: K, at: FlowEnd) -> Option<(K, FlowEnd, FlowEnd)> {
+        // Tracks are written one after another, so an `f` may come before its `s`.
+        let (mine, other) = if start {
+            (&mut self.starts, &mut self.ends)
+        } else {
+            (&mut self.ends, &mut self.starts)
+        };
+        if let Some((key, partner)) = other.remove_entry(&key) {
+            return Some(if start {
+                (key, at, partner)
+            } else {
+                (key, partner, at)
+            });
+        }
+        if mine.insert(key, at).is_some() {
+            self.dangling += 1;
+        }
+        None
+    }
+
+    /// Flow events without a partner, once every event is in.
+    pub fn dangling(&self) -> usize {
+        self.dangling + self.starts.len() + self.ends.len()
+    }
+}
