@@ -111,7 +111,7 @@ impl PeRuntime {
         let waiting = waiting.unwrap_or_default();
         for env in &waiting {
             if env.counted {
-                self.core.sent += env.weight();
+                self.core.ledger.requeued(env.weight());
             }
         }
         let (expedited, normal): (Vec<_>, Vec<_>) =
@@ -223,7 +223,7 @@ impl PeRuntime {
 
     /// Put the messages a run did not get to back at the head of their priority.
     pub(super) fn requeue_rest(&mut self, dest: Dest, rest: Payload, prio: i32) {
-        self.core.processed -= rest.count() as u64;
+        self.core.ledger.put_back(rest.count() as u64);
         let kind = Kind::User {
             dest,
             payload: rest,

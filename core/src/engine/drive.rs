@@ -4,6 +4,7 @@
 //! wait. The sim layer, which has no inbox, drives the same steps from its event
 //! loop (`launch::sim`).
 
+use super::ledger::Dropped;
 use super::PeRuntime;
 use crate::machine::{Arrival, Poll};
 
@@ -137,8 +138,7 @@ impl PeRuntime {
             } => {
                 // Dropped with a reason is processed: the sender counted it as sent,
                 // and quiescence waits until every sent message is processed.
-                self.core.processed += weight;
-                self.core.report.dropped_on_wire += weight;
+                self.core.ledger.dropped(weight, Dropped::OnWire);
                 self.core.fail(err);
             }
             Arrival::Failed { err, weight: None } => self.core.abort(err),

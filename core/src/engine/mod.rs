@@ -14,6 +14,7 @@ use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::engine::announced::Announced;
 use crate::engine::digest::DeliveryLog;
+use crate::engine::ledger::{Dropped, Ledger};
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
 use crate::engine::scheduler::{ReadyQueue, SpareBuffers};
@@ -34,6 +35,7 @@ mod drive;
 mod exit;
 pub(crate) mod flow;
 mod guard;
+mod ledger;
 pub(crate) mod location;
 mod migration;
 mod pe_core;
@@ -152,8 +154,7 @@ impl PeRuntime {
                 policy: setup.policy,
                 work_mode: setup.work_mode,
                 queue: ReadyQueue::default(),
-                sent: 0,
-                processed: 0,
+                ledger: Ledger::default(),
                 current: Current::Main,
                 next_chare_seq: HashMap::default(),
                 next_coll_seq: 0,
@@ -281,7 +282,7 @@ impl PeRuntime {
         }
         // Held messages are this PE's own, all counted.
         let held = self.core.flow.discard();
-        self.core.processed += counted + held;
+        self.core.ledger.dropped(counted + held, Dropped::WithPe);
         n + held
     }
 
@@ -289,7 +290,9 @@ impl PeRuntime {
     /// it is counted processed here, the dead PE's final word in the waves the
     /// simulator keeps running for it, so the survivors' waves still balance.
     pub(crate) fn lost_here(&mut self, env: &Envelope) {
-        self.core.processed += env.counted_weight();
+        self.core
+            .ledger
+            .dropped(env.counted_weight(), Dropped::WithPe);
     }
 
     /// Windowed messages of `weight` this PE sent to PE `to` were lost with `to` (it
@@ -312,7 +315,7 @@ impl PeRuntime {
     /// wave may start the next one, which this idle PE can answer at once.
     pub(crate) fn on_idle(&mut self) {
         while self.core.queue.is_empty() && !self.core.exiting {
-            let snapshot = (self.core.sent, self.core.processed);
+            let snapshot = self.core.ledger.counters();
             let parent = self.core.tree_parent();
             let out = self.core.qd.on_idle(snapshot, parent.is_none());
             if out == crate::engine::quiescence::Outcome::Nothing {
@@ -353,8 +356,7 @@ impl PeRuntime {
 
     /// Statistics and outputs of this PE, at the end of the run.
     pub(crate) fn into_report(mut self) -> PeReport {
-        self.core.report.sent = self.core.sent;
-        self.core.report.processed = self.core.processed;
+        self.core.ledger.report(&mut self.core.report);
         // Messages still waiting for a creation when the job exited never ran either.
         let waiting: usize = self
             .waiting_for_chare

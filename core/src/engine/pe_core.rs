@@ -10,6 +10,7 @@ use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::base::tree;
 use crate::engine::flow::{self, Flow};
+use crate::engine::ledger::{Dropped, Ledger};
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
 use crate::engine::scheduler::ReadyQueue;
@@ -91,8 +92,8 @@ pub(crate) struct PeCore {
     pub(crate) policy: ErrorPolicy,
     pub(crate) work_mode: WorkMode,
     pub(crate) queue: ReadyQueue<Envelope>,
-    pub(crate) sent: u64,
-    pub(crate) processed: u64,
+    /// Quiescence detection's counts of counted messages.
+    pub(super) ledger: Ledger,
     pub(crate) current: Current,
     pub(super) next_chare_seq: HashMap<Pe, u32>,
     pub(super) next_coll_seq: u32,
@@ -171,7 +172,7 @@ impl PeCore {
             return;
         }
         let weight = env.counted_weight();
-        self.sent += weight;
+        self.ledger.sent(weight);
         if let Some(t) = self.trace.as_deref_mut() {
             t.send(ns(self.net.now()), env.msg_id(), to, env.wire_bytes());
         }
@@ -188,8 +189,7 @@ impl PeCore {
         if let Err(e) = self.net.send(to, env) {
             // Counted as sent above and never to arrive: dropped with a reason, so
             // processed, or quiescence would wait for it forever.
-            self.processed += weight;
-            self.report.dropped_on_wire += weight;
+            self.ledger.dropped(weight, Dropped::OnWire);
             self.fail(e);
         } else if windowed {
             self.flow.sent(to, weight);
@@ -254,7 +254,7 @@ impl PeCore {
         let msg = match tail {
             Some(env) => match env.append(me, &dest, opts.prio, msg) {
                 Ok(()) => {
-                    self.sent += 1;
+                    self.ledger.sent(1);
                     if to != me {
                         self.flow.sent(to, 1);
                     }

@@ -194,7 +194,7 @@ impl PeRuntime {
     /// Count a message about to run as processed, and owe its sender credit.
     pub(super) fn count_processed(&mut self, env: &Envelope) {
         if env.counted {
-            self.core.processed += env.weight();
+            self.core.ledger.processed(env.weight());
             self.credit_handled(env);
         }
     }
