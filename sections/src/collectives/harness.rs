@@ -258,8 +258,6 @@ impl Odd {
 /// says what disagreed.
 #[test]
 fn values_that_do_not_combine_end_with_a_typed_mismatch() {
-    let sum = |v: &RedData| Fold::new(Reducer::Sum, v).unwrap();
-    let concat = |v: &RedData| Fold::new(Reducer::Concat, v).unwrap();
     for seed in 0..60u64 {
         let n = 2 + (seed % 11) as u32;
         let k = 2 + (seed % 3) as u32;
@@ -273,61 +271,14 @@ fn values_that_do_not_combine_end_with_a_typed_mismatch() {
                 2 | 5.. => Odd::Kind,
                 _ => [Odd::Kind, Odd::Length, Odd::Float][seed as usize % 3],
             };
-            let said = match (which, odd) {
-                (2 | 5.., _) => "cannot concatenate",
-                // On a tree every member climbs it and rank 0 meets both kinds; with
-                // a roster integer members double and the f64 member climbs.
-                (3 | 4, Odd::Float) if tree => "cannot combine",
-                (_, Odd::Kind) => "cannot combine",
-                (_, Odd::Length) => "different lengths",
-                (_, Odd::Float) => "f64 values with integer ones",
-            };
-            let op = |r: usize| -> Op {
+            let said = mismatch_said(which, odd, tree);
+            let op = |r: usize| {
                 let v = if r == odd_rank {
                     odd.value()
                 } else {
                     RedData::U64(vec![4, 5, 6])
                 };
-                let (fold, ag) = (sum(&v), 1 + (seed % 3) as u32);
-                match which {
-                    0 => Op::Reduce {
-                        fold,
-                        value: v,
-                        delivery: Delivery::Root(root),
-                    },
-                    1 => Op::Reduce {
-                        fold,
-                        value: v,
-                        delivery: Delivery::All,
-                    },
-                    2 => Op::Reduce {
-                        fold: concat(&v),
-                        value: v,
-                        delivery: Delivery::Root(root),
-                    },
-                    3 => Op::Scan {
-                        fold,
-                        value: v,
-                        exclusive: false,
-                    },
-                    4 => Op::Scan {
-                        fold,
-                        value: v,
-                        exclusive: true,
-                    },
-                    5 => Op::Allgather {
-                        algorithm: Allgather::Bruck(ag),
-                        value: v,
-                    },
-                    6 => Op::Allgather {
-                        algorithm: Allgather::StandardExchange(ag),
-                        value: v,
-                    },
-                    _ => Op::Allgather {
-                        algorithm: Allgather::Ring,
-                        value: v,
-                    },
-                }
+                mismatch_op(which, v, root, 1 + (seed % 3) as u32)
             };
             let got = run(
                 members(n, k, tree, seed),
@@ -342,6 +293,64 @@ fn values_that_do_not_combine_end_with_a_typed_mismatch() {
                 other => panic!("{case}: {other:?}"),
             }
         }
+    }
+}
+
+/// What the mismatch of collective `which` says when one member's value is `odd`.
+fn mismatch_said(which: u32, odd: Odd, tree: bool) -> &'static str {
+    match (which, odd) {
+        (2 | 5.., _) => "cannot concatenate",
+        // On a tree every member climbs it and rank 0 meets both kinds; with
+        // a roster integer members double and the f64 member climbs.
+        (3 | 4, Odd::Float) if tree => "cannot combine",
+        (_, Odd::Kind) => "cannot combine",
+        (_, Odd::Length) => "different lengths",
+        (_, Odd::Float) => "f64 values with integer ones",
+    }
+}
+
+/// Collective `which` of the mismatch test over value `v`: reduces to `root` or all,
+/// scans, and allgathers (`ag` rounds' parameter).
+fn mismatch_op(which: u32, v: RedData, root: u32, ag: u32) -> Op {
+    let fold = Fold::new(Reducer::Sum, &v).unwrap();
+    match which {
+        0 => Op::Reduce {
+            fold,
+            value: v,
+            delivery: Delivery::Root(root),
+        },
+        1 => Op::Reduce {
+            fold,
+            value: v,
+            delivery: Delivery::All,
+        },
+        2 => Op::Reduce {
+            fold: Fold::new(Reducer::Concat, &v).unwrap(),
+            value: v,
+            delivery: Delivery::Root(root),
+        },
+        3 => Op::Scan {
+            fold,
+            value: v,
+            exclusive: false,
+        },
+        4 => Op::Scan {
+            fold,
+            value: v,
+            exclusive: true,
+        },
+        5 => Op::Allgather {
+            algorithm: Allgather::Bruck(ag),
+            value: v,
+        },
+        6 => Op::Allgather {
+            algorithm: Allgather::StandardExchange(ag),
+            value: v,
+        },
+        _ => Op::Allgather {
+            algorithm: Allgather::Ring,
+            value: v,
+        },
     }
 }
 

@@ -361,55 +361,82 @@ impl ShrinkAndBalance {
         let caps: Vec<u32> = kary::children(r, m, k)
             .map(|c| kary::subtree_size(c, m, k))
             .collect();
+        let pieces = self.gathered(&slot, &caps)?;
+        if pieces.len() < caps.len() {
+            self.ask_for_singles(pieces, caps.len(), out);
+            return Ok(());
+        }
+        let mut fitting = self.fit(pieces, &caps)?;
+        let spread = fitting.spread_excess(out);
+        if fitting.rem.iter().any(|&x| x > 0) {
+            let rem = &fitting.rem;
+            return Err(self.inconsistent(format!("rank {r}: slots left short {rem:?}")));
+        }
+        self.place_children(&slot, fitting, spread, out);
+        Ok(())
+    }
+
+    /// Every piece below this slot, largest first, checked against the room below it.
+    fn gathered(&mut self, slot: &Slot, caps: &[u32]) -> Result<Vec<Piece>, ProtocolError> {
         let mut pieces: Vec<Piece> = self.own.take().unwrap_or_default();
         pieces.append(&mut self.given);
         let total: u32 = pieces.iter().map(|p| p.size).sum();
         let want: u32 = caps.iter().sum();
         if total != want {
+            let (r, m) = (slot.rank, slot.m);
             return Err(self.inconsistent(format!(
                 "rank {r} of {m}: {total} vertices below for a subtree of {want} below"
             )));
         }
         sort_desc(&mut pieces);
-        if pieces.len() < caps.len() {
-            // Too few subtrees to root every slot: ask the largest for single vertices.
-            let mut short = (caps.len() - pieces.len()) as u32;
-            for p in pieces.iter_mut() {
-                let t = short.min(p.size - 1);
-                if t == 0 {
-                    continue;
-                }
-                out.push((
-                    p.root,
-                    Wire::Role(Msg::Export {
-                        relocations: p.relocations,
-                        victims: p.victims.clone(),
-                        moves: vec![(self.setup.me, 1); t as usize],
-                    }),
-                ));
-                p.size -= t;
-                p.exports += 1;
-                self.asked += t;
-                short -= t;
+        Ok(pieces)
+    }
+
+    /// Too few subtrees to root every one of `slots` slots: ask the largest for
+    /// single vertices, and wait for them.
+    fn ask_for_singles(&mut self, mut pieces: Vec<Piece>, slots: usize, out: &mut Outbox<Msg>) {
+        let mut short = (slots - pieces.len()) as u32;
+        for p in pieces.iter_mut() {
+            let t = short.min(p.size - 1);
+            if t == 0 {
+                continue;
             }
-            self.given = pieces;
-            return Ok(());
+            out.push((
+                p.root,
+                Wire::Role(Msg::Export {
+                    relocations: p.relocations,
+                    victims: p.victims.clone(),
+                    moves: vec![(self.setup.me, 1); t as usize],
+                }),
+            ));
+            p.size -= t;
+            p.exports += 1;
+            self.asked += t;
+            short -= t;
         }
+        self.given = pieces;
+    }
+
+    /// Root each child slot (room `caps`) at one of the largest pieces and fill it
+    /// with the others, best fit first.
+    fn fit(&self, mut pieces: Vec<Piece>, caps: &[u32]) -> Result<Fitting, ProtocolError> {
         let n = caps.len();
-        let mut rest = pieces.split_off(n);
-        let mut roots = pieces;
-        let mut rem: Vec<u32> = caps.clone();
-        let mut extras: Vec<Vec<Piece>> = vec![Vec::new(); n];
-        // Vertices each slot root must export because its subtree overfills the slot.
-        let mut root_excess: Vec<u32> = vec![0; n];
-        for (i, p) in roots.iter_mut().enumerate() {
+        let rest = pieces.split_off(n);
+        let mut f = Fitting {
+            roots: pieces,
+            rem: caps.to_vec(),
+            extras: vec![Vec::new(); n],
+            root_excess: vec![0; n],
+            extra_excess: Vec::new(),
+        };
+        for (i, p) in f.roots.iter_mut().enumerate() {
             let keep = p.size.min(caps[i]);
-            rem[i] -= keep;
-            root_excess[i] = p.size - keep;
+            f.rem[i] -= keep;
+            f.root_excess[i] = p.size - keep;
             p.size = keep;
         }
-        let mut extra_excess: Vec<(usize, usize, u32)> = Vec::new();
-        for p in rest.drain(..) {
+        for p in rest {
+            let rem = &f.rem;
             let fit = (0..n)
                 .filter(|&j| rem[j] >= p.size)
                 .min_by_key(|&j| (rem[j], j));
@@ -418,66 +445,33 @@ impl ShrinkAndBalance {
             if keep == 0 {
                 return Err(self.inconsistent(format!("no room for piece {}", p.root)));
             }
-            rem[j] -= keep;
+            f.rem[j] -= keep;
             if keep < p.size {
-                extra_excess.push((j, extras[j].len(), p.size - keep));
+                f.extra_excess.push((j, f.extras[j].len(), p.size - keep));
             }
-            extras[j].push(Piece { size: keep, ..p });
+            f.extras[j].push(Piece { size: keep, ..p });
         }
-        // Send every excess to the slots that still lack vertices.
-        let mut awaited = vec![0u32; n];
-        let mut root_moves: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
-        let mut take = |mut excess: u32, rem: &mut Vec<u32>| {
-            let mut moves = Vec::new();
-            for j in 0..n {
-                if excess == 0 {
-                    break;
-                }
-                let t = excess.min(rem[j]);
-                if t > 0 {
-                    rem[j] -= t;
-                    awaited[j] += t;
-                    excess -= t;
-                    moves.push((j, t));
-                }
-            }
-            moves
-        };
-        for i in 0..n {
-            if root_excess[i] > 0 {
-                root_moves[i] = take(root_excess[i], &mut rem)
-                    .into_iter()
-                    .map(|(j, t)| (roots[j].root, t))
-                    .collect();
-            }
-        }
-        let root_ids: Vec<u32> = roots.iter().map(|p| p.root).collect();
-        for (j, at, excess) in extra_excess {
-            let moves = take(excess, &mut rem)
-                .into_iter()
-                .map(|(s, t)| (root_ids[s], t))
-                .collect();
-            let p = &mut extras[j][at];
-            out.push((
-                p.root,
-                Wire::Role(Msg::Export {
-                    relocations: p.relocations,
-                    victims: p.victims.clone(),
-                    moves,
-                }),
-            ));
-            p.exports += 1;
-        }
-        if rem.iter().any(|&x| x > 0) {
-            return Err(self.inconsistent(format!("rank {r}: slots left short {rem:?}")));
-        }
+        Ok(f)
+    }
+
+    /// Tell each slot root its place, its moves and its extra pieces; this slot is
+    /// placed.
+    fn place_children(&mut self, slot: &Slot, f: Fitting, spread: Spread, out: &mut Outbox<Msg>) {
+        let (k, me) = (self.setup.k, self.setup.me);
+        let (r, m) = (slot.rank, slot.m);
         let child_ranks: Vec<u32> = kary::children(r, m, k).collect();
-        for (i, p) in roots.into_iter().enumerate() {
+        let root_ids: Vec<u32> = f.roots.iter().map(|p| p.root).collect();
+        let Spread {
+            mut root_moves,
+            awaited,
+        } = spread;
+        let mut extras = f.extras;
+        for (i, p) in f.roots.into_iter().enumerate() {
             let place = Msg::Place {
                 rank: child_ranks[i],
                 m,
                 token: slot.token,
-                parent: Some(self.setup.me),
+                parent: Some(me),
                 relocations: p.relocations,
                 victims: p.victims.clone(),
                 exports: p.exports,
@@ -495,7 +489,79 @@ impl ShrinkAndBalance {
             parent: slot.parent,
             children: root_ids,
         });
-        Ok(())
+    }
+}
+
+/// The pieces below a slot fitted into its children's slots.
+struct Fitting {
+    /// The piece each slot is rooted at, cut to the slot.
+    roots: Vec<Piece>,
+    /// Room left in each slot.
+    rem: Vec<u32>,
+    /// The other pieces in each slot, cut to fit.
+    extras: Vec<Vec<Piece>>,
+    /// Vertices each slot root must export because its subtree overfills the slot.
+    root_excess: Vec<u32>,
+    /// (slot, index in its extras, vertices) each cut extra piece must export.
+    extra_excess: Vec<(usize, usize, u32)>,
+}
+
+/// Where the excess goes: each slot root's moves (to PE, vertices) and the
+/// vertices each slot awaits.
+struct Spread {
+    root_moves: Vec<Vec<(u32, u32)>>,
+    awaited: Vec<u32>,
+}
+
+impl Fitting {
+    /// Send every excess to the slots that still lack vertices: slot roots keep
+    /// theirs as moves in their place message, extra pieces are asked to export now.
+    fn spread_excess(&mut self, out: &mut Outbox<Msg>) -> Spread {
+        let n = self.roots.len();
+        let mut awaited = vec![0u32; n];
+        let mut root_moves: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+        for (i, moves) in root_moves.iter_mut().enumerate() {
+            let excess = self.root_excess[i];
+            if excess > 0 {
+                *moves = self.take(excess, &mut awaited);
+            }
+        }
+        for (j, at, excess) in std::mem::take(&mut self.extra_excess) {
+            let moves = self.take(excess, &mut awaited);
+            let p = &mut self.extras[j][at];
+            out.push((
+                p.root,
+                Wire::Role(Msg::Export {
+                    relocations: p.relocations,
+                    victims: p.victims.clone(),
+                    moves,
+                }),
+            ));
+            p.exports += 1;
+        }
+        Spread {
+            root_moves,
+            awaited,
+        }
+    }
+
+    /// Take `excess` vertices into the first slots with room: (slot root, vertices).
+    fn take(&mut self, mut excess: u32, awaited: &mut [u32]) -> Vec<(u32, u32)> {
+        let mut moves = Vec::new();
+        let slots = self.rem.iter_mut().zip(awaited.iter_mut());
+        for (j, (room, waits)) in slots.enumerate() {
+            if excess == 0 {
+                break;
+            }
+            let t = excess.min(*room);
+            if t > 0 {
+                *room -= t;
+                *waits += t;
+                excess -= t;
+                moves.push((self.roots[j].root, t));
+            }
+        }
+        moves
     }
 }
 

@@ -268,19 +268,7 @@ pub(crate) fn machine(mock_up: MockUp, op: Op, rank: u32, has_roster: bool) -> B
             value: if rank == 0 { v } else { None },
         })
     };
-    let (value, fold, delivery) = match op {
-        Op::Reduce {
-            value,
-            fold,
-            delivery,
-        } => (value, fold, delivery),
-        Op::Allgather { value, .. } => {
-            let fold = concat_fold(&value);
-            (value, fold, Delivery::All)
-        }
-        Op::Scan { value, fold, .. } => (value, fold, Delivery::All),
-        other => panic!("mock-up {mock_up:?} of {other:?}"),
-    };
+    let (value, fold, delivery) = combined(mock_up, op);
     let root = match delivery {
         Delivery::Root(r) => r,
         _ => 0,
@@ -300,14 +288,7 @@ pub(crate) fn machine(mock_up: MockUp, op: Op, rank: u32, has_roster: bool) -> B
                 algorithm: Allgather::Bruck(1),
                 value: RedData::List(vec![value]),
             });
-            Box::new(Chain::new(gather).finish(move |v| {
-                let items = match v {
-                    Some(RedData::List(items)) => items,
-                    other => return Err(unwrapped("an allgather of wrapped values", other)),
-                };
-                let ranked = (0..).zip(items).collect();
-                fold.finish(Piece::Ranked(ranked)).map(Some)
-            }))
+            fold_gathered(gather, fold)
         }
         MockUp::GatherAsAllgather | MockUp::ReduceAsAllreduce => {
             let all = build(Op::Reduce {
@@ -338,19 +319,55 @@ pub(crate) fn machine(mock_up: MockUp, op: Op, rank: u32, has_roster: bool) -> B
                 value,
                 exclusive: true,
             });
-            Box::new(Chain::new(exscan).finish(move |v| {
-                let Some(prefix) = v else {
-                    return Err(unwrapped("an exscan", None));
-                };
-                if rank == 0 {
-                    fold.finish(fold.piece(0, own)).map(Some)
-                } else {
-                    fold.step(prefix, own).map(Some)
-                }
-            }))
+            fold_own_in(exscan, fold, own, rank)
         }
         MockUp::AllgatherBy(_) => panic!("an allgather algorithm is not a composition"),
     }
+}
+
+/// What a mock-up of `op` combines: each member's value, the fold, and where the
+/// result goes.
+fn combined(mock_up: MockUp, op: Op) -> (RedData, Fold, Delivery) {
+    match op {
+        Op::Reduce {
+            value,
+            fold,
+            delivery,
+        } => (value, fold, delivery),
+        Op::Allgather { value, .. } => {
+            let fold = concat_fold(&value);
+            (value, fold, Delivery::All)
+        }
+        Op::Scan { value, fold, .. } => (value, fold, Delivery::All),
+        other => panic!("mock-up {mock_up:?} of {other:?}"),
+    }
+}
+
+/// After an allgather of every member's wrapped value, fold them all locally.
+fn fold_gathered(gather: Box<dyn Machine>, fold: Fold) -> Box<dyn Machine> {
+    Box::new(Chain::new(gather).finish(move |v| {
+        let items = match v {
+            Some(RedData::List(items)) => items,
+            other => return Err(unwrapped("an allgather of wrapped values", other)),
+        };
+        let ranked = (0..).zip(items).collect();
+        fold.finish(Piece::Ranked(ranked)).map(Some)
+    }))
+}
+
+/// After an exclusive scan, fold this member's own value into its prefix (rank 0
+/// has none: its own value alone).
+fn fold_own_in(exscan: Box<dyn Machine>, fold: Fold, own: RedData, rank: u32) -> Box<dyn Machine> {
+    Box::new(Chain::new(exscan).finish(move |v| {
+        let Some(prefix) = v else {
+            return Err(unwrapped("an exscan", None));
+        };
+        if rank == 0 {
+            fold.finish(fold.piece(0, own)).map(Some)
+        } else {
+            fold.step(prefix, own).map(Some)
+        }
+    }))
 }
 
 /// A phase's result that is not what the phase gives when every member runs it.
