@@ -1,14 +1,15 @@
 //! Side-by-side measurements: chorus against baselines run in the same process.
+//! Each bench takes its flags as one `clap::Args` struct and returns a typed result
+//! that prints itself ([`report::Report`]).
 
 #[cfg(feature = "baselines")]
 pub mod baselines;
 pub mod create_group;
 pub mod messaging;
-#[cfg(feature = "mpi")]
 pub mod mpi_pingpong;
 pub mod replay;
+pub mod report;
 pub mod sections;
-#[cfg(feature = "mpi")]
 pub mod sections_vs_mpi;
 pub mod sim_scale;
 

@@ -7,21 +7,54 @@
 //! a drawn PE (so later messages are forwarded through the location table); a sum
 //! reduction of the tokens received ends the round at the main chare.
 
+use crate::bench::report::Report;
 use chorus_core::{
     mix64, ArrayMap, ArrayProxy, Callback, Chare, Config, Ctx, Entry, Layer, Migratable, Reducer,
     Registry, Runtime, RuntimeError, SimStats,
 };
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 /// The shape of one replay job.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, clap::Args)]
 pub struct ReplaySpec {
     /// Array elements per PE.
+    #[arg(long = "per-pe", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub per_pe: u32,
-    /// Messages each element sends per round.
+    /// Messages each element sends to drawn elements per round.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=64))]
     pub tokens: u32,
     /// Broadcast rounds.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
+}
+
+/// The flags of `chorus-bench replay`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// The job (on the sim layer only).
+    #[command(flatten)]
+    pub config: Config,
+    /// The job's shape.
+    #[command(flatten)]
+    pub spec: ReplaySpec,
+    /// Print one JSON object instead of lines.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+}
+
+impl ReplayArgs {
+    /// Refuse a layer other than sim: the digest is the sim layer's, other layers'
+    /// timing is real.
+    pub fn check(&self) -> Result<(), String> {
+        match self.config.layer {
+            Layer::Sim => Ok(()),
+            other => Err(format!(
+                "replay runs on the sim layer only; add --layer sim (got --layer {})",
+                other.name()
+            )),
+        }
+    }
 }
 
 /// What one replay run measured.
@@ -177,4 +210,59 @@ pub fn run(mut config: Config, spec: ReplaySpec) -> Result<ReplayResult, Runtime
         tokens_received: report.output("tokens").unwrap_or_default(),
         stats,
     })
+}
+
+/// What `chorus-bench replay` measured, with the job it ran.
+#[derive(Debug, Clone)]
+pub struct ReplayReport {
+    /// The job's seed.
+    pub seed: u64,
+    /// The job's shape.
+    pub spec: ReplaySpec,
+    /// The run's figures.
+    pub result: ReplayResult,
+}
+
+/// Run the replay job `args` describes.
+pub fn measure(args: &ReplayArgs) -> Result<ReplayReport, String> {
+    let result = run(args.config.clone(), args.spec).map_err(|e| e.to_string())?;
+    Ok(ReplayReport {
+        seed: args.config.seed,
+        spec: args.spec,
+        result,
+    })
+}
+
+impl Report for ReplayReport {
+    fn json(&self) -> String {
+        let r = &self.result;
+        json!({
+            "digest": format!("{:016x}", r.digest),
+            "events": r.events,
+            "pes": r.pes,
+            "seed": self.seed,
+            "per_pe": self.spec.per_pe,
+            "tokens": self.spec.tokens,
+            "rounds": self.spec.rounds,
+            "tokens_received": r.tokens_received,
+            "sim_events": r.stats.events,
+            "event_log_digest": format!("{:016x}", r.stats.digest),
+            "messages": r.stats.messages,
+            "makespan_us": r.stats.makespan_us,
+            "wall_s": r.stats.wall_s,
+        })
+        .to_string()
+    }
+
+    fn table(&self) -> String {
+        let r = &self.result;
+        format!(
+            "{} PEs, seed {}: {} deliveries, delivery digest {:016x}\n{}\n",
+            r.pes,
+            self.seed,
+            r.events,
+            r.digest,
+            r.stats.to_text()
+        )
+    }
 }

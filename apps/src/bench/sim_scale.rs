@@ -1,11 +1,14 @@
 //! The sim layer at scale: a broadcast to a group member on every PE, then a sum
 //! reduction back to PE 0, with the simulator's own figures and memory per PE.
 
+use crate::bench::report::{lower_debug, peak_rss_mib, Report};
 use chorus_core::{
     Callback, Chare, Config, Ctx, Entry, GroupProxy, Layer, Reducer, Registry, Runtime,
-    RuntimeError, SimStats, TraceReport,
+    RuntimeError, SimPreset, SimStats, TraceReport,
 };
 use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::fmt::Write;
 use std::sync::OnceLock;
 
 /// Reads the bytes currently allocated on the heap; set by a binary whose global
@@ -107,4 +110,88 @@ pub fn run(mut config: Config) -> Result<ScaleResult, RuntimeError> {
         stats,
         trace: report.trace,
     })
+}
+
+/// The flags of `chorus-bench sim-scale`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SimScaleArgs {
+    /// The job (always on the sim layer).
+    #[command(flatten)]
+    pub config: Config,
+    /// Print one JSON object instead of lines.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+}
+
+/// What `chorus-bench sim-scale` measured, with the machine model and the memory.
+#[derive(Debug, Clone)]
+pub struct SimScaleReport {
+    /// The machine model simulated.
+    pub preset: SimPreset,
+    /// The run's figures.
+    pub result: ScaleResult,
+    /// Peak resident set size after the run, MiB.
+    pub peak_rss_mib: Option<f64>,
+}
+
+/// Run the broadcast and reduction; a sum other than the PE count is an error.
+pub fn measure(args: &SimScaleArgs) -> Result<SimScaleReport, String> {
+    let preset = args.config.sim.preset;
+    let r = run(args.config.clone()).map_err(|e| e.to_string())?;
+    if r.sum != r.pes {
+        return Err(format!(
+            "the reduction over {} PEs summed to {}: a contribution was lost or counted twice",
+            r.pes, r.sum
+        ));
+    }
+    Ok(SimScaleReport {
+        preset,
+        result: r,
+        peak_rss_mib: peak_rss_mib(),
+    })
+}
+
+impl Report for SimScaleReport {
+    fn json(&self) -> String {
+        let r = &self.result;
+        json!({
+            "pes": r.pes,
+            "preset": lower_debug(&self.preset),
+            "events": r.stats.events,
+            "events_per_s": r.stats.events_per_s,
+            "wall_s": r.stats.wall_s,
+            "event_loop_s": r.stats.events_s,
+            "virtual_time_us": r.virtual_time_us,
+            "makespan_us": r.stats.makespan_us,
+            "messages": r.stats.messages,
+            "bytes": r.stats.bytes,
+            "bytes_per_pe": r.bytes_per_pe,
+            "peak_rss_mib": self.peak_rss_mib,
+            "sum": r.sum,
+            "digest": format!("{:016x}", r.stats.digest),
+            "trace": r.trace,
+        })
+        .to_string()
+    }
+
+    fn table(&self) -> String {
+        let r = &self.result;
+        let mut s = format!(
+            "{} PEs ({:?}): broadcast + sum reduction in {:.3} us virtual\n{}\n",
+            r.pes,
+            self.preset,
+            r.virtual_time_us,
+            r.stats.to_text()
+        );
+        let _ = writeln!(
+            s,
+            "heap per PE at the reduction: {:.0} B; peak RSS {:.1} MiB",
+            r.bytes_per_pe,
+            self.peak_rss_mib.unwrap_or(f64::NAN)
+        );
+        if let Some(t) = &r.trace {
+            let _ = writeln!(s, "{t}");
+        }
+        s
+    }
 }

@@ -1,11 +1,12 @@
 //! jquick: Janus Quicksort on range sections, checked globally, with the paper's
 //! MPI_Comm_split baseline under MPI.
 
+use chorus_apps::bench::report::print;
 use chorus_apps::cli;
-use chorus_apps::jquick::{self, InputKind, KeyType, Outcome, SectionMode, SortSpec};
+use chorus_apps::jquick::summary::{Baseline, Compared, Labels, Single};
+use chorus_apps::jquick::{self, InputKind, KeyType, SectionMode, SortSpec};
 use chorus_core::{Config, Layer};
 use clap::Parser;
-use serde_json::json;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -132,10 +133,32 @@ fn run(args: &Args) -> Result<bool, String> {
     let Some((o, sim)) = outcome else {
         return Ok(true);
     };
+    let passed = o.passed();
     if speaks {
-        print(args, &o, sim.as_ref());
+        let single = Single {
+            outcome: o,
+            sim,
+            labels: labels(args),
+        };
+        print(&single, args.json);
     }
-    Ok(!args.verify || (o.sorted && o.balanced && o.permutation))
+    Ok(!args.verify || passed)
+}
+
+/// What the run was asked for, as the output names it.
+fn labels(args: &Args) -> Labels {
+    Labels {
+        input: args.input,
+        key: args.key,
+        layer: args.chorus.layer,
+        sections: args.sections,
+    }
+}
+
+/// Print a comparison and say whether it passed the check (or none was asked for).
+fn report(args: &Args, compared: Compared) -> bool {
+    print(&compared, args.json);
+    !args.verify || compared.passed()
 }
 
 #[cfg(feature = "mpi")]
@@ -175,55 +198,16 @@ fn compare(
         return Ok(true);
     }
     let without_split: Vec<f64> = split.iter().map(|s| s.without_split_s).collect();
-    let split: Vec<Outcome> = split.into_iter().map(|s| s.outcome).collect();
-    let (tr, ts) = (median(&range), median(&split));
-    let ts_rest = chorus_apps::bench::median(&without_split);
-    let (r0, s0) = (&range[0], &split[0]);
-    let v = json!({
-        "sorted": range.iter().chain(&split).all(|o| o.sorted),
-        "balanced": range.iter().chain(&split).all(|o| o.balanced),
-        "permutation": range.iter().chain(&split).all(|o| o.permutation),
-        "n": r0.n,
-        "pes": r0.pes,
-        "time_s": tr,
-        "levels": r0.levels,
-        "sections_created": r0.sections_created,
-        "janus": r0.janus,
-        "mpi_split_time_s": ts,
-        "mpi_split_levels": s0.levels,
-        "mpi_split_communicators": s0.sections_created,
-        "speedup_vs_mpi_split": ts / tr,
-        "mpi_split_without_split_s": ts_rest,
-        "split_share_bound": ts / ts_rest,
-        "reps": args.reps,
-        "input": args.input.name(),
-        "key": args.key.name(),
-    });
-    if args.json {
-        println!("{v}");
-    } else {
-        println!(
-            "jquick on {} ranks, n = {} ({}): range sections {:.6} s, MPI_Comm_split {:.6} s (medians of {}): range is {:.1}x faster",
-            r0.pes, r0.n, args.input.name(), tr, ts, args.reps, ts / tr
-        );
-        println!(
-            "  the baseline without its MPI_Comm_split calls: {:.6} s, so free sections gain at most {:.1}x at equal collective speed",
-            ts_rest,
-            ts / ts_rest
-        );
-    }
-    Ok(!args.verify || (ok(&range) && ok(&split)))
-}
-
-/// The median sort time of `v`, seconds.
-fn median(v: &[Outcome]) -> f64 {
-    let t: Vec<f64> = v.iter().map(|o| o.time_s).collect();
-    chorus_apps::bench::median(&t)
-}
-
-/// True if every sort of `v` passed its check.
-fn ok(v: &[Outcome]) -> bool {
-    v.iter().all(|o| o.sorted && o.balanced && o.permutation)
+    let compared = Compared {
+        range,
+        baseline: split.into_iter().map(|s| s.outcome).collect(),
+        kind: Baseline::MpiSplit {
+            without_split_s: chorus_apps::bench::median(&without_split),
+        },
+        reps: args.reps,
+        labels: labels(args),
+    };
+    Ok(report(args, compared))
 }
 
 /// The baselines `--compare` takes.
@@ -260,45 +244,14 @@ fn compare_model(
     if !speaks {
         return Ok(true);
     }
-    let (tr, ts) = (median(&range), median(&split));
-    let (r0, s0) = (&range[0], &split[0]);
-    // split_model_time_s, speedup_vs_create_group_model, ...
-    let prefix = model.name().replace('-', "_");
-    let call = model.modelled_call().unwrap_or("the baseline");
-    if args.json {
-        let mut v = json!({
-            "sorted": range.iter().chain(&split).all(|o| o.sorted),
-            "balanced": range.iter().chain(&split).all(|o| o.balanced),
-            "permutation": range.iter().chain(&split).all(|o| o.permutation),
-            "n": r0.n,
-            "pes": r0.pes,
-            "time_s": tr,
-            "levels": r0.levels,
-            "sections_created": r0.sections_created,
-            "janus": r0.janus,
-            "reps": args.reps,
-            "layer": args.chorus.layer.name(),
-            "input": args.input.name(),
-            "key": args.key.name(),
-        });
-        v[format!("{prefix}_time_s")] = json!(ts);
-        v[format!("speedup_vs_{prefix}")] = json!(ts / tr);
-        v[format!("{prefix}_levels")] = json!(s0.levels);
-        println!("{v}");
-    } else {
-        println!(
-            "jquick on {} PEs ({}), n = {} ({}): range sections {:.6} s, {call} {:.6} s (medians of {}): range is {:.1}x faster",
-            r0.pes,
-            args.chorus.layer.name(),
-            r0.n,
-            args.input.name(),
-            tr,
-            ts,
-            args.reps,
-            ts / tr
-        );
-    }
-    Ok(!args.verify || (ok(&range) && ok(&split)))
+    let compared = Compared {
+        range,
+        baseline: split,
+        kind: Baseline::Model(model),
+        reps: args.reps,
+        labels: labels(args),
+    };
+    Ok(report(args, compared))
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -309,54 +262,12 @@ fn mpi_split(
     args: &Args,
     spec: &SortSpec,
     session: Option<&chorus_core::MpiSession>,
-) -> Result<Option<Outcome>, String> {
+) -> Result<Option<jquick::Outcome>, String> {
     match (args.chorus.layer, session) {
         (Layer::Mpi, Some(s)) => {
             let run = jquick::mpi_split::run(spec, &s.world()).map_err(|e| e.to_string())?;
             Ok(run.map(|r| r.outcome))
         }
         _ => Err("--sections mpi-split needs --layer mpi (run under mpirun)".into()),
-    }
-}
-
-fn print(args: &Args, o: &Outcome, sim: Option<&chorus_core::SimStats>) {
-    if args.json {
-        let v = json!({
-            "sim": sim,
-            "sorted": o.sorted,
-            "balanced": o.balanced,
-            "permutation": o.permutation,
-            "n": o.n,
-            "pes": o.pes,
-            "time_s": o.time_s,
-            "levels": o.levels,
-            "sections_created": o.sections_created,
-            "janus": o.janus,
-            "max_concurrent_sections": o.max_concurrent_sections,
-            "sections": args.sections.name(),
-            "layer": args.chorus.layer.name(),
-            "input": args.input.name(),
-            "key": args.key.name(),
-        });
-        println!("{v}");
-    } else {
-        println!(
-            "jquick: {} {} keys ({}) on {} PEs ({}, sections {}): {:.6} s, {} levels, {} sections, {} janus splits, up to {} sections at once on a PE",
-            o.n,
-            args.key.name(),
-            args.input.name(),
-            o.pes,
-            args.chorus.layer.name(),
-            args.sections.name(),
-            o.time_s,
-            o.levels,
-            o.sections_created,
-            o.janus,
-            o.max_concurrent_sections
-        );
-        println!(
-            "check: sorted {}, balanced {}, permutation {}",
-            o.sorted, o.balanced, o.permutation
-        );
     }
 }

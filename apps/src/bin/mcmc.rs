@@ -91,10 +91,11 @@ fn run(args: &Args) -> Result<(), String> {
         }
         let r = chorus_lb::run_spec(&config, params, spec)
             .map_err(|e| format!("{}: {e}", spec.name()))?;
-        reports.push(r);
+        reports.push((spec, r));
     }
     if speaks {
         if args.json {
+            let reports: Vec<McmcReport> = reports.into_iter().map(|(_, r)| r).collect();
             println!("{}", to_json(&reports, job.pes));
         } else {
             print_table(&reports, args, item_ms, job.pes);
@@ -136,16 +137,16 @@ fn to_json(reports: &[McmcReport], pes: u32) -> serde_json::Value {
     })
 }
 
-fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64, pes: u32) {
-    let none = reports
-        .iter()
-        .find(|r| r.name == "none")
-        .map(|r| r.makespan_s);
-    let best_collective = reports
-        .iter()
-        .filter(|r| r.name.starts_with("collective"))
-        .map(|r| r.makespan_s)
+/// The table of every strategy's run, each against none and the best collective.
+fn print_table(runs: &[(StrategySpec, McmcReport)], args: &Args, item_ms: f64, pes: u32) {
+    let none = (runs.iter())
+        .find(|(s, _)| *s == StrategySpec::None)
+        .map(|(_, r)| r.makespan_s);
+    let best_collective = (runs.iter())
+        .filter(|(s, _)| matches!(s, StrategySpec::Collective(_)))
+        .map(|(_, r)| r.makespan_s)
         .reduce(f64::min);
+    let reports: Vec<&McmcReport> = runs.iter().map(|(_, r)| r).collect();
     let ideal = reports.first().map_or(0.0, |r| r.ideal_s);
     println!(
         "MCMC kernel: {} PEs on {}, G = {}, T = {item_ms} ms, workload {}; ideal {ideal:.3} s",
@@ -172,7 +173,7 @@ fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64, pes: u32) {
         Some(b) if b > 0.0 && ideal > 0.0 => format!("{:+.1}%", (b - x) / b * 100.0),
         _ => "-".into(),
     };
-    for r in reports {
+    for r in &reports {
         let gap = if ideal > 0.0 {
             format!("{:+.1}%", (r.makespan_s - ideal) / ideal * 100.0)
         } else {
@@ -201,7 +202,7 @@ fn print_table(reports: &[McmcReport], args: &Args, item_ms: f64, pes: u32) {
              use more PEs or a smaller --group-size)"
         );
     }
-    for r in reports {
+    for r in &reports {
         if let Some(t) = &r.trace {
             println!("trace of {}: {}", r.name, t.display());
         }

@@ -2,12 +2,13 @@
 //! local key movement, against the blocking baseline, per allgather algorithm.
 #![forbid(unsafe_code)]
 
+use chorus_apps::bench::report::print;
 use chorus_apps::cli;
-use chorus_apps::radix::{self, Comparison, RadixError, RadixParams, SortReport};
+use chorus_apps::radix::summary::compare_reps;
+use chorus_apps::radix::{self, Outcome, RadixParams, Summary};
 use chorus_core::{Config, Layer, SimPreset};
 use chorus_sections::collectives::Allgather;
 use clap::{Parser, ValueEnum};
-use serde_json::{json, Value};
 use std::process::ExitCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,21 +73,6 @@ struct Args {
     json: bool,
     #[command(flatten)]
     chorus: Config,
-}
-
-/// What one algorithm gave: one or both runs.
-enum Outcome {
-    Both(Comparison),
-    One(SortReport),
-}
-
-impl Outcome {
-    fn sorted(&self) -> bool {
-        match self {
-            Outcome::Both(c) => c.sorted(),
-            Outcome::One(r) => r.sorted,
-        }
-    }
 }
 
 fn main() -> ExitCode {
@@ -176,177 +162,16 @@ fn run(args: &Args) -> Result<bool, String> {
         .map_err(|e| format!("allgather {}: {e}", allgather.name()))?;
         outcomes.push((allgather, outcome));
     }
-    let sorted = outcomes.iter().all(|(_, o)| o.sorted());
-    if speaks {
-        if args.json {
-            println!("{}", to_json(args, key_ns, &outcomes));
-        } else {
-            print_table(args, key_ns, &outcomes);
-        }
-    }
-    Ok(sorted)
-}
-
-impl Outcome {
-    fn report(&self) -> &SortReport {
-        match self {
-            Outcome::Both(c) => &c.overlapped,
-            Outcome::One(r) => r,
-        }
-    }
-}
-
-/// `reps` comparisons, as their medians.
-fn compare_reps<K: radix::Key>(
-    config: &Config,
-    params: RadixParams,
-    reps: u32,
-) -> Result<Outcome, RadixError> {
-    let runs = (0..reps)
-        .map(|_| radix::compare::<K>(config, params))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Outcome::Both(
-        Comparison::median(&runs).expect("--reps is at least 1"),
-    ))
-}
-
-/// The allgather `auto` resolved to for this sort's histograms.
-fn resolved(a: Allgather, r: &SortReport) -> String {
-    a.resolve(r.pes, true)
-        .map(Allgather::name)
-        .unwrap_or_else(|e| e.to_string())
-}
-
-fn algorithm_json(a: Allgather, o: &Outcome) -> Value {
-    let r = o.report();
-    let mut v = json!({
-        "allgather": a.name(),
-        "resolved": resolved(a, r),
-        "sorted": o.sorted(),
-        "time_s": r.time_s,
-        "blocking": r.blocking,
-        "sim": r.sim,
-    });
-    if let Outcome::Both(c) = o {
-        let b = &c.blocking;
-        v["blocking_time_s"] = json!(b.time_s);
-        v["speedup"] = json!(if c.overlapped.time_s > 0.0 {
-            b.time_s / c.overlapped.time_s
-        } else {
-            0.0
-        });
-        v["overlap"] = json!(c.overlap);
-        v["t_comm_s"] = json!(b.times.comm_s);
-        v["t_comp_s"] = json!(b.times.comp_s);
-        v["t_comp_comm_s"] = json!(c.overlapped.times.overlapped_s);
-    }
-    v
-}
-
-fn to_json(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) -> Value {
-    let first = outcomes.first().map(|(a, o)| algorithm_json(*a, o));
-    let r = outcomes.first().map(|(_, o)| o.report());
-    let mut v = first.unwrap_or_else(|| json!({}));
-    v["sorted"] = json!(outcomes.iter().all(|(_, o)| o.sorted()));
-    v["key"] = json!(r.map_or("", |r| r.key));
-    v["pes"] = json!(r.map_or(0, |r| r.pes));
-    v["keys"] = json!(r.map_or(0, |r| r.keys));
-    v["keys_per_pe"] = json!(args.keys_per_pe);
-    v["radix_bits"] = json!(args.radix_bits);
-    v["rounds"] = json!(r.map_or(0, |r| r.rounds));
-    v["layer"] = json!(args.chorus.layer.name());
-    v["key_ns"] = json!(key_ns);
-    v["chunk_keys"] = json!(args.chunk_keys);
-    if outcomes.len() > 1 {
-        v["algorithms"] = outcomes
-            .iter()
-            .map(|(a, o)| algorithm_json(*a, o))
-            .collect();
-    }
-    v
-}
-
-fn print_table(args: &Args, key_ns: f64, outcomes: &[(Allgather, Outcome)]) {
-    let Some((_, first)) = outcomes.first() else {
-        return;
+    let summary = Summary {
+        outcomes,
+        keys_per_pe: args.keys_per_pe,
+        radix_bits: args.radix_bits,
+        chunk_keys: args.chunk_keys,
+        key_ns,
+        layer: args.chorus.layer,
     };
-    let r = first.report();
-    println!(
-        "radix sort of {} {} keys ({} per PE) on {} PEs ({}), {} rounds of {} bits, {} keys per chunk, {key_ns} ns per key charged",
-        r.keys,
-        r.key,
-        args.keys_per_pe,
-        r.pes,
-        args.chorus.layer.name(),
-        r.rounds,
-        args.radix_bits,
-        args.chunk_keys
-    );
-    println!(
-        "{:<22} {:<7} {:>12} {:>12} {:>8} {:>8} {:>11} {:>11} {:>11}",
-        "allgather",
-        "sorted",
-        "overlapped s",
-        "blocking s",
-        "speedup",
-        "overlap",
-        "t_comm s",
-        "t_comp s",
-        "t_c+c s"
-    );
-    for (a, o) in outcomes {
-        let name = match a {
-            Allgather::Auto => format!("auto ({})", resolved(*a, o.report())),
-            _ => a.name(),
-        };
-        match o {
-            Outcome::Both(c) => println!(
-                "{:<22} {:<7} {:>12.6} {:>12.6} {:>8.3} {:>8} {:>11.6} {:>11.6} {:>11.6}",
-                name,
-                c.sorted(),
-                c.overlapped.time_s,
-                c.blocking.time_s,
-                if c.overlapped.time_s > 0.0 {
-                    c.blocking.time_s / c.overlapped.time_s
-                } else {
-                    0.0
-                },
-                c.overlap.map_or("-".into(), |x| format!("{x:.3}")),
-                c.blocking.times.comm_s,
-                c.blocking.times.comp_s,
-                c.overlapped.times.overlapped_s
-            ),
-            Outcome::One(r) => println!(
-                "{:<22} {:<7} {:>12} {:>12} {:>8} {:>8} {:>11.6} {:>11.6} {:>11.6}",
-                name,
-                r.sorted,
-                if r.blocking {
-                    "-".into()
-                } else {
-                    format!("{:.6}", r.time_s)
-                },
-                if r.blocking {
-                    format!("{:.6}", r.time_s)
-                } else {
-                    "-".into()
-                },
-                "-",
-                "-",
-                r.times.comm_s,
-                r.times.comp_s,
-                r.times.overlapped_s
-            ),
-        }
+    if speaks {
+        print(&summary, args.json);
     }
-    println!("(times per PE are sums over rounds, averaged over PEs; overlap = 1 - (t_c+c - t_comp) / t_comm)");
-    for (_, o) in outcomes {
-        let runs = match o {
-            Outcome::Both(c) => vec![&c.blocking, &c.overlapped],
-            Outcome::One(r) => vec![r],
-        };
-        for r in runs.into_iter().filter(|r| r.trace.is_some()) {
-            let t = r.trace.as_ref().expect("filtered");
-            println!("trace: {}", t.display());
-        }
-    }
+    Ok(summary.sorted())
 }

@@ -16,6 +16,7 @@ pub mod pivot;
 pub mod sorter;
 pub mod spec;
 pub mod split_model;
+pub mod summary;
 pub mod task;
 pub mod verify;
 

@@ -120,6 +120,13 @@ pub struct Outcome {
     pub max_concurrent_sections: u64,
 }
 
+impl Outcome {
+    /// Sorted, balanced and a permutation of the input.
+    pub fn passed(&self) -> bool {
+        self.sorted && self.balanced && self.permutation
+    }
+}
+
 /// Check the records of all PEs (any order) against the layout.
 pub fn check(layout: &Layout, words: &[u64]) -> Result<Outcome, String> {
     if words.len() != RECORD_WORDS * layout.pes() as usize {

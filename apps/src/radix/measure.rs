@@ -26,6 +26,15 @@ impl Comparison {
     pub fn sorted(&self) -> bool {
         self.overlapped.sorted && self.blocking.sorted
     }
+
+    /// The baseline's time over the overlapped sort's (0 if the latter took none).
+    pub fn speedup(&self) -> f64 {
+        if self.overlapped.time_s > 0.0 {
+            self.blocking.time_s / self.overlapped.time_s
+        } else {
+            0.0
+        }
+    }
 }
 
 /// `config` with `-tag` put before the trace file's extension, so that every run

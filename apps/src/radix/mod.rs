@@ -13,6 +13,7 @@ pub mod report;
 pub mod routing;
 pub mod row;
 pub mod sorter;
+pub mod summary;
 
 pub use driver::{run, RadixError};
 pub use key::Key;
@@ -20,3 +21,4 @@ pub use measure::{compare, Comparison};
 pub use overlap::{overlap, PhaseTimes};
 pub use params::RadixParams;
 pub use report::SortReport;
+pub use summary::{Outcome, Summary};

@@ -9,6 +9,7 @@
 //! chorus-sections, as `chorus-bench sections` runs it).
 
 pub mod member;
+pub mod report;
 
 use crate::mpi_model::comm_create::Method;
 use chorus_core::{Config, Layer, Registry, Runtime, RuntimeError, SimStats};

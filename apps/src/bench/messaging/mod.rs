@@ -1,7 +1,9 @@
 //! chorus messaging measured from inside the runtime: throughput on one PE and across
 //! two, and the ping-pong round trip between two PEs.
 
-use super::median;
+pub mod report;
+
+use crate::bench::median;
 use chorus_core::{Chare, ChareProxy, Config, Ctx, Registry, Runtime, RuntimeError, TraceReport};
 use serde::{Deserialize, Serialize};
 use std::path::Path;

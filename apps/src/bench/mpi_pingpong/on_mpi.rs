@@ -1,8 +1,8 @@
-//! Chare messaging on the mpi layer against raw rsmpi send/receive, in one run:
-//! one-way latency (half the median round trip) and streaming bandwidth between
-//! ranks 0 and 1, for several message sizes.
+//! The measurements of `chorus-bench mpi-pingpong`: the chares, the raw rsmpi
+//! send/receive, and the run alternating them.
 
-use super::median;
+use super::SizeResult;
+use crate::bench::median;
 use chorus_core::{
     Bytes, Chare, ChareProxy, Config, Ctx, Layer, MpiSession, Registry, Runtime, RuntimeError,
 };
@@ -213,21 +213,6 @@ fn raw_bandwidth_mb_s(world: &SimpleCommunicator, bytes: usize, count: u32) -> O
     };
     world.barrier();
     out
-}
-
-/// Figures for one message size.
-#[derive(Debug, Clone, Serialize)]
-pub struct SizeResult {
-    /// Message size in bytes.
-    pub bytes: usize,
-    /// Chare one-way latency, microseconds.
-    pub chorus_latency_us: f64,
-    /// Raw MPI one-way latency, microseconds.
-    pub raw_latency_us: f64,
-    /// Chare streaming bandwidth, MB/s.
-    pub chorus_bandwidth_mb_s: f64,
-    /// Raw MPI streaming bandwidth, MB/s.
-    pub raw_bandwidth_mb_s: f64,
 }
 
 /// Round trips for a latency measurement of `bytes`, in each of `CHUNKS` chunks.

@@ -1,15 +1,8 @@
-//! Section creation on the mpi layer against MPI's own communicator creation, side by
-//! side in one MPI session: MPI_Comm_split, MPI_Comm_create_group, Shrink-and-Hash on
-//! the builder group and an O(1) range section, each alone and followed by one
-//! broadcast of 8 bytes to the half of the ranks the new group holds.
-//!
-//! Every figure is the median over repetitions of the time from a common start to
-//! the moment the last member is ready (or has the broadcast value): MPI starts from
-//! a barrier and takes the maximum over ranks of the local times; chorus starts when
-//! rank 0 asks and ends at the latest member's report, on the mpi layer's aligned
-//! clocks.
+//! The measurements of `chorus-bench sections-vs-mpi`: MPI's communicator creation
+//! and chorus's sections, side by side in one MPI session.
 
-use super::median;
+use super::VsMpi;
+use crate::bench::median;
 use chorus_core::{
     Callback, Chare, Config, Ctx, Encoded, Entry, GroupProxy, Layer, MpiSession, Registry, Runtime,
     RuntimeError,
@@ -26,35 +19,6 @@ use serde::{Deserialize, Serialize};
 
 /// The value every broadcast carries: 8 bytes.
 const PAYLOAD: u64 = 0x0123_4567_89AB_CDEF;
-
-/// What one run measured, in microseconds (medians).
-#[derive(Debug, Clone, Serialize)]
-pub struct VsMpi {
-    /// Ranks of the job.
-    pub ranks: i32,
-    /// Members of the new group (ranks 0..ranks/2).
-    pub members: i32,
-    /// Repetitions per figure.
-    pub reps: u32,
-    /// Branching factor of the chorus trees (world tree, new section, range).
-    pub k: u32,
-    /// MPI_Comm_split.
-    pub mpi_comm_split_us: f64,
-    /// MPI_Comm_split, then MPI_Bcast of 8 bytes in the new communicator.
-    pub mpi_comm_split_plus_bcast_us: f64,
-    /// MPI_Comm_create_group (members only).
-    pub mpi_comm_create_group_us: f64,
-    /// MPI_Comm_create_group, then MPI_Bcast of 8 bytes.
-    pub mpi_comm_create_group_plus_bcast_us: f64,
-    /// Shrink-and-Hash (no filler) from the world, on the builder group.
-    pub shrink_and_hash_us: f64,
-    /// Shrink-and-Hash, then a section broadcast of 8 bytes.
-    pub shrink_and_hash_plus_bcast_us: f64,
-    /// A range section of the world: made locally, no message.
-    pub range_us: f64,
-    /// A range section, then a one-sided multicast of 8 bytes from its root.
-    pub range_plus_bcast_us: f64,
-}
 
 /// Max over ranks of each rank's `f()` seconds, median over `reps`, in microseconds.
 fn mpi_timed(world: &SimpleCommunicator, reps: u32, mut f: impl FnMut() -> f64) -> f64 {
