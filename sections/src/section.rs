@@ -151,6 +151,24 @@ pub struct Section {
     pub children: Vec<Pe>,
 }
 
+impl Section {
+    /// Rank `rank`'s view of section `id` whose rank r is `roster[r]`, with a k-ary
+    /// tree over the ranks.
+    pub fn over_roster(id: SectionId, rank: u32, k: u32, roster: &[Pe]) -> Section {
+        let size = roster.len() as u32;
+        Section {
+            id,
+            rank,
+            size,
+            k,
+            parent: kary::parent(rank, k).map(|p| roster[p as usize]),
+            children: kary::children(rank, size, k)
+                .map(|c| roster[c as usize])
+                .collect(),
+        }
+    }
+}
+
 /// How a set of placements fails to be a section over the given members.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum InvalidSection {

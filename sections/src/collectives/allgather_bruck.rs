@@ -4,10 +4,9 @@
 //! are keyed by rank, which is the local rotation of the paper's second phase.
 
 use super::error::CollectiveError;
-use super::machine::{Machine, Out, Step, Stepped};
+use super::machine::{Machine, Out, Received, Step, Stepped};
 use super::rounds::{pe, Rounds};
 use super::topology::Topology;
-use super::value::Piece;
 use chorus_core::RedData;
 
 /// One member's Bruck allgather.
@@ -77,14 +76,8 @@ impl Machine for Bruck {
         self.advance(me, out)
     }
 
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        _from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped {
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped {
+        let Received { tag, piece, .. } = got;
         self.rounds.keep(tag, piece);
         self.advance(me, out)
     }

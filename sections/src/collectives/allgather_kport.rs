@@ -5,10 +5,9 @@
 //! its block to p mod P, ranks 0..P-1 run the exchange, and hand the result back (the
 //! usual fold for non-powers; a rank below P stands in for up to k others).
 
-use super::machine::{Machine, Out, Step, Stepped};
+use super::machine::{Machine, Out, Received, Step, Stepped};
 use super::rounds::{pe, Rounds};
 use super::topology::Topology;
-use super::value::Piece;
 use chorus_core::RedData;
 
 const FOLD_IN: u32 = 0;
@@ -103,14 +102,8 @@ impl Machine for StandardExchange {
         self.advance(me, out)
     }
 
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        _from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped {
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped {
+        let Received { tag, piece, .. } = got;
         if u64::from(me.rank()) >= self.core {
             // An extra member: the only message it gets is the whole result.
             self.rounds.have.extend(piece.ranked()?);

@@ -3,10 +3,9 @@
 //! usual choice for long messages.
 
 use super::error::CollectiveError;
-use super::machine::{Machine, Out, Step, Stepped};
+use super::machine::{Machine, Out, Received, Step, Stepped};
 use super::rounds::{pe, Rounds};
 use super::topology::Topology;
-use super::value::Piece;
 use chorus_core::RedData;
 
 /// One member's ring allgather.
@@ -44,14 +43,8 @@ impl Machine for Ring {
         Ok(Step::Pending)
     }
 
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        _from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped {
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped {
+        let Received { tag, piece, .. } = got;
         self.rounds.keep(tag, piece);
         while self.rounds.take_if_complete(self.round, 1)? {
             self.round += 1;

@@ -3,7 +3,7 @@
 //! completes when the value reaches it from its parent.
 
 use super::error::CollectiveError;
-use super::machine::{children, relays_up, send_up_to_root, Machine, Out, Step, Stepped};
+use super::machine::{children, relays_up, send_up_to_root, Machine, Out, Received, Step, Stepped};
 use super::topology::Topology;
 use super::value::Piece;
 use chorus_core::RedData;
@@ -45,14 +45,8 @@ impl Machine for Broadcast {
         Ok(Step::Pending)
     }
 
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        _from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped {
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped {
+        let Received { tag, piece, .. } = got;
         let v = piece.value()?;
         Ok(match tag {
             UP if me.rank() == 0 => Self::down(me, v, out),

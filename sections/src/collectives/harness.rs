@@ -4,7 +4,7 @@
 
 use super::choice::Allgather;
 use super::error::CollectiveError;
-use super::machine::{Machine, Out, Step};
+use super::machine::{Machine, Out, Received, Step};
 use super::op::Op;
 use super::reduce::Delivery;
 use super::topology::{Member, RangeMember, Rerooted, Topology, TreeMember};
@@ -71,7 +71,8 @@ fn run(
                 .as_mut()
                 .expect("only running members are ready");
             let view = Rerooted::new(&members[to], roots[to]);
-            (to, m.receive(&view, from, tag, piece, &mut out))
+            let got = Received { from, tag, piece };
+            (to, m.receive(&view, got, &mut out))
         };
         post(&mut inbox, r as u32, out);
         if let Step::Done(v) = step.map_err(|e| (r, e))? {

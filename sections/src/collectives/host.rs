@@ -3,7 +3,7 @@
 //! number), keeps messages that arrive before the local start, and fires callbacks.
 
 use super::error::CollectiveError;
-use super::machine::{children, Machine, Out, Step, Stepped};
+use super::machine::{children, Machine, Out, Received, Step, Stepped};
 use super::multicast::{self, PerMember};
 // Op was first defined here; re-exported so its public path stays valid.
 pub use super::op::Op;
@@ -285,7 +285,8 @@ impl CollectivesHost {
             }
             let mut out = Out::default();
             let view = Rerooted::new(&run.member, root);
-            step = run.machine.receive(&view, from, tag, piece, &mut out);
+            let got = Received { from, tag, piece };
+            step = run.machine.receive(&view, got, &mut out);
             Self::flush(ctx, key, run.member.rank(), out);
         }
         self.settle(ctx, key, run, step);
@@ -429,26 +430,11 @@ impl CollectivesHost {
 }
 
 impl CollectivesHost {
-    /// Ask the host on this PE to free built section `section`.
-    pub(crate) fn send_free(
-        group: &GroupProxy<CollectivesHost>,
-        ctx: &mut Ctx,
-        section: SectionId,
-        on_freed: Callback,
-    ) {
+    /// Send `msg` to the host on this PE (a free of a built section, or the
+    /// builder's sizes to add to).
+    pub(crate) fn send_here(group: &GroupProxy<CollectivesHost>, ctx: &mut Ctx, msg: HostMsg) {
         let me = ctx.my_pe();
-        group.send(ctx, me, HostMsg::Free { section, on_freed });
-    }
-
-    /// Ask the host on this PE to add its sizes to the builder's and send them on.
-    pub(crate) fn send_stats(
-        group: &GroupProxy<CollectivesHost>,
-        ctx: &mut Ctx,
-        builder: BuilderStats,
-        on_stats: Callback,
-    ) {
-        let me = ctx.my_pe();
-        group.send(ctx, me, HostMsg::Stats { builder, on_stats });
+        group.send(ctx, me, msg);
     }
 
     /// The sizes of this PE's maps.
@@ -586,7 +572,8 @@ impl Chare for CollectivesHost {
                 Some(mut run) => {
                     let mut out = Out::default();
                     let view = Rerooted::new(&run.member, run.root);
-                    let step = run.machine.receive(&view, from, tag, piece, &mut out);
+                    let got = Received { from, tag, piece };
+                    let step = run.machine.receive(&view, got, &mut out);
                     Self::flush(ctx, key, run.member.rank(), out);
                     self.settle(ctx, key, *run, step);
                     self.free_if_done(ctx, key.section);

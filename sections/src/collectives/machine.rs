@@ -42,15 +42,19 @@ pub type Stepped = Result<Step, CollectiveError>;
 pub trait Machine: Send {
     /// Run the member's local start.
     fn start(&mut self, me: &dyn Topology, out: &mut Out) -> Stepped;
-    /// Take a message from the member of rank `from`.
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped;
+    /// Take a message from another member.
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped;
+}
+
+/// A message one member's machine gets from another's.
+#[derive(Debug)]
+pub struct Received {
+    /// The sender's rank.
+    pub from: u32,
+    /// The collective's tag: which step of the machine it is for.
+    pub tag: u32,
+    /// The data.
+    pub piece: Piece,
 }
 
 // The routing helpers below `expect` PEs the member's view always has: collectives

@@ -225,7 +225,11 @@ impl Collectives {
             });
         }
         topology::check_view(&member)?;
-        CollectivesHost::send_free(&self.group, ctx, member.id(), on_freed);
+        let free = HostMsg::Free {
+            section: member.id(),
+            on_freed,
+        };
+        CollectivesHost::send_here(&self.group, ctx, free);
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //! an allreduce sends it down the whole tree.
 
 use super::error::CollectiveError;
-use super::machine::{children, relays_down, send_down_to, Machine, Out, Step, Stepped};
+use super::machine::{children, relays_down, send_down_to, Machine, Out, Received, Step, Stepped};
 use super::topology::Topology;
 use super::value::{Fold, Piece};
 use crate::kary;
@@ -98,14 +98,8 @@ impl Machine for Reduce {
         }
     }
 
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        _from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped {
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped {
+        let Received { tag, piece, .. } = got;
         match tag {
             PARTIAL => {
                 let Some(acc) = self.acc.take() else {

@@ -15,7 +15,7 @@
 //! and ends the scan with a mismatch.
 
 use super::error::CollectiveError;
-use super::machine::{child_toward, children, Machine, Out, Step, Stepped};
+use super::machine::{child_toward, children, Machine, Out, Received, Step, Stepped};
 use super::topology::Topology;
 use super::value::{merge_ranked, Fold, Piece};
 use crate::kary;
@@ -134,14 +134,8 @@ impl Machine for Scan {
         }
     }
 
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        _from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped {
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped {
+        let Received { tag, piece, .. } = got;
         // A plain value comes only from a member that scans by recursive doubling:
         // its value is an integer where this member's is f64.
         let Piece::Ranked(piece) = piece else {

@@ -6,7 +6,7 @@
 //! `scan::PROBE`) ends the scan with a mismatch instead of leaving it waiting.
 
 use super::error::CollectiveError;
-use super::machine::{Machine, Out, Step, Stepped};
+use super::machine::{Machine, Out, Received, Step, Stepped};
 use super::topology::Topology;
 use super::value::{Fold, Piece};
 use chorus_core::RedData;
@@ -89,14 +89,8 @@ impl Machine for DoublingScan {
         self.advance(me, out)
     }
 
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        _from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped {
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped {
+        let Received { tag, piece, .. } = got;
         // A rank list comes only from a member that scans by the tree: its value is
         // f64 where this member's is an integer.
         let Piece::Value(v) = piece else {

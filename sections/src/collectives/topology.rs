@@ -166,16 +166,7 @@ impl TreeMember {
                 want_children: 0,
             });
         }
-        let section = Section {
-            id: SectionId::of_roster(&roster, salt),
-            rank,
-            size,
-            k,
-            parent: kary::parent(rank, k).map(|p| roster[p as usize]),
-            children: kary::children(rank, size, k)
-                .map(|c| roster[c as usize])
-                .collect(),
-        };
+        let section = Section::over_roster(SectionId::of_roster(&roster, salt), rank, k, &roster);
         TreeMember::with_roster(section, me, roster)
     }
 }

@@ -8,9 +8,7 @@
 //! Shrink-and-Hash with no filler also produces). Messages: n-1 gathers, m-1 roster
 //! parts, and one hand-over when the parent's root is not a member.
 
-use crate::creation::protocol::{
-    words, FromIntermediary, Outbox, Protocol, ProtocolError, Setup, Wire,
-};
+use crate::creation::protocol::{fill_slot, words, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::kary;
 use crate::section::Placement;
 use serde::{Deserialize, Serialize};
@@ -62,11 +60,6 @@ impl Centralized {
             placement: None,
             peak: 0,
         }
-    }
-
-    /// The id of the PE this state belongs to.
-    pub fn id(&self) -> u32 {
-        self.setup.me
     }
 
     fn state_bytes(&self, held: usize) -> usize {
@@ -173,6 +166,10 @@ impl Centralized {
 impl Protocol for Centralized {
     type Msg = Msg;
 
+    fn id(&self) -> u32 {
+        self.setup.me
+    }
+
     fn start(&mut self, out: &mut Outbox<Msg>) -> Result<(), ProtocolError> {
         self.joined = true;
         self.note_peak(0);
@@ -183,19 +180,13 @@ impl Protocol for Centralized {
         let me = self.setup.me;
         match msg {
             Msg::Gather(ids) => {
-                let slot = self
-                    .setup
-                    .tree_children
-                    .iter()
-                    .position(|&c| c == from)
-                    .and_then(|i| self.reports.get_mut(i))
-                    .filter(|r| r.is_none())
-                    .ok_or(ProtocolError::Unexpected {
+                if !fill_slot(&self.setup.tree_children, &mut self.reports, from, ids) {
+                    return Err(ProtocolError::Unexpected {
                         me,
                         from,
                         what: "gather",
-                    })?;
-                *slot = Some(ids);
+                    });
+                }
                 self.received += 1;
                 self.note_peak(0);
                 self.try_report(out)
@@ -217,19 +208,6 @@ impl Protocol for Centralized {
                 self.place(rank, m, token, parent, ids, out)
             }
         }
-    }
-
-    fn found(
-        &mut self,
-        from: u32,
-        _msg: FromIntermediary,
-        _out: &mut Outbox<Msg>,
-    ) -> Result<(), ProtocolError> {
-        Err(ProtocolError::Unexpected {
-            me: self.setup.me,
-            from,
-            what: "intermediary answer",
-        })
     }
 
     fn placement(&self) -> Option<&Placement> {

@@ -216,13 +216,23 @@ pub trait Protocol {
         out: &mut Outbox<Self::Msg>,
     ) -> Result<(), ProtocolError>;
 
-    /// An intermediary's answer arrives (only hashing algorithms expect one).
+    /// The id of the PE this state belongs to.
+    fn id(&self) -> u32;
+
+    /// An intermediary's answer arrives: only hashing algorithms expect one, the
+    /// others refuse it.
     fn found(
         &mut self,
         from: u32,
-        msg: FromIntermediary,
-        out: &mut Outbox<Self::Msg>,
-    ) -> Result<(), ProtocolError>;
+        _msg: FromIntermediary,
+        _out: &mut Outbox<Self::Msg>,
+    ) -> Result<(), ProtocolError> {
+        Err(ProtocolError::Unexpected {
+            me: self.id(),
+            from,
+            what: "intermediary answer",
+        })
+    }
 
     /// This member's place, once it is known.
     fn placement(&self) -> Option<&Placement>;
@@ -232,6 +242,24 @@ pub trait Protocol {
 
     /// The most state this PE has held at once, in bytes.
     fn peak_state_bytes(&self) -> usize;
+}
+
+/// Put child `from`'s report in its slot of `reports` (one per child of
+/// `children`, in order); false when `from` is no child or has reported already.
+pub(crate) fn fill_slot<T>(
+    children: &[u32],
+    reports: &mut [Option<T>],
+    from: u32,
+    report: T,
+) -> bool {
+    let slot = children.iter().position(|&c| c == from);
+    match slot.and_then(|i| reports.get_mut(i)) {
+        Some(slot @ None) => {
+            *slot = Some(report);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Bytes of the ids and counts in a slice of records of `words` 32-bit words each.

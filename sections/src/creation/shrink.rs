@@ -19,7 +19,7 @@
 //! each vertex can correct its children's sizes. A vertex remembers which child every
 //! candidate it forwarded came from (at most its generation many).
 
-use crate::creation::protocol::{words, Filler, ProtocolError, Setup};
+use crate::creation::protocol::{fill_slot, words, Filler, ProtocolError, Setup};
 use serde::{Deserialize, Serialize};
 
 /// A non-empty subtree as reported upward.
@@ -33,6 +33,27 @@ pub struct Sub {
     pub relocations: u32,
     /// Leaves that may fill holes above (leaf-as-filler only).
     pub candidates: Vec<u32>,
+}
+
+impl Sub {
+    /// The subtree as a child of the vertex that adopts it.
+    fn as_child(&self) -> Child {
+        Child {
+            root: self.root,
+            size: self.size,
+            relocations: self.relocations,
+            victims: Vec::new(),
+        }
+    }
+}
+
+/// The index of the largest of `subs` (the first of equals).
+fn largest(subs: &[Sub]) -> usize {
+    let by_size = subs
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (s.size, std::cmp::Reverse(*i)));
+    by_size.map(|(i, _)| i).expect("at least two subtrees")
 }
 
 /// A child subtree of a vertex in the shrunk tree.
@@ -129,18 +150,13 @@ impl Shrink {
     ) -> Result<(), ProtocolError> {
         match msg {
             ShrinkMsg::Up(report) => {
-                let slot = self
-                    .tree_children
-                    .iter()
-                    .position(|&c| c == from)
-                    .and_then(|i| self.reports.get_mut(i))
-                    .filter(|r| r.is_none())
-                    .ok_or(ProtocolError::Unexpected {
+                if !fill_slot(&self.tree_children, &mut self.reports, from, report) {
+                    return Err(ProtocolError::Unexpected {
                         me: self.me,
                         from,
                         what: "upward report",
-                    })?;
-                *slot = Some(report);
+                    });
+                }
                 self.received += 1;
                 self.try_report(out);
             }
@@ -236,15 +252,7 @@ impl Shrink {
     }
 
     fn adopt_as_children(&mut self, subs: &[Sub]) {
-        self.children = subs
-            .iter()
-            .map(|s| Child {
-                root: s.root,
-                size: s.size,
-                relocations: s.relocations,
-                victims: Vec::new(),
-            })
-            .collect();
+        self.children = subs.iter().map(Sub::as_child).collect();
         self.own = self.children.len();
         self.degree = self.degree.max(self.children.len());
     }
@@ -273,35 +281,30 @@ impl Shrink {
         forwarded
     }
 
+    /// The message that moves `to` into a hole, with its new children.
+    fn relocate(
+        &self,
+        to: u32,
+        children: Vec<Child>,
+        provenance: Vec<(u32, u32)>,
+    ) -> (u32, ShrinkMsg) {
+        let msg = ShrinkMsg::Relocate {
+            children,
+            provenance,
+            generation: self.generation,
+        };
+        (to, msg)
+    }
+
     fn fill_with_child(&mut self, subs: Vec<Sub>, out: &mut Vec<(u32, ShrinkMsg)>) -> Sub {
         let size = subs.iter().map(|s| s.size).sum();
-        // The filler: the root of the largest subtree (the first of equals). It moves
-        // up a level with its subtree, so the downward pass's longest path, most
-        // likely through the largest subtree, loses a hop.
-        let (at, _) = subs
-            .iter()
-            .enumerate()
-            .max_by_key(|(i, s)| (s.size, std::cmp::Reverse(*i)))
-            .expect("at least two subtrees");
+        // The filler: the root of the largest subtree. It moves up a level with its
+        // subtree, so the downward pass's longest path, most likely through the
+        // largest subtree, loses a hop.
         let mut subs = subs;
-        let filler = subs.remove(at);
-        let siblings = subs
-            .into_iter()
-            .map(|s| Child {
-                root: s.root,
-                size: s.size,
-                relocations: s.relocations,
-                victims: Vec::new(),
-            })
-            .collect();
-        out.push((
-            filler.root,
-            ShrinkMsg::Relocate {
-                children: siblings,
-                provenance: Vec::new(),
-                generation: self.generation,
-            },
-        ));
+        let filler = subs.remove(largest(&subs));
+        let siblings = subs.iter().map(Sub::as_child).collect();
+        out.push(self.relocate(filler.root, siblings, Vec::new()));
         Sub {
             root: filler.root,
             size,
@@ -314,12 +317,8 @@ impl Shrink {
         let size = subs.iter().map(|s| s.size).sum();
         // The victim: the first candidate of the largest subtree, so that a lone leaf
         // subtree vanishes only when every subtree is a lone leaf.
-        let (vi, from) = subs
-            .iter()
-            .enumerate()
-            .max_by_key(|(i, s)| (s.size, std::cmp::Reverse(*i)))
-            .expect("at least two subtrees");
-        let victim = from.candidates[0];
+        let vi = largest(&subs);
+        let victim = subs[vi].candidates[0];
         let children: Vec<Child> = subs
             .iter()
             .enumerate()
@@ -334,14 +333,7 @@ impl Shrink {
         let candidates = self.forward_candidates(&subs, Some((vi, victim)));
         // The provenance belongs to the filler, which stands where this hole stood.
         let provenance = std::mem::take(&mut self.provenance);
-        out.push((
-            victim,
-            ShrinkMsg::Relocate {
-                children,
-                provenance,
-                generation: self.generation,
-            },
-        ));
+        out.push(self.relocate(victim, children, provenance));
         Sub {
             root: victim,
             size,

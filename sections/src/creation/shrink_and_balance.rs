@@ -22,9 +22,7 @@
 //! Ranks are the positions in the k-ary tree the pass builds; a member's parent and
 //! children are known from the pass itself, so no neighbour discovery follows.
 
-use crate::creation::protocol::{
-    words, Filler, FromIntermediary, Outbox, Protocol, ProtocolError, Setup, Wire,
-};
+use crate::creation::protocol::{words, Filler, Outbox, Protocol, ProtocolError, Setup, Wire};
 use crate::creation::shrink::{Child, Shrink, ShrinkMsg};
 use crate::kary;
 use crate::section::Placement;
@@ -160,11 +158,6 @@ impl ShrinkAndBalance {
             placement: None,
             peak: 0,
         })
-    }
-
-    /// The id of the PE this state belongs to.
-    pub fn id(&self) -> u32 {
-        self.setup.me
     }
 
     fn inconsistent(&self, detail: String) -> ProtocolError {
@@ -568,6 +561,10 @@ impl Fitting {
 impl Protocol for ShrinkAndBalance {
     type Msg = Msg;
 
+    fn id(&self) -> u32 {
+        self.setup.me
+    }
+
     fn start(&mut self, out: &mut Outbox<Msg>) -> Result<(), ProtocolError> {
         let mut up = Vec::new();
         self.shrink.join(&mut up);
@@ -618,19 +615,6 @@ impl Protocol for ShrinkAndBalance {
         self.progress(out)?;
         self.peak = self.peak.max(self.state_bytes());
         Ok(())
-    }
-
-    fn found(
-        &mut self,
-        from: u32,
-        _msg: FromIntermediary,
-        _out: &mut Outbox<Msg>,
-    ) -> Result<(), ProtocolError> {
-        Err(ProtocolError::Unexpected {
-            me: self.setup.me,
-            from,
-            what: "intermediary answer",
-        })
     }
 
     fn placement(&self) -> Option<&Placement> {

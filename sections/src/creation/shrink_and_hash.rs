@@ -65,11 +65,6 @@ impl ShrinkAndHash {
         }
     }
 
-    /// The id of the PE this state belongs to.
-    pub fn id(&self) -> u32 {
-        self.setup.me
-    }
-
     fn wrap(shrink_out: Vec<(u32, ShrinkMsg)>, out: &mut Outbox<Msg>) {
         out.extend(
             shrink_out
@@ -208,6 +203,10 @@ impl ShrinkAndHash {
 
 impl Protocol for ShrinkAndHash {
     type Msg = Msg;
+
+    fn id(&self) -> u32 {
+        self.setup.me
+    }
 
     fn start(&mut self, out: &mut Outbox<Msg>) -> Result<(), ProtocolError> {
         let mut up = Vec::new();

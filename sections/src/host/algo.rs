@@ -106,6 +106,10 @@ macro_rules! each {
 impl Protocol for Proto {
     type Msg = ProtoMsg;
 
+    fn id(&self) -> u32 {
+        each!(self, p => p.id())
+    }
+
     fn start(&mut self, out: &mut Outbox<ProtoMsg>) -> Result<(), ProtocolError> {
         match self {
             Proto::Centralized(p) => wrapped(out, ProtoMsg::Centralized, |o| p.start(o)),
@@ -131,7 +135,7 @@ impl Protocol for Proto {
                 wrapped(out, ProtoMsg::ShrinkAndHash, |o| p.handle(from, m, o))
             }
             (p, _) => Err(ProtocolError::Unexpected {
-                me: p.me(),
+                me: p.id(),
                 from,
                 what: "message of another algorithm",
             }),
@@ -165,11 +169,5 @@ impl Protocol for Proto {
 
     fn peak_state_bytes(&self) -> usize {
         each!(self, p => p.peak_state_bytes())
-    }
-}
-
-impl Proto {
-    fn me(&self) -> u32 {
-        each!(self, p => p.id())
     }
 }

@@ -12,3 +12,12 @@ pub enum Hop {
     /// Forward to this PE.
     To(Pe),
 }
+
+impl Hop {
+    /// The hop from rank `r` of a k-ary tree down to its child of rank `c`, whose PE
+    /// stands in `children` (the member's view of its children, in order).
+    pub fn to_child(children: &[Pe], r: u32, k: u32, c: u32) -> Option<Hop> {
+        let at = (c - (k * r + 1)) as usize;
+        children.get(at).map(|&pe| Hop::To(pe))
+    }
+}

@@ -95,13 +95,7 @@ impl Route {
                 return Ok(Hop::Here);
             }
             if let Some(c) = kary::child_towards(r, t, k) {
-                let at = (c - (k * r + 1)) as usize;
-                return self
-                    .old
-                    .children
-                    .get(at)
-                    .map(|&pe| Hop::To(pe))
-                    .ok_or_else(stuck);
+                return Hop::to_child(&self.old.children, r, k, c).ok_or_else(stuck);
             }
         }
         self.old.parent.or(self.link).map(Hop::To).ok_or_else(stuck)

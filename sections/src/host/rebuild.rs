@@ -119,13 +119,7 @@ impl Patched {
                 let c2 = kary::child_towards(d, t, k).ok_or_else(stuck)?;
                 return self.adopted_pe(c2).map(Hop::To).ok_or_else(stuck);
             }
-            let at = (c - (k * r + 1)) as usize;
-            return self
-                .old
-                .children
-                .get(at)
-                .map(|&pe| Hop::To(pe))
-                .ok_or_else(stuck);
+            return Hop::to_child(&self.old.children, r, k, c).ok_or_else(stuck);
         }
         match kary::parent(r, k) {
             Some(p) if p == d => match self.across {

@@ -7,9 +7,8 @@
 //! the current one waits for it.
 
 use crate::collectives::error::CollectiveError;
-use crate::collectives::machine::{Machine, Out, Step, Stepped};
+use crate::collectives::machine::{Machine, Out, Received, Step, Stepped};
 use crate::collectives::topology::Topology;
-use crate::collectives::value::Piece;
 use chorus_core::RedData;
 
 const PHASE_SHIFT: u32 = 24;
@@ -24,7 +23,7 @@ pub(crate) struct Chain {
     current: Box<dyn Machine>,
     then: Vec<Then>,
     finish: Option<Finish>,
-    early: Vec<(u32, u32, u32, Piece)>,
+    early: Vec<(u32, Received)>,
 }
 
 impl Chain {
@@ -92,7 +91,7 @@ impl Chain {
                 .into_iter()
                 .partition(|m| m.0 == self.phase);
             self.early = later;
-            for (_, from, tag, piece) in mine {
+            for (_, got) in mine {
                 if step != Step::Pending {
                     return Err(CollectiveError::Protocol(format!(
                         "a message for phase {} of a mock-up after that phase ended",
@@ -100,7 +99,7 @@ impl Chain {
                     )));
                 }
                 let mut inner = Out::default();
-                let got = self.current.receive(me, from, tag, piece, &mut inner);
+                let got = self.current.receive(me, got, &mut inner);
                 self.relay(inner, out);
                 step = got?;
             }
@@ -116,21 +115,15 @@ impl Machine for Chain {
         self.advance(me, step?, out)
     }
 
-    fn receive(
-        &mut self,
-        me: &dyn Topology,
-        from: u32,
-        tag: u32,
-        piece: Piece,
-        out: &mut Out,
-    ) -> Stepped {
-        let (phase, inner_tag) = (tag >> PHASE_SHIFT, tag & INNER_MASK);
+    fn receive(&mut self, me: &dyn Topology, got: Received, out: &mut Out) -> Stepped {
+        let (phase, tag) = (got.tag >> PHASE_SHIFT, got.tag & INNER_MASK);
+        let inner_got = Received { tag, ..got };
         if phase > self.phase {
-            self.early.push((phase, from, inner_tag, piece));
+            self.early.push((phase, inner_got));
             return Ok(Step::Pending);
         }
         let mut inner = Out::default();
-        let step = self.current.receive(me, from, inner_tag, piece, &mut inner);
+        let step = self.current.receive(me, inner_got, &mut inner);
         self.relay(inner, out);
         self.advance(me, step?, out)
     }

@@ -1,5 +1,6 @@
 //! Starting a creation and running its state machines: the start, early
-//! messages, local delivery and sending (one message each, or bundled for a split).
+//! messages, local delivery and sending (one message each, or bundled for a split);
+//! the runs of merges and rebuilds (`launch`), and announcements routed by rank.
 
 use super::creations::Routed;
 use super::split::{Call, HeldSplit};

@@ -11,6 +11,7 @@
 //! is a [`HostError::Freed`], and repair messages for it are dropped and counted.
 
 use super::*;
+use crate::collectives::host::HostMsg;
 use crate::free::{BuilderStats, FreedIds};
 
 /// Messages of frees, and the question for the maps' sizes.
@@ -66,8 +67,9 @@ impl Builder {
                 collectives,
                 on_stats,
             } => {
-                let stats = self.stats();
-                CollectivesHost::send_stats(&collectives, ctx, stats, on_stats);
+                let builder = self.stats();
+                let msg = HostMsg::Stats { builder, on_stats };
+                CollectivesHost::send_here(&collectives, ctx, msg);
                 Ok(())
             }
         }
@@ -141,7 +143,11 @@ impl Builder {
         self.repairs.forget(id);
         self.merges.forget(id);
         self.frees.freed.insert(id);
-        CollectivesHost::send_free(&collectives, ctx, id, on_freed);
+        let free = HostMsg::Free {
+            section: id,
+            on_freed,
+        };
+        CollectivesHost::send_here(&collectives, ctx, free);
     }
 
     /// A repair message for section `sid`, freed here: drop it, count it.

@@ -1,5 +1,6 @@
 //! The merges part of the builder: a noncollective merge's request climbs A, the
-//! offer climbs B, both roots start their trees, and announcements are routed by rank.
+//! offer climbs B, and both roots start their trees; each member then runs its part
+//! (`create.rs`, `launch`).
 
 use super::create::Launch;
 use super::*;

@@ -10,6 +10,7 @@
 //! over the section, never a list of all members at every PE.
 
 use super::*;
+use crate::creation::protocol::fill_slot;
 
 /// A member's (key, PE) in a split by colour and key, ordered by key, then PE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -117,13 +118,10 @@ impl Builder {
         let SubtreeList { from, keys } = list;
         let me = self.me;
         let r = self.ranking(id, "subtree list")?;
-        let slot = r.made.children.iter().position(|&c| c == from);
-        match slot.and_then(|i| r.lists.get_mut(i)) {
-            Some(list @ None) => {
-                *list = Some(keys);
-                Ok(())
-            }
-            _ => Err(unexpected(me, from, id_token(id), "subtree list")),
+        if fill_slot(&r.made.children, &mut r.lists, from, keys) {
+            Ok(())
+        } else {
+            Err(unexpected(me, from, id_token(id), "subtree list"))
         }
     }
 

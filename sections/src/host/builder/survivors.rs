@@ -12,19 +12,10 @@ pub(super) fn view(me: Pe, npes: u32, k: u32, dead: &[Pe]) -> Option<Section> {
     let live: Vec<Pe> = (0..npes)
         .filter(|p| dead.binary_search(p).is_err())
         .collect();
-    let size = live.len() as u32;
     let rank = live.binary_search(&me).ok()? as u32;
-    Some(Section {
-        // Only routing reads the view, and routing reads no id.
-        id: SectionId::from_token(0, size),
-        rank,
-        size,
-        k,
-        parent: kary::parent(rank, k).map(|r| live[r as usize]),
-        children: kary::children(rank, size, k)
-            .map(|r| live[r as usize])
-            .collect(),
-    })
+    // Only routing reads the view, and routing reads no id.
+    let id = SectionId::from_token(0, live.len() as u32);
+    Some(Section::over_roster(id, rank, k, &live))
 }
 
 #[cfg(test)]
