@@ -3,9 +3,9 @@
 //! and routes it by family to the module that handles it; it holds no handler.
 
 use super::{PeRuntime, Via};
-use crate::api::proxy::SendOpts;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
+use crate::msg::envelope::SendOpts;
 use crate::msg::envelope::{Envelope, Kind};
 use crate::trace::ns;
 

@@ -4,9 +4,7 @@
 
 use crate::api::chare::AnyChare;
 use crate::api::ctx::Ctx;
-use crate::api::proxy::SendOpts;
 use crate::api::registry::Registry;
-use crate::api::report::PeReport;
 use crate::base::config::{Config, ErrorPolicy, WorkMode};
 use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
@@ -17,10 +15,12 @@ use crate::engine::digest::DeliveryLog;
 use crate::engine::ledger::{Dropped, Ledger};
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
+use crate::engine::report::PeReport;
 use crate::engine::scheduler::{ReadyQueue, SpareBuffers};
 use crate::machine::Port;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::Envelope;
+use crate::msg::envelope::SendOpts;
 use crate::msg::kind::exit::PeFailed;
 use crate::trace::{ns, PeTrace};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -41,6 +41,7 @@ mod migration;
 mod pe_core;
 pub(crate) mod quiescence;
 mod reduce;
+pub(crate) mod report;
 pub(crate) mod scheduler;
 
 use create::describe_index;
