@@ -142,8 +142,8 @@ impl PeSetup {
 }
 
 impl PeRuntime {
-    /// PE `setup.me`, knowing the job's registrations and sending through `net`.
-    pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, net: Box<dyn Port>) -> Self {
+    /// PE `setup.me`, knowing the job's registrations and sending through `port`.
+    pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, port: Box<dyn Port>) -> Self {
         PeRuntime {
             core: PeCore {
                 me: setup.me,
@@ -151,7 +151,7 @@ impl PeRuntime {
                 arity: setup.arity,
                 seed: setup.seed,
                 reg,
-                net,
+                port,
                 policy: setup.policy,
                 work_mode: setup.work_mode,
                 queue: ReadyQueue::default(),
@@ -199,7 +199,7 @@ impl PeRuntime {
         let core = &mut self.core;
         core.current = Current::Main;
         if let Some(t) = core.trace.as_deref_mut() {
-            t.runtime_begin(ns(core.net.now()), "chorus::main");
+            t.runtime_begin(ns(core.port.now()), "chorus::main");
         }
         let outcome = catch_unwind(AssertUnwindSafe(|| main(&mut Ctx { core: &mut *core })));
         if let Err(p) = outcome {
@@ -213,7 +213,7 @@ impl PeRuntime {
         core.trace_entries_end();
         self.apply_deferred();
         self.apply_moves();
-        self.core.net.flush();
+        self.core.port.flush();
     }
 
     /// Accept an envelope that arrived from another PE.
@@ -242,7 +242,7 @@ impl PeRuntime {
     /// Run one message taken by `pop`, then pass on what it sent.
     pub(crate) fn run_one(&mut self, env: Envelope) {
         self.process(env);
-        self.core.net.flush();
+        self.core.port.flush();
     }
 
     /// Give back the queue's memory if it is empty (many idle simulated PEs), its
@@ -324,7 +324,7 @@ impl PeRuntime {
             }
             self.qd_outcome(out, parent);
         }
-        self.core.net.flush();
+        self.core.port.flush();
     }
 
     /// Tell the trace that the next message this PE runs began its delivery at
@@ -339,7 +339,7 @@ impl PeRuntime {
     /// Mark the start of an idle period in the trace (it ends when a message runs).
     pub(crate) fn trace_idle(&mut self) {
         if let Some(t) = self.core.trace.as_deref_mut() {
-            t.idle_begin(ns(self.core.net.now()));
+            t.idle_begin(ns(self.core.port.now()));
         }
     }
 

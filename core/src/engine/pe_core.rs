@@ -88,7 +88,7 @@ pub(crate) struct PeCore {
     pub(super) arity: usize,
     pub(super) seed: u64,
     pub(super) reg: Arc<Registry>,
-    pub(super) net: Box<dyn Port>,
+    pub(super) port: Box<dyn Port>,
     pub(super) policy: ErrorPolicy,
     pub(super) work_mode: WorkMode,
     pub(super) queue: ReadyQueue<Envelope>,
@@ -145,7 +145,7 @@ impl PeCore {
 
     /// Seconds since the job started on the layer's clock.
     pub(crate) fn now(&self) -> f64 {
-        self.net.now()
+        self.port.now()
     }
 
     /// The job's registrations.
@@ -182,21 +182,21 @@ impl PeCore {
 impl PeCore {
     /// The layer clock in trace nanoseconds, when this PE is traced.
     pub(crate) fn trace_now(&self) -> Option<u64> {
-        self.trace.as_ref().map(|_| ns(self.net.now()))
+        self.trace.as_ref().map(|_| ns(self.port.now()))
     }
 
     /// When the entry about to start began, when this PE is traced (saves a clock
     /// read when the delivery already took the time).
     pub(crate) fn trace_entry_ts(&self) -> Option<u64> {
-        let net = &self.net;
-        self.trace.as_ref().map(|t| t.entry_ts(|| ns(net.now())))
+        let port = &self.port;
+        self.trace.as_ref().map(|t| t.entry_ts(|| ns(port.now())))
     }
 
     /// Close the entry slices a handler left open (it returned, or panicked).
     pub(crate) fn trace_entries_end(&mut self) {
         if let Some(t) = self.trace.as_deref_mut() {
             if t.in_entry() {
-                t.entries_end(ns(self.net.now()));
+                t.entries_end(ns(self.port.now()));
             }
         }
     }
@@ -227,7 +227,7 @@ impl PeCore {
         let weight = env.counted_weight();
         self.ledger.sent(weight);
         if let Some(t) = self.trace.as_deref_mut() {
-            t.send(ns(self.net.now()), env.msg_id(), to, env.wire_bytes());
+            t.send(ns(self.port.now()), env.msg_id(), to, env.wire_bytes());
         }
         if to == self.me {
             if flow::windowed(&env) && self.flow.holding() {
@@ -239,7 +239,7 @@ impl PeCore {
             return;
         }
         let windowed = flow::windowed(&env);
-        if let Err(e) = self.net.send(to, env) {
+        if let Err(e) = self.port.send(to, env) {
             // Counted as sent above and never to arrive: dropped with a reason, so
             // processed, or quiescence would wait for it forever.
             self.ledger.dropped(weight, Dropped::OnWire);
@@ -297,7 +297,7 @@ impl PeCore {
             return self.send_new_run(to, dest, msg, opts);
         }
         let tail = if to != me {
-            self.net.held_tail(to)
+            self.port.held_tail(to)
         } else if self.flow.holding() {
             // Held messages to itself must not slip into the queue inside a run.
             None
@@ -569,12 +569,12 @@ impl PeCore {
         self.worked = true;
         // What the handler sent so far leaves before the compute, as an MPI_Isend
         // posted before computing would.
-        self.net.flush();
-        self.net.work(d, self.work_mode);
+        self.port.flush();
+        self.port.work(d, self.work_mode);
     }
 
     pub(crate) fn on_pe_failure(&mut self, callback: Callback) {
-        self.net.subscribe_failures(self.me, callback);
+        self.port.subscribe_failures(self.me, callback);
     }
 
     /// Send a control message quiescence detection does not count.
