@@ -70,16 +70,14 @@ impl<C: Chare> AnyChare for Cell<C> {
         let traced_at = ctx.core.trace_entry_ts();
         if !payload.is_run() {
             let msg = payload.take::<C::Msg>().map_err(|e| bad(ctx, e))?;
-            if let (Some(ts), Some(t)) = (traced_at, ctx.core.trace.as_deref_mut()) {
+            if let (Some(ts), Some(t)) = (traced_at, ctx.core.trace_mut()) {
                 t.entry_begin::<C, _>(ts, &msg);
             }
             self.0.handle(msg, ctx);
             return Ok(None);
         }
         let msgs = payload.take_run::<C::Msg>().map_err(|e| bad(ctx, e))?;
-        if let (Some(ts), Some(t), Some(first)) =
-            (traced_at, ctx.core.trace.as_deref_mut(), msgs.first())
-        {
+        if let (Some(ts), Some(t), Some(first)) = (traced_at, ctx.core.trace_mut(), msgs.first()) {
             t.entry_begin::<C, _>(ts, first);
         }
         let mut msgs = msgs.into_iter();
@@ -130,7 +128,7 @@ pub(crate) fn construct<C: Chare>(
     ctx: &mut Ctx,
 ) -> Result<Box<dyn AnyChare>, RuntimeError> {
     if let Some(ts) = ctx.core.trace_entry_ts() {
-        if let Some(t) = ctx.core.trace.as_deref_mut() {
+        if let Some(t) = ctx.core.trace_mut() {
             t.create_begin::<C>(ts);
         }
     }

@@ -2,10 +2,10 @@
 //! exit, and ask where and when it is.
 
 use crate::api::chare::Chare;
-use crate::api::migration::MigrateError;
 use crate::api::proxy::{ArrayProxy, ChareProxy, GroupProxy};
 use crate::api::registry::Entry;
 use crate::base::config::ErrorPolicy;
+use crate::base::error::MigrateError;
 use crate::base::error::RuntimeError;
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::engine::{Current, PeCore};
@@ -26,22 +26,22 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// This PE's index.
     pub fn my_pe(&self) -> Pe {
-        self.core.me
+        self.core.me()
     }
 
     /// Number of PEs in the job.
     pub fn num_pes(&self) -> usize {
-        self.core.npes
+        self.core.npes()
     }
 
     /// The job's `--seed`, for programs that draw random numbers.
     pub fn seed(&self) -> u64 {
-        self.core.seed
+        self.core.seed()
     }
 
     /// Seconds since the job started on this layer's clock.
     pub fn now(&self) -> f64 {
-        self.core.net.now()
+        self.core.now()
     }
 
     /// Declare that the current handler computes for `d` (sleeps or spins on real
@@ -52,13 +52,13 @@ impl Ctx<'_> {
 
     /// True when the job is traced (`--trace FILE`), so costly trace labels can be skipped.
     pub fn tracing(&self) -> bool {
-        self.core.trace.is_some()
+        self.core.traced()
     }
 
     /// Mark an instant named `name` on this PE's trace track.
     pub fn trace_event(&mut self, name: &str) {
         if let Some(ts) = self.core.trace_now() {
-            if let Some(t) = self.core.trace.as_deref_mut() {
+            if let Some(t) = self.core.trace_mut() {
                 t.user_event(ts, name);
             }
         }
@@ -68,7 +68,7 @@ impl Ctx<'_> {
     /// [`Ctx::trace_span_end`] before the handler returns.
     pub fn trace_span_begin(&mut self, name: &str) {
         if let Some(ts) = self.core.trace_now() {
-            if let Some(t) = self.core.trace.as_deref_mut() {
+            if let Some(t) = self.core.trace_mut() {
                 t.span_begin(ts, name);
             }
         }
@@ -77,7 +77,7 @@ impl Ctx<'_> {
     /// Close the innermost user span opened by [`Ctx::trace_span_begin`].
     pub fn trace_span_end(&mut self) {
         if let Some(ts) = self.core.trace_now() {
-            if let Some(t) = self.core.trace.as_deref_mut() {
+            if let Some(t) = self.core.trace_mut() {
                 t.span_end(ts);
             }
         }
@@ -88,7 +88,7 @@ impl Ctx<'_> {
     pub fn trace_phase(&mut self, name: &str, since: f64, args: &[(&'static str, u64)]) {
         if let Some(ts) = self.core.trace_now() {
             let start = crate::trace::ns(since).min(ts);
-            if let Some(t) = self.core.trace.as_deref_mut() {
+            if let Some(t) = self.core.trace_mut() {
                 t.phase(start, ts - start, name, args);
             }
         }
@@ -96,7 +96,7 @@ impl Ctx<'_> {
 
     /// The entry of `C` taking a `T` registered under `name` (`Registry::find_entry`).
     pub fn find_entry<C: Chare, T: Reducible>(&self, name: &str) -> Option<Entry<C, T>> {
-        self.core.reg.find_entry(name)
+        self.core.reg().find_entry(name)
     }
 
     /// Have `callback` receive the number (a `Pe`) of every PE that fails from now on.
@@ -106,7 +106,7 @@ impl Ctx<'_> {
     }
 
     fn type_index<C: Chare>(&mut self) -> Option<u32> {
-        match self.core.reg.type_index::<C>() {
+        match self.core.reg().type_index::<C>() {
             Ok(t) => Some(t),
             Err(e) => {
                 self.core.fail(e);
@@ -137,10 +137,10 @@ impl Ctx<'_> {
             let kind = CreateGroup {
                 coll,
                 ty,
-                root: self.core.me,
+                root: self.core.me(),
                 init: Payload::new(init),
             };
-            self.core.create(self.core.me, kind);
+            self.core.create(self.core.me(), kind);
         }
         GroupProxy::new(coll)
     }
@@ -153,7 +153,7 @@ impl Ctx<'_> {
     ) -> ArrayProxy<C, I> {
         let coll = self.core.new_collection_id();
         if let Err(e) = shape.check() {
-            let pe = self.core.me;
+            let pe = self.core.me();
             self.core.fail(RuntimeError::BadInput {
                 pe,
                 what: format!("{coll}: {e}"),
@@ -172,12 +172,12 @@ impl Ctx<'_> {
             let kind = CreateArray {
                 coll,
                 ty,
-                root: self.core.me,
+                root: self.core.me(),
                 init: Payload::new(init),
                 shape,
                 map,
             };
-            self.core.create(self.core.me, kind);
+            self.core.create(self.core.me(), kind);
         }
         ArrayProxy::new(coll)
     }
@@ -244,7 +244,7 @@ impl Ctx<'_> {
     /// (abort by default; `drop` logs it and runs on).
     pub fn fail(&mut self, by: &str, message: impl std::fmt::Display) {
         let err = RuntimeError::Reported {
-            pe: self.core.me,
+            pe: self.core.me(),
             by: by.to_string(),
             message: message.to_string(),
         };
@@ -253,7 +253,7 @@ impl Ctx<'_> {
 
     /// The job's `--on-error` policy: what `fail` does with a report.
     pub fn on_error(&self) -> ErrorPolicy {
-        self.core.policy
+        self.core.policy()
     }
 
     /// Move the running array element to PE `to` once this handler returns (Charm++'s
@@ -271,7 +271,7 @@ impl Ctx<'_> {
     /// Record a named value in the run's report (readable with `RunReport::output`).
     pub fn publish<T: Serialize>(&mut self, key: &str, value: &T) {
         match bincode::serialize(value) {
-            Ok(bytes) => self.core.report.outputs.push((key.to_string(), bytes)),
+            Ok(bytes) => self.core.publish(key, bytes),
             Err(e) => self
                 .core
                 .fail(RuntimeError::Invalid(format!("publish({key}): {e}"))),
@@ -280,7 +280,7 @@ impl Ctx<'_> {
 
     /// Index of the running array element, if the running chare is one with index type `I`.
     pub fn this_index<I: ArrayIndex>(&self) -> Option<I> {
-        match &self.core.current {
+        match self.core.current() {
             Current::Element(_, addr) => bincode::deserialize(&addr.key.0).ok(),
             _ => None,
         }
@@ -288,23 +288,23 @@ impl Ctx<'_> {
 
     /// Proxy of the running singleton chare.
     pub fn this_chare<C: Chare>(&self) -> Option<ChareProxy<C>> {
-        match self.core.current {
-            Current::Chare(id) => Some(ChareProxy::new(id)),
+        match self.core.current() {
+            Current::Chare(id) => Some(ChareProxy::new(*id)),
             _ => None,
         }
     }
 
     /// Proxy of the group the running chare is a member of.
     pub fn this_group<C: Chare>(&self) -> Option<GroupProxy<C>> {
-        match self.core.current {
-            Current::Group(coll) => Some(GroupProxy::new(coll)),
+        match self.core.current() {
+            Current::Group(coll) => Some(GroupProxy::new(*coll)),
             _ => None,
         }
     }
 
     /// Proxy of the array the running chare is an element of.
     pub fn this_array<C: Chare, I: ArrayIndex>(&self) -> Option<ArrayProxy<C, I>> {
-        match &self.core.current {
+        match self.core.current() {
             Current::Element(coll, _) => Some(ArrayProxy::new(*coll)),
             _ => None,
         }
@@ -312,7 +312,7 @@ impl Ctx<'_> {
 
     /// Identity of the running chare, group or array.
     pub fn this_id(&self) -> Option<Result<ChareId, CollectionId>> {
-        match &self.core.current {
+        match self.core.current() {
             Current::Chare(id) => Some(Ok(*id)),
             Current::Group(c) | Current::Element(c, _) => Some(Err(*c)),
             Current::Main => None,

@@ -7,6 +7,7 @@
 
 use crate::api::chare::{AnyChare, Cell, Chare};
 use crate::api::ctx::Ctx;
+use crate::api::registry::Migrator;
 use crate::base::bytes::Bytes;
 use crate::msg::payload::Payload;
 use serde::de::DeserializeOwned;
@@ -27,18 +28,6 @@ pub trait Migratable: Chare + Serialize + DeserializeOwned {
 }
 
 pub use crate::base::error::MigrateError;
-
-/// Serialize an element in place (its `about_to_migrate` runs first).
-pub(crate) type PackFn = fn(&mut dyn AnyChare, &mut Ctx) -> Result<Payload, String>;
-/// Rebuild an element from its state (its `migrated` runs after).
-pub(crate) type UnpackFn = fn(Payload, &mut Ctx) -> Result<Box<dyn AnyChare>, String>;
-
-/// How one migratable chare type moves.
-#[derive(Clone, Copy)]
-pub(crate) struct Migrator {
-    pub(crate) pack: PackFn,
-    pub(crate) unpack: UnpackFn,
-}
 
 impl Migrator {
     /// The functions for type `C`.

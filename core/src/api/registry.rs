@@ -5,7 +5,7 @@
 
 use crate::api::chare::{construct, AnyChare, Chare};
 use crate::api::ctx::Ctx;
-use crate::api::migration::{Migratable, Migrator};
+use crate::api::migration::Migratable;
 use crate::base::error::{panic_message, RegistryMismatch, RuntimeError};
 use crate::base::ids::{IndexKey, Pe};
 use crate::msg::array::{ArrayIndex, ArrayMap};
@@ -20,6 +20,18 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 type Constructor = fn(Payload, &mut Ctx) -> Result<Box<dyn AnyChare>, RuntimeError>;
 type EntryBuilder = Box<dyn Fn(RedData) -> Result<Payload, String> + Send + Sync>;
 type MapFn = Box<dyn Fn(&IndexKey, usize) -> Result<Pe, String> + Send + Sync>;
+
+/// Serialize an element in place (its `about_to_migrate` runs first).
+pub(crate) type PackFn = fn(&mut dyn AnyChare, &mut Ctx) -> Result<Payload, String>;
+/// Rebuild an element from its state (its `migrated` runs after).
+pub(crate) type UnpackFn = fn(Payload, &mut Ctx) -> Result<Box<dyn AnyChare>, String>;
+
+/// How one migratable chare type moves (`Migrator::of`, in `migration.rs`, makes one).
+#[derive(Clone, Copy)]
+pub(crate) struct Migrator {
+    pub(crate) pack: PackFn,
+    pub(crate) unpack: UnpackFn,
+}
 
 pub(crate) struct ChareType {
     pub(crate) name: String,

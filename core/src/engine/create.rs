@@ -3,12 +3,12 @@
 
 use super::{guarded, Census, Collection, Current, Element, Members, Origin, PeRuntime, Pending};
 use crate::api::chare::AnyChare;
-use crate::api::proxy::SendOpts;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::base::tree;
 use crate::msg::array::ElemAddr;
+use crate::msg::envelope::SendOpts;
 use crate::msg::kind::create::{
     Census as ChildCount, CreateArray, CreateChare, CreateGroup, CreateMsg, DoneInserting, Insert,
 };

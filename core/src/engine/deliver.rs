@@ -2,12 +2,12 @@
 //! what happens to a message whose target is not (yet) here.
 
 use super::{invoke, Collection, Current, Members, Origin, PeRuntime, Via};
-use crate::api::migration::MigrateError;
-use crate::api::proxy::SendOpts;
+use crate::base::error::MigrateError;
 use crate::base::error::RuntimeError;
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::base::tree;
 use crate::msg::array::ElemAddr;
+use crate::msg::envelope::SendOpts;
 use crate::msg::envelope::{Dest, Envelope, Kind};
 use crate::msg::kind::bcast::{Bcast, BcastMsg};
 use crate::msg::kind::quiescence::Orphans;

@@ -3,9 +3,9 @@
 //! and routes it by family to the module that handles it; it holds no handler.
 
 use super::{PeRuntime, Via};
-use crate::api::proxy::SendOpts;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
+use crate::msg::envelope::SendOpts;
 use crate::msg::envelope::{Envelope, Kind};
 use crate::trace::ns;
 
@@ -77,8 +77,8 @@ impl PeRuntime {
     /// Open the trace's slice for a message about to run.
     fn trace_arrival(&mut self, env: &Envelope) {
         if let Some(t) = self.core.trace.as_deref_mut() {
-            let net = &self.core.net;
-            let ts = t.take_delivery_start().unwrap_or_else(|| ns(net.now()));
+            let port = &self.core.port;
+            let ts = t.take_delivery_start().unwrap_or_else(|| ns(port.now()));
             t.idle_end(ts);
             t.incoming(ts, env.src, env.msg_id(), env.wire_bytes());
             if let Some(what) = env.kind.runtime_entry() {

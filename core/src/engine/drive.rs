@@ -40,7 +40,7 @@ impl PeRuntime {
             let (mut taken, mut taken_bytes) = (0, 0);
             let polling = !std::mem::take(&mut woken);
             while polling && taken < BATCH && taken_bytes < PASS_BYTES {
-                let arrival = match self.core.net.poll() {
+                let arrival = match self.core.port.poll() {
                     Poll::Ready(a) => a,
                     Poll::Empty => break,
                     Poll::Closed => return,
@@ -60,12 +60,12 @@ impl PeRuntime {
             while ran < BATCH && !self.exiting() && self.step() {
                 ran += 1;
                 if self.take_worked() {
-                    self.core.net.after_compute();
+                    self.core.port.after_compute();
                     break;
                 }
             }
             // Sends are completed after the handlers, off the path of the next reply.
-            let progressed = self.core.net.progress();
+            let progressed = self.core.port.progress();
             if self.exiting() {
                 return;
             }
@@ -94,7 +94,7 @@ impl PeRuntime {
                 idle_told = false;
                 continue;
             }
-            match self.core.net.wait() {
+            match self.core.port.wait() {
                 Poll::Ready(a) => {
                     self.accept_arrival(a.what);
                     woken = true;
@@ -112,7 +112,7 @@ impl PeRuntime {
         if self.core.tree_parent().is_some() {
             return false;
         }
-        let now = self.core.net.now();
+        let now = self.core.port.now();
         let since = *waiting_since.get_or_insert(now);
         if now - since < STALL_PROBE_S {
             return false;
@@ -122,7 +122,7 @@ impl PeRuntime {
             return false;
         }
         self.start_wave();
-        self.core.net.flush();
+        self.core.port.flush();
         true
     }
 

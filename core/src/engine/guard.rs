@@ -49,7 +49,7 @@ pub(super) fn invoke(
     payload: Payload,
 ) -> Option<Payload> {
     if let Some(log) = log {
-        log.record(core.net.now(), core.me, target(&current), &payload);
+        log.record(core.port.now(), core.me, target(&current), &payload);
     }
     core.current = current;
     let outcome = catch_unwind(AssertUnwindSafe(|| {

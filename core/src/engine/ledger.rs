@@ -5,7 +5,7 @@
 //! failed PE; a message that waits and runs later is counted again on both sides.
 //! `scripts/ledger-check.py` fails CI if any other file touches the counters.
 
-use crate::api::report::PeReport;
+use crate::engine::report::PeReport;
 
 /// Why counted messages were dropped: they count as processed, or quiescence would
 /// wait for them forever.

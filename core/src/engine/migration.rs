@@ -5,12 +5,13 @@
 use super::{
     describe_index, guarded, Current, Element, Members, MoveRequest, Origin, PeCore, PeRuntime, Via,
 };
-use crate::api::migration::{MigrateError, Migrator};
-use crate::api::proxy::SendOpts;
+use crate::api::registry::Migrator;
+use crate::base::error::MigrateError;
 use crate::base::error::RuntimeError;
 use crate::base::ids::{CollectionId, IndexKey, Pe};
 use crate::engine::location::{Loc, Route};
 use crate::msg::array::ElemAddr;
+use crate::msg::envelope::SendOpts;
 use crate::msg::envelope::{Dest, Envelope, Kind};
 use crate::msg::kind::migrate::{Migrate, MoveMsg, Moved};
 use crate::msg::payload::Payload;

@@ -4,9 +4,7 @@
 
 use crate::api::chare::AnyChare;
 use crate::api::ctx::Ctx;
-use crate::api::proxy::SendOpts;
 use crate::api::registry::Registry;
-use crate::api::report::PeReport;
 use crate::base::config::{Config, ErrorPolicy, WorkMode};
 use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
@@ -17,10 +15,12 @@ use crate::engine::digest::DeliveryLog;
 use crate::engine::ledger::{Dropped, Ledger};
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
+use crate::engine::report::PeReport;
 use crate::engine::scheduler::{ReadyQueue, SpareBuffers};
 use crate::machine::Port;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::Envelope;
+use crate::msg::envelope::SendOpts;
 use crate::msg::kind::exit::PeFailed;
 use crate::trace::{ns, PeTrace};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -41,6 +41,7 @@ mod migration;
 mod pe_core;
 pub(crate) mod quiescence;
 mod reduce;
+pub(crate) mod report;
 pub(crate) mod scheduler;
 
 use create::describe_index;
@@ -141,8 +142,8 @@ impl PeSetup {
 }
 
 impl PeRuntime {
-    /// PE `setup.me`, knowing the job's registrations and sending through `net`.
-    pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, net: Box<dyn Port>) -> Self {
+    /// PE `setup.me`, knowing the job's registrations and sending through `port`.
+    pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, port: Box<dyn Port>) -> Self {
         PeRuntime {
             core: PeCore {
                 me: setup.me,
@@ -150,7 +151,7 @@ impl PeRuntime {
                 arity: setup.arity,
                 seed: setup.seed,
                 reg,
-                net,
+                port,
                 policy: setup.policy,
                 work_mode: setup.work_mode,
                 queue: ReadyQueue::default(),
@@ -198,7 +199,7 @@ impl PeRuntime {
         let core = &mut self.core;
         core.current = Current::Main;
         if let Some(t) = core.trace.as_deref_mut() {
-            t.runtime_begin(ns(core.net.now()), "chorus::main");
+            t.runtime_begin(ns(core.port.now()), "chorus::main");
         }
         let outcome = catch_unwind(AssertUnwindSafe(|| main(&mut Ctx { core: &mut *core })));
         if let Err(p) = outcome {
@@ -212,7 +213,7 @@ impl PeRuntime {
         core.trace_entries_end();
         self.apply_deferred();
         self.apply_moves();
-        self.core.net.flush();
+        self.core.port.flush();
     }
 
     /// Accept an envelope that arrived from another PE.
@@ -241,7 +242,7 @@ impl PeRuntime {
     /// Run one message taken by `pop`, then pass on what it sent.
     pub(crate) fn run_one(&mut self, env: Envelope) {
         self.process(env);
-        self.core.net.flush();
+        self.core.port.flush();
     }
 
     /// Give back the queue's memory if it is empty (many idle simulated PEs), its
@@ -323,7 +324,7 @@ impl PeRuntime {
             }
             self.qd_outcome(out, parent);
         }
-        self.core.net.flush();
+        self.core.port.flush();
     }
 
     /// Tell the trace that the next message this PE runs began its delivery at
@@ -338,7 +339,7 @@ impl PeRuntime {
     /// Mark the start of an idle period in the trace (it ends when a message runs).
     pub(crate) fn trace_idle(&mut self) {
         if let Some(t) = self.core.trace.as_deref_mut() {
-            t.idle_begin(ns(self.core.net.now()));
+            t.idle_begin(ns(self.core.port.now()));
         }
     }
 

@@ -1,9 +1,7 @@
 //! The part of a PE that handlers reach through `Ctx`: sending, routing to array
 //! elements, creating, contributing, firing callbacks and exiting.
 
-use crate::api::proxy::SendOpts;
 use crate::api::registry::Registry;
-use crate::api::report::PeReport;
 use crate::base::config::{ErrorPolicy, WorkMode};
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
@@ -13,11 +11,13 @@ use crate::engine::flow::{self, Flow};
 use crate::engine::ledger::{Dropped, Ledger};
 use crate::engine::location::Locations;
 use crate::engine::quiescence::Quiescence;
+use crate::engine::report::PeReport;
 use crate::engine::scheduler::ReadyQueue;
 use crate::engine::Origin;
 use crate::machine::Port;
 use crate::msg::array::{builtin_home, ArrayMap, ElemAddr, Shape};
 use crate::msg::callback::Callback;
+use crate::msg::envelope::SendOpts;
 use crate::msg::envelope::{Dest, DestKey, Envelope, Kind};
 use crate::msg::kind::bcast::Bcast;
 use crate::msg::kind::create::{DoneInserting, Insert};
@@ -83,40 +83,40 @@ pub(crate) struct ArrayMeta {
 
 /// The part of a PE that handlers reach through `Ctx`.
 pub(crate) struct PeCore {
-    pub(crate) me: Pe,
-    pub(crate) npes: usize,
-    pub(crate) arity: usize,
-    pub(crate) seed: u64,
-    pub(crate) reg: Arc<Registry>,
-    pub(crate) net: Box<dyn Port>,
-    pub(crate) policy: ErrorPolicy,
-    pub(crate) work_mode: WorkMode,
-    pub(crate) queue: ReadyQueue<Envelope>,
+    pub(super) me: Pe,
+    pub(super) npes: usize,
+    pub(super) arity: usize,
+    pub(super) seed: u64,
+    pub(super) reg: Arc<Registry>,
+    pub(super) port: Box<dyn Port>,
+    pub(super) policy: ErrorPolicy,
+    pub(super) work_mode: WorkMode,
+    pub(super) queue: ReadyQueue<Envelope>,
     /// Quiescence detection's counts of counted messages.
     pub(super) ledger: Ledger,
-    pub(crate) current: Current,
+    pub(super) current: Current,
     pub(super) next_chare_seq: HashMap<Pe, u32>,
     pub(super) next_coll_seq: u32,
-    pub(crate) arrays: HashMap<CollectionId, ArrayMeta>,
+    pub(super) arrays: HashMap<CollectionId, ArrayMeta>,
     pub(super) deferred: Vec<LocalContribution>,
-    pub(crate) qd: Quiescence,
-    pub(crate) exiting: bool,
+    pub(super) qd: Quiescence,
+    pub(super) exiting: bool,
     /// A handler declared compute since the layer last asked: messages that arrived
     /// meanwhile wait in the layer's inbox, unseen by the ready queue.
     pub(super) worked: bool,
-    pub(crate) report: PeReport,
+    pub(super) report: PeReport,
     /// Sequence number of the last envelope made here.
     pub(super) next_seq: u32,
     /// This PE's recorder under `--trace`.
-    pub(crate) trace: Option<Box<PeTrace>>,
+    pub(super) trace: Option<Box<PeTrace>>,
     /// Where migrated array elements are, as far as this PE knows.
-    pub(crate) loc: Locations,
+    pub(super) loc: Locations,
     /// Moves asked for by the running handler, made once it returns.
-    pub(crate) moves: Vec<MoveRequest>,
+    pub(super) moves: Vec<MoveRequest>,
     /// True while an element's state is being serialized to leave this PE.
-    pub(crate) leaving: bool,
+    pub(super) leaving: bool,
     /// Windows of messages unhandled at other PEs, credits owed, held messages.
-    pub(crate) flow: Flow,
+    pub(super) flow: Flow,
 }
 
 /// An element's request to move to PE `to`.
@@ -126,24 +126,77 @@ pub(crate) struct MoveRequest {
     pub(crate) to: Pe,
 }
 
+/// What `Ctx` reads of its PE.
+impl PeCore {
+    /// This PE's index.
+    pub(crate) fn me(&self) -> Pe {
+        self.me
+    }
+
+    /// Number of PEs in the job.
+    pub(crate) fn npes(&self) -> usize {
+        self.npes
+    }
+
+    /// The job's `--seed`.
+    pub(crate) fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Seconds since the job started on the layer's clock.
+    pub(crate) fn now(&self) -> f64 {
+        self.port.now()
+    }
+
+    /// The job's registrations.
+    pub(crate) fn reg(&self) -> &Registry {
+        &self.reg
+    }
+
+    /// The job's `--on-error` policy.
+    pub(crate) fn policy(&self) -> ErrorPolicy {
+        self.policy
+    }
+
+    /// Which chare is running.
+    pub(crate) fn current(&self) -> &Current {
+        &self.current
+    }
+
+    /// This PE's recorder, when the job is traced.
+    pub(crate) fn trace_mut(&mut self) -> Option<&mut PeTrace> {
+        self.trace.as_deref_mut()
+    }
+
+    /// True when this PE is traced.
+    pub(crate) fn traced(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// Record a value published under `key` in this PE's report.
+    pub(crate) fn publish(&mut self, key: &str, bytes: Vec<u8>) {
+        self.report.outputs.push((key.to_string(), bytes));
+    }
+}
+
 impl PeCore {
     /// The layer clock in trace nanoseconds, when this PE is traced.
     pub(crate) fn trace_now(&self) -> Option<u64> {
-        self.trace.as_ref().map(|_| ns(self.net.now()))
+        self.trace.as_ref().map(|_| ns(self.port.now()))
     }
 
     /// When the entry about to start began, when this PE is traced (saves a clock
     /// read when the delivery already took the time).
     pub(crate) fn trace_entry_ts(&self) -> Option<u64> {
-        let net = &self.net;
-        self.trace.as_ref().map(|t| t.entry_ts(|| ns(net.now())))
+        let port = &self.port;
+        self.trace.as_ref().map(|t| t.entry_ts(|| ns(port.now())))
     }
 
     /// Close the entry slices a handler left open (it returned, or panicked).
     pub(crate) fn trace_entries_end(&mut self) {
         if let Some(t) = self.trace.as_deref_mut() {
             if t.in_entry() {
-                t.entries_end(ns(self.net.now()));
+                t.entries_end(ns(self.port.now()));
             }
         }
     }
@@ -174,7 +227,7 @@ impl PeCore {
         let weight = env.counted_weight();
         self.ledger.sent(weight);
         if let Some(t) = self.trace.as_deref_mut() {
-            t.send(ns(self.net.now()), env.msg_id(), to, env.wire_bytes());
+            t.send(ns(self.port.now()), env.msg_id(), to, env.wire_bytes());
         }
         if to == self.me {
             if flow::windowed(&env) && self.flow.holding() {
@@ -186,7 +239,7 @@ impl PeCore {
             return;
         }
         let windowed = flow::windowed(&env);
-        if let Err(e) = self.net.send(to, env) {
+        if let Err(e) = self.port.send(to, env) {
             // Counted as sent above and never to arrive: dropped with a reason, so
             // processed, or quiescence would wait for it forever.
             self.ledger.dropped(weight, Dropped::OnWire);
@@ -244,7 +297,7 @@ impl PeCore {
             return self.send_new_run(to, dest, msg, opts);
         }
         let tail = if to != me {
-            self.net.held_tail(to)
+            self.port.held_tail(to)
         } else if self.flow.holding() {
             // Held messages to itself must not slip into the queue inside a run.
             None
@@ -516,12 +569,12 @@ impl PeCore {
         self.worked = true;
         // What the handler sent so far leaves before the compute, as an MPI_Isend
         // posted before computing would.
-        self.net.flush();
-        self.net.work(d, self.work_mode);
+        self.port.flush();
+        self.port.work(d, self.work_mode);
     }
 
     pub(crate) fn on_pe_failure(&mut self, callback: Callback) {
-        self.net.subscribe_failures(self.me, callback);
+        self.port.subscribe_failures(self.me, callback);
     }
 
     /// Send a control message quiescence detection does not count.

@@ -2,10 +2,10 @@
 //! spanning tree, and completion at the root.
 
 use super::{LocalContribution, Members, Origin, PeRuntime};
-use crate::api::proxy::SendOpts;
 use crate::base::error::RuntimeError;
 use crate::base::ids::CollectionId;
 use crate::msg::callback::Callback;
+use crate::msg::envelope::SendOpts;
 use crate::msg::kind::reduce::{Contribute, HomeContribute, ReduceMsg};
 use crate::msg::reduction::{self, Partial, Reducer};
 

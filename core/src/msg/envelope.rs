@@ -6,6 +6,34 @@ use crate::base::ids::Pe;
 pub(crate) use crate::msg::dest::{Dest, DestKey, GroupMember};
 pub(crate) use crate::msg::kind::Kind;
 use crate::msg::payload::Message;
+use serde::{Deserialize, Serialize};
+
+/// Delivery options of a send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendOpts {
+    /// Scheduling priority: smaller runs first (Charm++'s convention); default 0.
+    pub prio: i32,
+    /// Skip the priority queue: handled before any queued message once it arrives.
+    pub expedited: bool,
+}
+
+impl SendOpts {
+    /// A send with priority `prio` (smaller runs first).
+    pub fn prio(prio: i32) -> Self {
+        SendOpts {
+            prio,
+            expedited: false,
+        }
+    }
+
+    /// An expedited send.
+    pub fn expedited() -> Self {
+        SendOpts {
+            prio: i32::MIN,
+            expedited: true,
+        }
+    }
+}
 
 /// A message between PEs.
 #[derive(Debug)]

@@ -1,0 +1,54 @@
+//! One PE's statistics, errors and published outputs, as its engine ends the run
+//! (`api::report::RunReport` gathers them).
+
+use crate::base::error::RuntimeError;
+use crate::base::ids::Pe;
+
+/// One PE's statistics and outputs.
+#[derive(Debug, Clone, Default)]
+pub struct PeReport {
+    /// The PE.
+    pub pe: Pe,
+    /// Counted messages it sent.
+    pub sent: u64,
+    /// Counted messages it processed.
+    pub processed: u64,
+    /// Messages still queued when the job ended.
+    pub unprocessed: u64,
+    /// Counted messages lost on the wire, each with its reason in `errors`: damaged
+    /// on the way in, or refused on the way out (one error can cover a run of
+    /// several messages).
+    pub dropped_on_wire: u64,
+    /// The first [`MAX_ERRORS_KEPT`] errors it saw.
+    pub errors: Vec<RuntimeError>,
+    /// Errors it saw after the first [`MAX_ERRORS_KEPT`]: counted, not kept.
+    pub errors_not_kept: u64,
+    /// Values published with `Ctx::publish`, in order.
+    pub outputs: Vec<(String, Vec<u8>)>,
+    /// Quiescence-detection waves this PE started (PE 0 only).
+    pub qd_waves: u64,
+    /// True if the job ended because of an error.
+    pub aborted: bool,
+}
+
+/// Errors a PE keeps in its report; under `--on-error drop` a job can see one per
+/// message, so the rest are only counted (in `errors_not_kept`) to bound its memory.
+pub const MAX_ERRORS_KEPT: usize = 1024;
+
+impl PeReport {
+    pub(crate) fn new(pe: Pe) -> Self {
+        PeReport {
+            pe,
+            ..Default::default()
+        }
+    }
+
+    /// Keep `err` if fewer than [`MAX_ERRORS_KEPT`] are kept, else count it.
+    pub(crate) fn record_error(&mut self, err: RuntimeError) {
+        if self.errors.len() < MAX_ERRORS_KEPT {
+            self.errors.push(err);
+        } else {
+            self.errors_not_kept += 1;
+        }
+    }
+}
