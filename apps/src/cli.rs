@@ -5,7 +5,6 @@
 /// The range-checked number parsers, for the apps' own flags.
 pub use chorus_core::cli::{f64_in, positive_f64_up_to, u64_in};
 use chorus_core::Config;
-use clap::error::ErrorKind;
 use clap::Parser;
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -14,18 +13,12 @@ use std::path::Path;
 /// of it, as the job will run it (none for commands without a job); exits with code
 /// 2 on a usage error.
 pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<Config>) -> A {
-    let args = A::parse();
-    if let Some(c) = config(&args) {
-        if let Err(e) = check(&c) {
-            A::command().error(ErrorKind::ValueValidation, e).exit();
-        }
-    }
-    args
+    chorus_core::config::parse_checked(|args: &A| config(args).map_or(Ok(()), |c| check(&c)))
 }
 
 /// `Config::validate`, and that its output files can be created.
 pub fn check(config: &Config) -> Result<(), String> {
-    config.validate()?;
+    config.validate().map_err(|e| e.to_string())?;
     let outputs = [
         ("--trace", &config.trace),
         ("--debug-trace", &config.debug_trace),

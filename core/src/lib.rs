@@ -32,8 +32,8 @@ pub use bytes::Bytes;
 pub use callback::Callback;
 pub use chare::Chare;
 pub use config::{
-    is_root_process, mpi_launch_rank, mpi_launch_size, Config, ErrorPolicy, KillSpec, Layer,
-    SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
+    is_root_process, mpi_launch_rank, mpi_launch_size, Config, ConfigError, ErrorPolicy, KillSpec,
+    Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
 };
 pub use ctx::Ctx;
 pub use error::{RegistryMismatch, RuntimeError};

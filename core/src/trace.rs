@@ -183,11 +183,10 @@ impl JobTrace {
         from: &str,
         bytes: &[u8],
     ) -> Result<(), RuntimeError> {
-        let bad = |why: &str| {
-            RuntimeError::Invalid(format!(
-                "--trace {}: the trace records from {from} are malformed: {why}",
-                self.out.display()
-            ))
+        let bad = |why: &str| RuntimeError::TraceRecords {
+            out: self.out.clone(),
+            from: from.to_string(),
+            why: why.to_string(),
         };
         if bytes.len() < 8 || !bytes[8..].chunks_exact(RECORD_BYTES).remainder().is_empty() {
             return Err(bad(&format!(
@@ -225,7 +224,10 @@ impl JobTrace {
 }
 
 fn trace_error(out: &std::path::Path, e: chorus_traces::TraceError) -> RuntimeError {
-    RuntimeError::Invalid(format!("--trace {}: {e}", out.display()))
+    RuntimeError::Trace {
+        out: out.to_path_buf(),
+        reason: e.to_string(),
+    }
 }
 
 /// The message a PE is delivering, for the entry that handles it.

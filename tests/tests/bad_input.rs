@@ -148,16 +148,32 @@ struct Cli {
 #[test]
 fn wrong_configuration_values_are_rejected_with_the_flag_named() {
     for (args, says) in [
-        (vec!["x", "--pes", "0"], "--pes"),
         (vec!["x", "--pes", "many"], "--pes"),
         (vec!["x", "--layer", "quantum"], "--layer"),
-        (vec!["x", "--tree-arity", "1"], "--tree-arity"),
         (vec!["x", "--on-error", "ignore"], "--on-error"),
         (vec!["x", "--bogus"], "--bogus"),
-        (vec!["x", "--pes-per-rank", "0"], "--pes-per-rank"),
     ] {
         let err = Cli::try_parse_from(&args).expect_err("invalid");
         assert!(err.to_string().contains(says), "{args:?}: {err}");
+    }
+    // Ranges are checked once, by `Config::validate`, for flags and code alike.
+    for (args, says) in [
+        (
+            vec!["x", "--pes", "0"],
+            "--pes must be in 1..=16777216, got 0",
+        ),
+        (
+            vec!["x", "--tree-arity", "1"],
+            "--tree-arity must be in 2..=64",
+        ),
+        (
+            vec!["x", "--pes-per-rank", "0"],
+            "--pes-per-rank must be in 1..=256",
+        ),
+    ] {
+        let c = Cli::try_parse_from(&args).expect("parses").chorus;
+        let err = c.validate().expect_err("invalid").to_string();
+        assert!(err.contains(says), "{args:?}: {err}");
     }
     let ok = Cli::try_parse_from(["x", "--pes", "8", "--on-error", "drop", "--work", "spin"])
         .expect("valid");

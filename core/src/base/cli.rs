@@ -1,6 +1,8 @@
-//! Parsers for numeric command-line flags with the range each allows. Clap calls
-//! them, so a value out of range is a usage error (exit code 2) whose message names
-//! the range, never a panic later or a value that silently wraps.
+//! Parsers for numeric command-line flags. The apps' own flags are checked here
+//! against the range each allows: clap calls these parsers, so a value out of range
+//! is a usage error (exit code 2) whose message names the range, never a panic later
+//! or a value that silently wraps. The job's flags (`Config`) are only parsed here;
+//! `Config::validate` checks their ranges.
 
 /// Most microseconds one `--sim-*-us` cost may take: one second per message keeps
 /// every virtual clock far from overflowing its 64-bit nanoseconds.
@@ -53,14 +55,50 @@ pub fn u64_in(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
     }
 }
 
-/// A `--sim-*-us` cost: microseconds in `0..=MAX_SIM_US`.
+/// A `--sim-*-us` cost, microseconds (`Config::validate` checks `0..=MAX_SIM_US`).
 pub fn sim_us(s: &str) -> Result<f64, String> {
-    f64_in(s, 0.0, MAX_SIM_US)
+    cost(s, MAX_SIM_US)
 }
 
-/// A `--sim-*-ns-per-byte` cost: nanoseconds in `0..=MAX_SIM_NS_PER_BYTE`.
+/// A `--sim-*-ns-per-byte` cost, nanoseconds (`Config::validate` checks
+/// `0..=MAX_SIM_NS_PER_BYTE`).
 pub fn sim_ns_per_byte(s: &str) -> Result<f64, String> {
-    f64_in(s, 0.0, MAX_SIM_NS_PER_BYTE)
+    cost(s, MAX_SIM_NS_PER_BYTE)
+}
+
+/// A number, or an error naming the range `0..=max` a cost must be in.
+fn cost(s: &str, max: f64) -> Result<f64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("not a number; expected one in 0..={max}"))
+}
+
+/// Nanoseconds in a time such as `250ns`, `1.5us`, `2ms` or `3s`.
+pub(crate) fn parse_duration_ns(s: &str) -> Option<u64> {
+    let split = s.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = s.split_at(split);
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return None,
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    // At most 1e6 s, so the time never saturates the 64-bit nanoseconds unnoticed.
+    (v.is_finite() && (0.0..=1e6).contains(&(v * scale / 1e9))).then(|| (v * scale).round() as u64)
+}
+
+/// A time in the largest unit that shows it whole: `1500us`, `2ms`, `250ns`.
+pub(crate) fn fmt_ns(ns: u64) -> String {
+    let units = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
+    match units
+        .iter()
+        .find(|&&(per, _)| ns != 0 && ns.is_multiple_of(per))
+    {
+        Some(&(per, unit)) => format!("{}{unit}", ns / per),
+        None => format!("{ns}ns"),
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Typed errors of the runtime.
 
+use crate::base::config::ConfigError;
 use crate::base::ids::{CollectionId, Pe};
+use std::path::PathBuf;
 use thiserror::Error;
 
 /// Everything that can go wrong while a chorus program runs.
@@ -113,9 +115,74 @@ pub enum RuntimeError {
         /// The panic's message.
         message: String,
     },
-    /// Invalid arguments given to a runtime call.
+    /// Invalid arguments given to a runtime call, described in words from outside
+    /// chorus (a user's serde error); chorus's own mistakes have variants of their own.
     #[error("{0}")]
     Invalid(String),
+    /// The job's configuration cannot run (`Config::validate`).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The job aborted, and no PE said why.
+    #[error("job aborted")]
+    Aborted,
+    /// The OS refused a thread for a PE.
+    #[error("could not start the thread of PE {pe}: {reason}")]
+    ThreadStart {
+        /// The PE.
+        pe: Pe,
+        /// The OS's reason.
+        reason: String,
+    },
+    /// A PE's thread ended by a panic outside any handler's guard.
+    #[error("PE {pe}'s thread died")]
+    ThreadDied {
+        /// The PE.
+        pe: Pe,
+    },
+    /// An SMP worker's envelope for another rank found the rank's communication
+    /// thread gone.
+    #[error("PE {pe}: the rank's communication thread has stopped")]
+    CommThreadStopped {
+        /// The worker's PE.
+        pe: Pe,
+    },
+    /// The MPI library cannot host worker threads beside the rank's own (SMP mode).
+    #[error("--pes-per-rank {per_rank} needs MPI_THREAD_FUNNELED, but this MPI provides only {provided}: run one PE per rank")]
+    MpiThreading {
+        /// `--pes-per-rank`.
+        per_rank: usize,
+        /// The thread support the library provides.
+        provided: String,
+    },
+    /// An output file's directory does not exist.
+    #[error("{flag} {}: directory {} does not exist", .path.display(), .dir.display())]
+    NoOutputDir {
+        /// The flag naming the file, e.g. `--debug-trace`.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Its missing directory.
+        dir: PathBuf,
+    },
+    /// The run's trace could not be made or written.
+    #[error("--trace {}: {reason}", .out.display())]
+    Trace {
+        /// The trace file.
+        out: PathBuf,
+        /// What went wrong, as chorus-traces says it.
+        reason: String,
+    },
+    /// Trace records gathered from another process are not whole or name unknown
+    /// entries.
+    #[error("--trace {}: the trace records from {from} are malformed: {why}", .out.display())]
+    TraceRecords {
+        /// The trace file.
+        out: PathBuf,
+        /// The process that sent them.
+        from: String,
+        /// What is wrong with them.
+        why: String,
+    },
     /// A handler found an error it cannot act on and reported it with `Ctx::fail`.
     #[error("PE {pe}: {by}: {message}")]
     Reported {

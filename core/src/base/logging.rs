@@ -26,11 +26,11 @@ pub fn init(cfg: &Config) -> Result<LogGuard, RuntimeError> {
         Some(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 if !dir.is_dir() {
-                    return Err(RuntimeError::Invalid(format!(
-                        "--debug-trace {}: directory {} does not exist",
-                        path.display(),
-                        dir.display()
-                    )));
+                    return Err(RuntimeError::NoOutputDir {
+                        flag: "--debug-trace",
+                        path: path.clone(),
+                        dir: dir.to_path_buf(),
+                    });
                 }
             }
             let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()

@@ -51,7 +51,7 @@ impl Runtime {
         self,
         main: impl FnOnce(&mut Ctx) + Send + 'static,
     ) -> Result<RunReport, RuntimeError> {
-        self.config.validate().map_err(RuntimeError::Invalid)?;
+        self.config.validate()?;
         let _log = crate::base::logging::init(&self.config)?;
         let _job = tracing::info_span!("chorus_job", layer = ?self.config.layer).entered();
         let layer: Box<dyn MachineLayer> = match self.config.layer {
@@ -84,7 +84,7 @@ pub(crate) fn finish_run(report: RunReport) -> Result<RunReport, RuntimeError> {
             .flat_map(|p| p.errors.iter())
             .next()
             .cloned();
-        return Err(first.unwrap_or_else(|| RuntimeError::Invalid("job aborted".into())));
+        return Err(first.unwrap_or(RuntimeError::Aborted));
     }
     Ok(report)
 }

@@ -3,11 +3,11 @@
 //! rank's own thread runs the communication loop of `machine::mpi::smp`.
 
 use super::rank_start::RankStart;
+use super::threads::{join_pes, PeThread};
 use super::Job;
-use crate::api::report::{PeReport, RunReport};
+use crate::api::report::RunReport;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
-use crate::engine::PeRuntime;
 use crate::machine::mpi::link::{shut_down, Encoded, Link};
 use crate::machine::mpi::smp::{communicate, DeathWatch, Route, OUT_QUEUE};
 use crate::machine::threads::{RemoteSend, ThreadNet};
@@ -16,7 +16,6 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use mpi::topology::SimpleCommunicator;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 /// Run this rank's `ppr` PEs on worker threads until the job exits.
@@ -27,9 +26,10 @@ pub(super) fn run_rank(
 ) -> Result<RunReport, RuntimeError> {
     let provided = mpi::environment::threading_support();
     if provided < mpi::Threading::Funneled {
-        return Err(RuntimeError::Invalid(format!(
-            "--pes-per-rank {ppr} needs MPI_THREAD_FUNNELED, but this MPI provides only {provided:?}: run one PE per rank"
-        )));
+        return Err(RuntimeError::MpiThreading {
+            per_rank: ppr,
+            provided: format!("{provided:?}"),
+        });
     }
     let (start, comm) = RankStart::new(world, &job, ppr)?;
     let mut link = Link::new(comm, false, job.config.fault_hold());
@@ -54,33 +54,25 @@ pub(super) fn run_rank(
             if damage {
                 encoded.damage();
             }
-            tx.send((to, encoded)).map_err(|_| {
-                RuntimeError::Invalid(format!(
-                    "PE {pe}: the rank's communication thread has stopped"
-                ))
-            })
+            tx.send((to, encoded))
+                .map_err(|_| RuntimeError::CommThreadStopped { pe })
         });
         let net = ThreadNet::new(rx, peers.clone(), first, Some(remote), clock_start, offset)
             .with_faults(pe, job.config.fault_corrupt_every);
-        let reg = job.registry.clone();
-        let main = if pe == 0 { main.take() } else { None };
-        let watch = DeathWatch(died.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("chorus-pe-{pe}"))
-            .spawn(move || {
-                let _watch = watch;
-                let _pe = tracing::debug_span!("pe", pe).entered();
-                let mut rt = PeRuntime::new(setup, reg, Box::new(net));
-                if let Some(main) = main {
-                    rt.run_main(main);
-                }
-                rt.drive();
-                rt.into_report()
-            });
+        let thread = PeThread {
+            setup,
+            registry: job.registry.clone(),
+            net,
+            main: if pe == 0 { main.take() } else { None },
+        };
+        let spawned = thread.spawn(DeathWatch(died.clone()));
         match spawned {
             Ok(handle) => handles.push(handle),
             // The PEs already started, and every other rank, would wait for this one.
-            Err(e) => link.abort(&format!("could not start the thread of PE {pe}: {e}")),
+            Err(e) => {
+                let reason = e.to_string();
+                link.abort(&RuntimeError::ThreadStart { pe, reason }.to_string())
+            }
         }
     }
     drop(out_tx);
@@ -91,23 +83,5 @@ pub(super) fn run_rank(
     };
     communicate(&mut link, &route, &out_rx, &died);
     shut_down(&mut link);
-    start.finish(&link.comm, join(handles, first))
-}
-
-/// The workers' reports, in PE order; a worker that died gets an error report.
-fn join(handles: Vec<JoinHandle<PeReport>>, first: Pe) -> Vec<PeReport> {
-    handles
-        .into_iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let pe = first + i as Pe;
-            h.join().unwrap_or_else(|_| {
-                let mut r = PeReport::new(pe);
-                r.errors
-                    .push(RuntimeError::Invalid(format!("PE {pe}'s thread died")));
-                r.aborted = true;
-                r
-            })
-        })
-        .collect()
+    start.finish(&link.comm, join_pes(handles, first))
 }

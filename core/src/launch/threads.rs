@@ -2,6 +2,8 @@
 //! `ThreadNet` port, crossbeam channels between them.
 
 use super::{finish_run, Job, MachineLayer};
+use crate::api::ctx::Ctx;
+use crate::api::registry::Registry;
 use crate::api::report::{PeReport, RunReport};
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
@@ -10,8 +12,9 @@ use crate::engine::{PeRuntime, PeSetup};
 use crate::machine::threads::ThreadNet;
 use crate::machine::Arrival;
 use crate::trace::JobTrace;
-use crossbeam_channel::{bounded, unbounded, RecvTimeoutError, Sender};
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How often the wait for the PEs updates its spinner.
@@ -27,6 +30,63 @@ impl Drop for DoneOnDrop {
     }
 }
 
+/// A job's main function, as `Job` holds it.
+type MainFn = Box<dyn FnOnce(&mut Ctx) + Send>;
+
+/// What the thread of one PE needs to run it: the threads layer's and the SMP
+/// workers' PEs alike.
+pub(super) struct PeThread {
+    /// The PE's settings; `setup.me` names the thread.
+    pub(super) setup: PeSetup,
+    /// The job's registrations.
+    pub(super) registry: Arc<Registry>,
+    /// The PE's port.
+    pub(super) net: ThreadNet,
+    /// The job's main function, on PE 0 only.
+    pub(super) main: Option<MainFn>,
+}
+
+impl PeThread {
+    /// Start the thread: it builds the PE's engine, runs `main` if it has it, drives
+    /// the PE to the job's exit and returns its report. `guard` lives as long as the
+    /// thread, so its drop tells the launcher the thread ended, also by a panic.
+    pub(super) fn spawn<G: Send + 'static>(
+        self,
+        guard: G,
+    ) -> std::io::Result<JoinHandle<PeReport>> {
+        let pe = self.setup.me;
+        std::thread::Builder::new()
+            .name(format!("chorus-pe-{pe}"))
+            .spawn(move || {
+                let _guard = guard;
+                let _pe = tracing::debug_span!("pe", pe).entered();
+                let mut rt = PeRuntime::new(self.setup, self.registry, Box::new(self.net));
+                if let Some(main) = self.main {
+                    rt.run_main(main);
+                }
+                rt.drive();
+                rt.into_report()
+            })
+    }
+}
+
+/// The reports of PEs `first..` from their threads, in PE order; a thread that died
+/// gets an aborted report saying so.
+pub(super) fn join_pes(handles: Vec<JoinHandle<PeReport>>, first: Pe) -> Vec<PeReport> {
+    handles
+        .into_iter()
+        .zip(first..)
+        .map(|(h, pe)| {
+            h.join().unwrap_or_else(|_| {
+                let mut r = PeReport::new(pe);
+                r.errors.push(RuntimeError::ThreadDied { pe });
+                r.aborted = true;
+                r
+            })
+        })
+        .collect()
+}
+
 /// One OS thread per PE.
 pub struct Threads;
 
@@ -36,86 +96,75 @@ impl MachineLayer for Threads {
     }
 
     fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
-        let cfg = job.config;
-        let npes = cfg.pes as usize;
-        // Unbounded inboxes: a handler cannot wait for room (two PEs flooding each
-        // other from inside handlers would deadlock), so what an inbox holds is bounded
-        // only by what its senders' handlers send before the receiver catches up.
-        let (txs, rxs): (Vec<_>, Vec<_>) = (0..npes).map(|_| unbounded()).unzip();
-        let peers: Arc<[Sender<Arrival>]> = txs.into();
-        let trace = JobTrace::start(&cfg, "process", npes)?;
+        let npes = job.config.pes as usize;
+        let trace = JobTrace::start(&job.config, "process", npes)?;
         let start = Instant::now();
-        let mut main = Some(job.main);
         // One message per PE at most.
         let (done_tx, done_rx) = bounded::<()>(npes);
-        let mut handles = Vec::with_capacity(npes);
-        for (pe, rx) in rxs.into_iter().enumerate() {
-            let setup = PeSetup::new(
-                &cfg,
-                npes,
-                pe as Pe,
-                trace.as_ref().map(|t| t.pe(pe as Pe, 0)),
-            );
-            let net = ThreadNet::new(rx, peers.clone(), 0, None, start, 0.0)
-                .with_faults(pe as Pe, cfg.fault_corrupt_every);
-            let reg = job.registry.clone();
-            let main = if pe == 0 { main.take() } else { None };
-            let done = DoneOnDrop(done_tx.clone());
-            let handle = std::thread::Builder::new()
-                .name(format!("chorus-pe-{pe}"))
-                .spawn(move || {
-                    let _done = done;
-                    let _pe = tracing::debug_span!("pe", pe).entered();
-                    let mut rt = PeRuntime::new(setup, reg, Box::new(net));
-                    if let Some(main) = main {
-                        rt.run_main(main);
-                    }
-                    rt.drive();
-                    rt.into_report()
-                })
-                .map_err(|e| {
-                    RuntimeError::Invalid(format!("could not start PE thread {pe}: {e}"))
-                })?;
-            handles.push(handle);
-        }
-        drop(peers);
+        let handles = start_pes(job, trace.as_ref(), start, &done_tx)?;
         drop(done_tx);
-        // Wait for the PEs with a spinner that counts those done, for runs long
-        // enough to wonder whether they are alive; each PE's thread says when it
-        // ends, so the wait adds no latency.
-        let mut progress = Progress::new("threads");
-        let mut done = 0;
-        loop {
-            match done_rx.recv_timeout(PROGRESS_EVERY) {
-                Ok(()) => done += 1,
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            progress.tick(|_| format!("{done} of {npes} PEs done"));
-        }
-        progress.finish();
-        let mut per_pe = Vec::with_capacity(npes);
-        for (pe, h) in handles.into_iter().enumerate() {
-            match h.join() {
-                Ok(r) => per_pe.push(r),
-                Err(_) => {
-                    let mut r = PeReport::new(pe as Pe);
-                    r.errors
-                        .push(RuntimeError::Invalid(format!("PE {pe}'s thread died")));
-                    r.aborted = true;
-                    per_pe.push(r);
-                }
-            }
-        }
-        let wall_s = start.elapsed().as_secs_f64();
+        wait_for_pes(&done_rx, npes);
         let report = RunReport {
             layer: self.name(),
             pes: npes,
-            wall_s,
-            per_pe,
+            per_pe: join_pes(handles, 0),
+            wall_s: start.elapsed().as_secs_f64(),
             sim: None,
             trace: trace.map(JobTrace::finish).transpose()?,
         };
         finish_run(report)
     }
+}
+
+/// Start a thread for every PE of `job`, each telling `done` when it ends.
+fn start_pes(
+    job: Job,
+    trace: Option<&JobTrace>,
+    start: Instant,
+    done: &Sender<()>,
+) -> Result<Vec<JoinHandle<PeReport>>, RuntimeError> {
+    let cfg = &job.config;
+    let npes = cfg.pes as usize;
+    // Unbounded inboxes: a handler cannot wait for room (two PEs flooding each
+    // other from inside handlers would deadlock), so what an inbox holds is bounded
+    // only by what its senders' handlers send before the receiver catches up.
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..npes).map(|_| unbounded()).unzip();
+    let peers: Arc<[Sender<Arrival>]> = txs.into();
+    let mut main = Some(job.main);
+    let mut handles = Vec::with_capacity(npes);
+    for (pe, rx) in (0..).zip(rxs) {
+        let thread = PeThread {
+            setup: PeSetup::new(cfg, npes, pe, trace.map(|t| t.pe(pe, 0))),
+            registry: job.registry.clone(),
+            net: ThreadNet::new(rx, peers.clone(), 0, None, start, 0.0)
+                .with_faults(pe, cfg.fault_corrupt_every),
+            main: if pe == 0 { main.take() } else { None },
+        };
+        let handle =
+            thread
+                .spawn(DoneOnDrop(done.clone()))
+                .map_err(|e| RuntimeError::ThreadStart {
+                    pe,
+                    reason: e.to_string(),
+                })?;
+        handles.push(handle);
+    }
+    Ok(handles)
+}
+
+/// Wait for the PEs with a spinner that counts those done, for runs long enough to
+/// wonder whether they are alive; each PE's thread says when it ends, so the wait
+/// adds no latency.
+fn wait_for_pes(done: &Receiver<()>, npes: usize) {
+    let mut progress = Progress::new("threads");
+    let mut ended = 0;
+    loop {
+        match done.recv_timeout(PROGRESS_EVERY) {
+            Ok(()) => ended += 1,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        progress.tick(|_| format!("{ended} of {npes} PEs done"));
+    }
+    progress.finish();
 }

@@ -119,7 +119,7 @@ impl Chare for Main {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = chorus_core::config::parse_args(|a: &Args| &a.chorus);
     let mut reg = Registry::new();
     reg.migratable::<Cell>("Cell").chare::<Main>("Main");
     let counted = reg.entry::<Main, Vec<u64>>("Main::counted", |v| v);

@@ -86,7 +86,7 @@ fn compare(c: &Config, params: McmcParams) -> Result<Vec<McmcReport>, LbError> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = chorus_core::config::parse_args(|a: &Args| &a.chorus);
     let params = McmcParams {
         group_size: 2,
         item: Duration::from_millis(4),

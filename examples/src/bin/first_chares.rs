@@ -93,7 +93,7 @@ impl Chare for Member {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = chorus_core::config::parse_args(|a: &Args| &a.chorus);
     // Every process registers the same chares and entries in the same order: that
     // is how an entry named in one process is found in another.
     let mut reg = Registry::new();

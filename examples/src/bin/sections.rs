@@ -90,7 +90,7 @@ impl Chare for Worker {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = chorus_core::config::parse_args(|a: &Args| &a.chorus);
     // Every process registers the same things in the same order.
     let mut reg = Registry::new();
     let sections = Sections::register(&mut reg);

@@ -232,7 +232,15 @@ pub struct Config {
     )]
     pub trace: Option<PathBuf>,
     /// Draw 1 in N message arrows in the trace (1 = all), so huge runs stay viewable.
-    #[cfg_attr(feature = "cli", arg(long = "trace-flow-every", env = "CHORUS_TRACE_FLOW_EVERY", default_value_t = 1, help_heading = "Tracing"))]
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "trace-flow-every",
+            env = "CHORUS_TRACE_FLOW_EVERY",
+            default_value_t = 1,
+            help_heading = "Tracing"
+        )
+    )]
     pub trace_flow_every: u64,
     /// Trace only these PEs: PEs and inclusive ranges, e.g. 0..63 or 0,5,8..15.
     #[cfg_attr(
@@ -273,23 +281,39 @@ pub struct Config {
     #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_WORK", value_enum, default_value_t = WorkMode::Sleep))]
     pub work: WorkMode,
     /// Arity of the spanning tree used by broadcasts, reductions and quiescence waves.
-    #[cfg_attr(feature = "cli", arg(long = "tree-arity", env = "CHORUS_TREE_ARITY", default_value_t = 4))]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "tree-arity", env = "CHORUS_TREE_ARITY", default_value_t = 4)
+    )]
     pub tree_arity: u32,
     /// Print the run's statistics on stderr when it ends.
     #[cfg_attr(feature = "cli", arg(long, env = "CHORUS_STATS", value_enum, num_args = 0..=1, default_missing_value = "text", help_heading = "Output"))]
     pub stats: Option<StatsFormat>,
     /// PEs per MPI rank (mpi layer): above 1, worker threads run the PEs and the
     /// rank's thread owns MPI (Charm++'s SMP mode); the job has ranks x this PEs
-    #[cfg_attr(feature = "cli", arg(long = "pes-per-rank", env = "CHORUS_PES_PER_RANK", default_value_t = 1))]
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "pes-per-rank",
+            env = "CHORUS_PES_PER_RANK",
+            default_value_t = 1
+        )
+    )]
     pub pes_per_rank: u32,
     /// Fault injection: every Nth user message a PE sends to another PE arrives
     /// damaged and fails to decode (threads and mpi layers)
-    #[cfg_attr(feature = "cli", arg(long = "fault-corrupt-every", env = "CHORUS_FAULT_CORRUPT_EVERY"))]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "fault-corrupt-every", env = "CHORUS_FAULT_CORRUPT_EVERY")
+    )]
     pub fault_corrupt_every: Option<u64>,
     /// Fault injection (mpi layer): the body of every envelope too long for one
     /// posted receive, and its segments, leave this many ms after its notice, as from
     /// a slow or paused sender
-    #[cfg_attr(feature = "cli", arg(long = "fault-hold-long-ms", env = "CHORUS_FAULT_HOLD_LONG_MS"))]
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "fault-hold-long-ms", env = "CHORUS_FAULT_HOLD_LONG_MS")
+    )]
     pub fault_hold_long_ms: Option<u64>,
     /// The sim layer's network model and failures.
     #[cfg_attr(feature = "cli", command(flatten))]

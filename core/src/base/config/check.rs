@@ -1,0 +1,410 @@
+//! `Config::validate`: every bound on a job's settings and every rule between them,
+//! checked here once, in groups: the numbers' ranges, how the process was launched,
+//! the flags that act on some layers only, and tracing. Clap only turns the text of
+//! a flag into its type, so a configuration built in code is held to the same rules.
+
+use super::error::ConfigError;
+use super::{
+    mpi_launch_size, Config, Layer, DEFAULT_PES, MAX_FAULT_HOLD_MS, MAX_PES, MAX_PES_PER_RANK,
+    MAX_THREAD_PES, MAX_TREE_ARITY, MIN_TREE_ARITY,
+};
+use crate::base::cli::{MAX_SIM_NS_PER_BYTE, MAX_SIM_US};
+
+/// A flag that acts on some layers only, and what to say when it is given for another.
+struct LayerRule {
+    /// The flag with its value, if it was given.
+    flag: Option<String>,
+    /// The layers it acts on.
+    layers: &'static [Layer],
+    /// Those layers, as the user would ask for them.
+    needs: &'static str,
+    /// What it does there.
+    why: &'static str,
+    /// What to do on another layer.
+    instead: &'static str,
+}
+
+impl Config {
+    /// Check every value and that the layer suits how the process was started
+    /// (`mpi_launch_size`); `Runtime::run` calls it, so do programs before they start.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_in(mpi_launch_size())
+    }
+
+    /// `validate` for a process started as one of `mpi_ranks` MPI ranks, if any.
+    pub(super) fn validate_in(&self, mpi_ranks: Option<u32>) -> Result<(), ConfigError> {
+        // Ranges first, as a parser would find them before anything else.
+        self.check_whole_numbers()?;
+        self.check_sim_costs()?;
+        self.check_launch(mpi_ranks)?;
+        self.check_layer_flags()?;
+        self.check_kills()?;
+        self.check_tracing()
+    }
+
+    /// Whole-number flags within their ranges, and counts that start at 1.
+    fn check_whole_numbers(&self) -> Result<(), ConfigError> {
+        let ranges = [
+            ("--pes", Some(u64::from(self.pes)), 1, u64::from(MAX_PES)),
+            (
+                "--tree-arity",
+                Some(u64::from(self.tree_arity)),
+                u64::from(MIN_TREE_ARITY),
+                u64::from(MAX_TREE_ARITY),
+            ),
+            (
+                "--pes-per-rank",
+                Some(u64::from(self.pes_per_rank)),
+                1,
+                u64::from(MAX_PES_PER_RANK),
+            ),
+            (
+                "--fault-hold-long-ms",
+                self.fault_hold_long_ms,
+                1,
+                MAX_FAULT_HOLD_MS,
+            ),
+        ];
+        for (flag, value, lo, hi) in ranges {
+            if let Some(value) = value.filter(|v| !(lo..=hi).contains(v)) {
+                return Err(ConfigError::OutOfRange {
+                    flag,
+                    value,
+                    lo,
+                    hi,
+                });
+            }
+        }
+        let counts = [
+            (
+                "--trace-flow-every",
+                Some(self.trace_flow_every),
+                "1 draws every message arrow",
+            ),
+            (
+                "--fault-corrupt-every",
+                self.fault_corrupt_every,
+                "1 damages every user message",
+            ),
+        ];
+        match counts.into_iter().find(|&(_, n, _)| n == Some(0)) {
+            Some((flag, _, one)) => Err(ConfigError::Zero { flag, one }),
+            None => Ok(()),
+        }
+    }
+
+    /// The sim layer's costs: finite, and small enough to keep virtual clocks far
+    /// from overflowing.
+    fn check_sim_costs(&self) -> Result<(), ConfigError> {
+        let (us, per_byte) = (MAX_SIM_US, MAX_SIM_NS_PER_BYTE);
+        let s = &self.sim;
+        let costs = [
+            ("--sim-alpha-us", s.alpha_us, us),
+            ("--sim-beta-ns-per-byte", s.beta_ns_per_byte, per_byte),
+            ("--sim-overhead-us", s.overhead_us, us),
+            ("--sim-send-overhead-us", s.send_overhead_us, us),
+            ("--sim-recv-overhead-us", s.recv_overhead_us, us),
+            ("--sim-gamma-ns-per-byte", s.gamma_ns_per_byte, per_byte),
+            ("--sim-handler-us", s.handler_us, us),
+            ("--sim-jitter-us", s.jitter_us, us),
+        ];
+        for (flag, value, max) in costs {
+            if let Some(v) = value.filter(|v| !v.is_finite() || !(0.0..=max).contains(v)) {
+                return Err(ConfigError::Cost {
+                    flag,
+                    value: v.to_string(),
+                    max: max as u64,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The layer against how the process was started, and the PEs it can run.
+    fn check_launch(&self, mpi_ranks: Option<u32>) -> Result<(), ConfigError> {
+        if let Some(ranks) = mpi_ranks.filter(|&n| n > 1) {
+            if self.layer != Layer::Mpi {
+                return Err(ConfigError::NotMpiUnderMpirun {
+                    ranks,
+                    layer: self.layer.name(),
+                });
+            }
+            let total = ranks.saturating_mul(self.pes_per_rank);
+            if self.pes != total && self.pes != DEFAULT_PES {
+                return Err(ConfigError::PesUnderMpirun {
+                    pes: self.pes,
+                    ranks,
+                    per_rank: self.pes_per_rank,
+                    total,
+                });
+            }
+        }
+        if self.layer == Layer::Mpi && !cfg!(feature = "mpi") {
+            return Err(ConfigError::MpiNotBuilt);
+        }
+        if self.layer == Layer::Threads && self.pes > MAX_THREAD_PES {
+            return Err(ConfigError::TooManyThreads {
+                pes: self.pes,
+                max: MAX_THREAD_PES,
+            });
+        }
+        Ok(())
+    }
+
+    /// Flags that act on some layers only are not given for another.
+    fn check_layer_flags(&self) -> Result<(), ConfigError> {
+        use Layer::{Mpi, Sim, Threads};
+        let rules = [
+            LayerRule {
+                flag: (self.pes_per_rank != 1)
+                    .then(|| format!("--pes-per-rank {}", self.pes_per_rank)),
+                layers: &[Mpi],
+                needs: "--layer mpi",
+                why: "it sets how many PEs each MPI rank runs",
+                instead: "use --pes alone",
+            },
+            LayerRule {
+                flag: self.sim.kill.first().map(|k| format!("--sim-kill {k}")),
+                layers: &[Sim],
+                needs: "--layer sim",
+                why: "it stops a simulated PE at a virtual time",
+                instead: "pass --layer sim, or drop it",
+            },
+            LayerRule {
+                flag: self
+                    .fault_corrupt_every
+                    .map(|n| format!("--fault-corrupt-every {n}")),
+                layers: &[Threads, Mpi],
+                needs: "a layer whose PEs exchange bytes, threads or mpi",
+                why: "it damages messages on their way",
+                instead: "on sim, fail PEs with --sim-kill",
+            },
+            LayerRule {
+                flag: self
+                    .fault_hold_long_ms
+                    .map(|ms| format!("--fault-hold-long-ms {ms}")),
+                layers: &[Mpi],
+                needs: "--layer mpi under mpirun",
+                why: "it holds messages on an MPI link",
+                instead: "drop it",
+            },
+        ];
+        for rule in rules {
+            if let Some(flag) = rule.flag.filter(|_| !rule.layers.contains(&self.layer)) {
+                return Err(ConfigError::NeedsLayer {
+                    flag,
+                    needs: rule.needs,
+                    why: rule.why,
+                    layer: self.layer.name(),
+                    instead: rule.instead,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `--sim-kill` names PEs of the job other than PE 0.
+    fn check_kills(&self) -> Result<(), ConfigError> {
+        let pes = self.pes;
+        for &kill in &self.sim.kill {
+            if kill.pe >= pes {
+                return Err(ConfigError::KillOutside { kill, pes });
+            }
+            if kill.pe == 0 {
+                return Err(ConfigError::KillPe0 { kill, pes });
+            }
+        }
+        Ok(())
+    }
+
+    /// `--trace-pes` and `--trace-window` select from a `--trace` within the job.
+    fn check_tracing(&self) -> Result<(), ConfigError> {
+        if self.trace.is_none() {
+            let selections = [
+                ("--trace-pes", self.trace_pes.is_some()),
+                ("--trace-window", self.trace_window.is_some()),
+            ];
+            if let Some((flag, _)) = selections.into_iter().find(|&(_, set)| set) {
+                return Err(ConfigError::SelectionWithoutTrace { flag });
+            }
+        }
+        if let Some(pes) = &self.trace_pes {
+            // On mpi the job's size comes from mpirun, and a PE past it is simply absent.
+            if self.layer != Layer::Mpi && pes.max() >= self.pes {
+                return Err(ConfigError::TracePeOutside {
+                    pes: pes.clone(),
+                    job: self.pes,
+                });
+            }
+        }
+        match self.trace_window {
+            Some(window) if window.from_ns >= window.to_ns => {
+                Err(ConfigError::EmptyWindow { window })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Parse a program's flags with clap and check them with `check`: a refusal is a
+/// usage error (exit code 2), as the flags clap cannot parse are.
+#[cfg(feature = "cli")]
+pub fn parse_checked<A: clap::Parser>(check: impl Fn(&A) -> Result<(), String>) -> A {
+    let args = A::parse();
+    if let Err(e) = check(&args) {
+        A::command()
+            .error(clap::error::ErrorKind::ValueValidation, e)
+            .exit();
+    }
+    args
+}
+
+/// Parse a program's flags with clap, the job configuration `config` finds among
+/// them checked by `Config::validate`: a refusal is a usage error (exit code 2).
+#[cfg(feature = "cli")]
+pub fn parse_args<A: clap::Parser>(config: impl Fn(&A) -> &Config) -> A {
+    parse_checked(|a: &A| config(a).validate().map_err(|e| e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::KillSpec;
+    use super::*;
+
+    #[test]
+    fn a_job_started_by_mpirun_must_run_the_mpi_layer_with_the_ranks_pes() {
+        let threads = Config::default();
+        let err = threads
+            .validate_in(Some(4))
+            .expect_err("threads under mpirun");
+        assert!(
+            matches!(err, ConfigError::NotMpiUnderMpirun { ranks: 4, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("--layer mpi"), "{err}");
+        assert!(
+            threads.validate_in(Some(1)).is_ok(),
+            "mpirun -n 1 runs one job"
+        );
+        assert!(threads.validate_in(None).is_ok());
+
+        let mpi = Config {
+            layer: Layer::Mpi,
+            pes: 3,
+            ..Config::default()
+        };
+        if cfg!(feature = "mpi") {
+            let err = mpi.validate_in(Some(2)).expect_err("--pes 3 on 2 ranks");
+            assert!(err.to_string().contains("pass --pes 2"), "{err}");
+            let matching = Config {
+                pes: 2,
+                ..mpi.clone()
+            };
+            assert!(matching.validate_in(Some(2)).is_ok());
+            let unsaid = Config {
+                pes: DEFAULT_PES,
+                ..mpi
+            };
+            assert!(
+                unsaid.validate_in(Some(2)).is_ok(),
+                "the default is not a claim"
+            );
+        } else {
+            assert_eq!(mpi.validate_in(None), Err(ConfigError::MpiNotBuilt));
+        }
+    }
+
+    fn traced(pes: u32) -> Config {
+        Config {
+            pes,
+            layer: Layer::Sim,
+            trace: Some("t.json".into()),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn a_kill_of_pe_0_made_in_code_is_refused() {
+        let mut c = Config {
+            pes: 4,
+            layer: Layer::Sim,
+            ..Config::default()
+        };
+        c.sim.kill.push(KillSpec { pe: 0, at_ns: 1000 });
+        let e = c.validate().unwrap_err();
+        assert!(matches!(e, ConfigError::KillPe0 { pes: 4, .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("--sim-kill 0@1us: PE 0 runs main"),
+            "{e}"
+        );
+        c.sim.kill[0].pe = 3;
+        assert_eq!(c.validate(), Ok(()));
+    }
+
+    #[test]
+    fn numbers_out_of_range_name_the_flag_the_value_and_the_range() {
+        let c = Config {
+            tree_arity: 1,
+            ..Config::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "--tree-arity must be in 2..=64, got 1"
+        );
+        let c = Config {
+            trace_flow_every: 0,
+            ..Config::default()
+        };
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::Zero {
+                flag: "--trace-flow-every",
+                ..
+            })
+        ));
+        let mut c = Config::with_pes(4);
+        c.sim.jitter_us = Some(f64::NAN);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("--sim-jitter-us") && e.contains("0..=1000000"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn trace_selection_is_checked() {
+        let mut c = traced(64);
+        c.trace_pes = Some("0..63".parse().unwrap());
+        c.trace_window = Some("1ms..2ms".parse().unwrap());
+        assert_eq!(c.validate(), Ok(()));
+
+        c.trace_pes = Some("0,64".parse().unwrap());
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("--trace-pes 0,64 names PE 64"), "{e}");
+        assert!(e.contains("64 PEs (0..63)"), "{e}");
+
+        let mut c = traced(4);
+        c.trace = None;
+        c.trace_window = Some("..1s".parse().unwrap());
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("--trace-window") && e.contains("--trace FILE"),
+            "{e}"
+        );
+        c.trace_window = None;
+        c.trace_pes = Some("1".parse().unwrap());
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--trace-pes"));
+
+        let mut c = traced(4);
+        c.trace_window = Some("2ms..1ms".parse().unwrap());
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "--trace-window 2ms..1ms is empty: T0 must come before T1"
+        );
+    }
+}
