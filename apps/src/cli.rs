@@ -9,6 +9,7 @@ use clap::error::ErrorKind;
 use clap::Parser;
 use std::fs::OpenOptions;
 use std::path::Path;
+use std::process::ExitCode;
 
 /// Parse `A` from the command line and check the job configuration `config` makes
 /// of it, as the job will run it (none for commands without a job); exits with code
@@ -21,6 +22,20 @@ pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<Config>) -> A {
         }
     }
     args
+}
+
+/// The exit status of program `prog` whose run ended in `outcome`: success for
+/// `Ok(true)`, failure for `Ok(false)` (a failed check, reported by the run) and for
+/// an error, which is printed as `prog: error`.
+pub fn exit_status(prog: &str, outcome: Result<bool, String>) -> ExitCode {
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("{prog}: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `Config::validate`, and that its output files can be created.

@@ -37,13 +37,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = chorus_apps::cli::parse(|a: &Args| Some(a.chorus.clone()));
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("mcmc: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_apps::cli::exit_status("mcmc", run(&args).map(|()| true))
 }
 
 fn run(args: &Args) -> Result<(), String> {
