@@ -8,7 +8,7 @@ use chorus_core::Config;
 use clap::error::ErrorKind;
 use clap::Parser;
 use std::fs::OpenOptions;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Parse `A` from the command line and check the job configuration `config` makes
@@ -36,6 +36,17 @@ pub fn exit_status(prog: &str, outcome: Result<bool, String>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `path` with `-tag` put before its extension (`t.json` -> `t-tag.json`), so that
+/// each of several runs writes its own file.
+pub fn tagged_path(path: &Path, tag: &str) -> PathBuf {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+    let file = match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!("{stem}-{tag}.{ext}"),
+        None => format!("{stem}-{tag}"),
+    };
+    path.with_file_name(file)
 }
 
 /// `Config::validate`, and that its output files can be created.
@@ -75,6 +86,13 @@ fn creatable(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tag_goes_before_the_extension_or_at_the_end() {
+        let p = Path::new("/tmp/run.json");
+        assert_eq!(tagged_path(p, "async"), Path::new("/tmp/run-async.json"));
+        assert_eq!(tagged_path(Path::new("run"), "x"), Path::new("run-x"));
+    }
 
     #[test]
     fn ranks_that_check_one_trace_path_at_once_all_succeed() {
