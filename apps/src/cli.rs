@@ -7,13 +7,39 @@ pub use chorus_core::cli::{f64_in, positive_f64_up_to, u64_in};
 use chorus_core::Config;
 use clap::Parser;
 use std::fs::OpenOptions;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 /// Parse `A` from the command line and check the job configuration `config` makes
 /// of it, as the job will run it (none for commands without a job); exits with code
 /// 2 on a usage error.
 pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<Config>) -> A {
     chorus_core::config::parse_checked(|args: &A| config(args).map_or(Ok(()), |c| check(&c)))
+}
+
+/// The exit status of program `prog` whose run ended in `outcome`: success for
+/// `Ok(true)`, failure for `Ok(false)` (a failed check, reported by the run) and for
+/// an error, which is printed as `prog: error`.
+pub fn exit_status(prog: &str, outcome: Result<bool, String>) -> ExitCode {
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("{prog}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `path` with `-tag` put before its extension (`t.json` -> `t-tag.json`), so that
+/// each of several runs writes its own file.
+pub fn tagged_path(path: &Path, tag: &str) -> PathBuf {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
+    let file = match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!("{stem}-{tag}.{ext}"),
+        None => format!("{stem}-{tag}"),
+    };
+    path.with_file_name(file)
 }
 
 /// `Config::validate`, and that its output files can be created.
@@ -53,6 +79,13 @@ fn creatable(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tag_goes_before_the_extension_or_at_the_end() {
+        let p = Path::new("/tmp/run.json");
+        assert_eq!(tagged_path(p, "async"), Path::new("/tmp/run-async.json"));
+        assert_eq!(tagged_path(Path::new("run"), "x"), Path::new("run-x"));
+    }
 
     #[test]
     fn ranks_that_check_one_trace_path_at_once_all_succeed() {

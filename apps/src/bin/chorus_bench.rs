@@ -122,11 +122,5 @@ fn main() -> ExitCode {
         eprintln!("chorus-bench: {e}");
         return ExitCode::from(2);
     }
-    match cli.command.run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("chorus-bench: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit_status("chorus-bench", cli.command.run().map(|()| true))
 }

@@ -70,14 +70,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = cli::parse(|a: &Args| Some(a.chorus.clone()));
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("jquick: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit_status("jquick", run(&args))
 }
 
 /// Sort, print, and say whether the check passed (or was not asked for).

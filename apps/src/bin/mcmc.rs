@@ -1,11 +1,11 @@
 //! mcmc: the MCMC walker benchmark kernel of the noncollective-communicator paper,
 //! run under each load-balancing strategy and compared.
 
+use chorus_apps::cli::tagged_path;
 use chorus_core::{Config, Layer};
 use chorus_lb::{McmcParams, McmcReport, StrategySpec, Workload};
 use clap::Parser;
 use serde_json::json;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -37,13 +37,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = chorus_apps::cli::parse(|a: &Args| Some(a.chorus.clone()));
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("mcmc: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_apps::cli::exit_status("mcmc", run(&args).map(|()| true))
 }
 
 fn run(args: &Args) -> Result<(), String> {
@@ -79,7 +73,7 @@ fn run(args: &Args) -> Result<(), String> {
         // One trace per strategy, named after it even when it runs alone, so the
         // file name never depends on how many strategies ran.
         if let Some(t) = &args.chorus.trace {
-            config.trace = Some(trace_name(t, &spec.name()));
+            config.trace = Some(tagged_path(t, &spec.name().replace(':', "-")));
         }
         if speaks && !args.json {
             eprintln!(
@@ -102,17 +96,6 @@ fn run(args: &Args) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// `FILE` with `-name` before its extension, one trace per strategy.
-fn trace_name(t: &Path, name: &str) -> PathBuf {
-    let stem = t.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
-    let tag = name.replace(':', "-");
-    let file = match t.extension().and_then(|e| e.to_str()) {
-        Some(ext) => format!("{stem}-{tag}.{ext}"),
-        None => format!("{stem}-{tag}"),
-    };
-    t.with_file_name(file)
 }
 
 fn to_json(reports: &[McmcReport], pes: u32) -> serde_json::Value {

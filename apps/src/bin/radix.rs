@@ -77,17 +77,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args: Args = cli::parse(|a: &Args| Some(a.chorus.clone()));
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
-            eprintln!("radix: the keys did NOT come out sorted");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            eprintln!("radix: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::exit_status("radix", run(&args))
 }
 
 fn parse_algorithms(list: &str, ports: u32) -> Result<Vec<Allgather>, String> {
@@ -172,6 +162,9 @@ fn run(args: &Args) -> Result<bool, String> {
     };
     if speaks {
         print(&summary, args.json);
+    }
+    if !summary.sorted() {
+        eprintln!("radix: the keys did NOT come out sorted");
     }
     Ok(summary.sorted())
 }

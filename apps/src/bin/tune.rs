@@ -5,13 +5,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: TuneArgs = chorus_apps::cli::parse(|a: &TuneArgs| Some(a.chorus.clone()));
-    match tune(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("chorus-tune: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    chorus_apps::cli::exit_status("chorus-tune", tune(&args).map(|()| true))
 }
 
 fn tune(args: &TuneArgs) -> Result<(), String> {

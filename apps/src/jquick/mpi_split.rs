@@ -196,30 +196,9 @@ fn level(
     for g in groups {
         let key = g.key;
         let me_first = lo.max(key.a);
-        // Every sample slot is owned by one member: a MIN allreduce fills them all.
-        let mut slots = vec![u64::MAX; 2 * spec.samples as usize];
-        for (j, pos) in pivot::sample_positions(spec.seed, key, spec.samples).enumerate() {
-            if me_first <= pos && pos < me_first + g.elems.len() as u64 {
-                let (k, o) = g.elems[(pos - me_first) as usize];
-                slots[2 * j] = k;
-                slots[2 * j + 1] = o;
-            }
-        }
-        let mut sampled = vec![0u64; slots.len()];
-        g.comm
-            .all_reduce_into(&slots[..], &mut sampled[..], SystemOperation::min());
-        let pivot = pivot::median(&sampled).expect("a task draws at least one sample");
+        let pivot = pivot_of(spec, &g, me_first);
         let (small, large): (Vec<Elem>, Vec<Elem>) = g.elems.into_iter().partition(|e| *e < pivot);
-        let s = small.len() as u64;
-        let mut before = 0u64;
-        g.comm
-            .exclusive_scan_into(&s, &mut before, SystemOperation::sum());
-        if g.comm.rank() == 0 {
-            before = 0;
-        }
-        let mut total = 0u64;
-        g.comm
-            .all_reduce_into(&s, &mut total, SystemOperation::sum());
+        let (before, total) = small_counts(&g.comm, small.len() as u64);
         let children = key.children(total);
         let cut = children[0].b;
         if !children[0].is_empty() && !children[1].is_empty() && lo < cut && cut < hi {
@@ -228,27 +207,8 @@ fn level(
         // One MPI_Comm_split per child over the parent's communicator: a janus rank
         // is in both.
         for child in children {
-            let dist = !child.is_empty() && {
-                let (f, l) = layout.span(child.a, child.b);
-                l - f >= 2
-            };
             let member = !child.is_empty() && layout.overlap(me, child.a, child.b) > 0;
-            let comm = if dist {
-                let colour = if member {
-                    Color::with_value(0)
-                } else {
-                    Color::undefined()
-                };
-                let t = mpi::time();
-                let c = g.comm.split_by_color(colour);
-                *in_split += mpi::time() - t;
-                if c.as_ref().is_some_and(|c| c.rank() == 0) {
-                    rec.sections += 1;
-                }
-                c
-            } else {
-                None
-            };
+            let comm = child_comm(layout, &g.comm, child, member, rec, in_split);
             if member {
                 expect += layout.overlap(me, child.a, child.b);
                 fill.insert(child, (comm, Vec::new()));
@@ -286,6 +246,69 @@ fn level(
         place(layout, me, key, comm, elems, &mut next, bases);
     }
     next
+}
+
+/// The pivot of group `g`'s task: the median of its samples, which the members
+/// draw from the elements they hold (this rank's first position is `me_first`).
+fn pivot_of(spec: &SortSpec, g: &Group, me_first: u64) -> Elem {
+    // Every sample slot is owned by one member: a MIN allreduce fills them all.
+    let mut slots = vec![u64::MAX; 2 * spec.samples as usize];
+    for (j, pos) in pivot::sample_positions(spec.seed, g.key, spec.samples).enumerate() {
+        if me_first <= pos && pos < me_first + g.elems.len() as u64 {
+            let (k, o) = g.elems[(pos - me_first) as usize];
+            slots[2 * j] = k;
+            slots[2 * j + 1] = o;
+        }
+    }
+    let mut sampled = vec![0u64; slots.len()];
+    g.comm
+        .all_reduce_into(&slots[..], &mut sampled[..], SystemOperation::min());
+    pivot::median(&sampled).expect("a task draws at least one sample")
+}
+
+/// The small elements held by the members before this rank, and by all of them, of
+/// this rank's `small`.
+fn small_counts(comm: &SimpleCommunicator, small: u64) -> (u64, u64) {
+    let mut before = 0u64;
+    comm.exclusive_scan_into(&small, &mut before, SystemOperation::sum());
+    if comm.rank() == 0 {
+        before = 0;
+    }
+    let mut total = 0u64;
+    comm.all_reduce_into(&small, &mut total, SystemOperation::sum());
+    (before, total)
+}
+
+/// The communicator of `child` if it is distributed, split from its parent's `comm`
+/// (every member of the parent calls this; `member` says whether this rank is in the
+/// child). Counts the section on the child's rank 0 and the time spent splitting.
+fn child_comm(
+    layout: &Layout,
+    comm: &SimpleCommunicator,
+    child: TaskKey,
+    member: bool,
+    rec: &mut PeRecord,
+    in_split: &mut f64,
+) -> Option<SimpleCommunicator> {
+    let distributed = !child.is_empty() && {
+        let (f, l) = layout.span(child.a, child.b);
+        l - f >= 2
+    };
+    if !distributed {
+        return None;
+    }
+    let colour = if member {
+        Color::with_value(0)
+    } else {
+        Color::undefined()
+    };
+    let t = mpi::time();
+    let c = comm.split_by_color(colour);
+    *in_split += mpi::time() - t;
+    if c.as_ref().is_some_and(|c| c.rank() == 0) {
+        rec.sections += 1;
+    }
+    c
 }
 
 /// Post `sends` (PE, packed task data) with `tag`; if `receive`, hand every packed

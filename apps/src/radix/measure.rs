@@ -6,6 +6,7 @@ use super::key::Key;
 use super::overlap::{overlap_of, PhaseTimes};
 use super::params::RadixParams;
 use super::report::SortReport;
+use crate::cli::tagged_path;
 use chorus_core::Config;
 use chorus_sections::tune::stats::median;
 
@@ -40,16 +41,10 @@ impl Comparison {
 /// `config` with `-tag` put before the trace file's extension, so that every run
 /// of a comparison writes its own trace.
 pub fn tagged(config: &Config, tag: &str) -> Config {
-    let mut c = config.clone();
-    if let Some(t) = &config.trace {
-        let stem = t.file_stem().and_then(|s| s.to_str()).unwrap_or("trace");
-        let file = match t.extension().and_then(|e| e.to_str()) {
-            Some(ext) => format!("{stem}-{tag}.{ext}"),
-            None => format!("{stem}-{tag}"),
-        };
-        c.trace = Some(t.with_file_name(file));
+    Config {
+        trace: config.trace.as_deref().map(|t| tagged_path(t, tag)),
+        ..config.clone()
     }
-    c
 }
 
 /// A report whose time and phase times are the medians of `reports`' (which must
