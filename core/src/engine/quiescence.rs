@@ -207,8 +207,8 @@ impl PeRuntime {
                     self.start_wave();
                 }
             }
-            QdMsg::QdWave(QdWave { wave }) => self.join_wave(wave),
-            QdMsg::QdReply(r) => self.child_reply(r, from.src),
+            QdMsg::QdWave(QdWave { wave }) => self.pass_wave(wave),
+            QdMsg::QdReply(r) => self.on_reply(r, from.src),
             QdMsg::Orphans(Orphans { root }) => self.report_orphans(root),
         }
     }
@@ -216,11 +216,11 @@ impl PeRuntime {
     /// The root starts a wave down the PE tree.
     pub(super) fn start_wave(&mut self) {
         let wave = self.core.qd.begin_wave();
-        self.join_wave(wave);
+        self.pass_wave(wave);
     }
 
     /// Take part in wave `wave`: pass it to this PE's children and wait for them.
-    fn join_wave(&mut self, wave: u64) {
+    fn pass_wave(&mut self, wave: u64) {
         let children: Vec<Pe> = self.core.tree_children().collect();
         for &c in &children {
             self.core.uncounted(c, QdWave { wave });
@@ -228,7 +228,8 @@ impl PeRuntime {
         self.core.qd.join_wave(wave, children);
     }
 
-    fn child_reply(&mut self, r: QdReply, src: Pe) {
+    /// A child's sums for a wave.
+    fn on_reply(&mut self, r: QdReply, src: Pe) {
         let parent = self.core.tree_parent();
         let out = self
             .core

@@ -2,9 +2,8 @@
 //! the PE tree (handled in `engine/deliver.rs`).
 
 use super::payload_slot;
-use super::{family, Body};
+use super::{check_root, family, payload_in, Body};
 use crate::base::ids::{CollectionId, Pe};
-use crate::base::tree;
 use crate::msg::dest::Dest;
 use crate::msg::payload::Payload;
 use serde::{Deserialize, Serialize};
@@ -26,17 +25,12 @@ pub(crate) struct Bcast {
 }
 
 impl Body for Bcast {
-    fn payload(&self) -> Option<&Payload> {
-        Some(&self.payload)
-    }
-    fn payload_mut(&mut self) -> Option<&mut Payload> {
-        Some(&mut self.payload)
-    }
+    payload_in!(payload);
     fn needs(&self) -> Option<CollectionId> {
         self.dest.coll()
     }
     fn check(&self, npes: usize) -> Result<(), String> {
-        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+        check_root(self.root, npes)
     }
     fn body_bytes(&self) -> u64 {
         self.dest.wire_bytes() + self.payload.wire_len()

@@ -2,9 +2,8 @@
 //! counts an array's elements for its reductions (handled in `engine/create.rs`).
 
 use super::payload_slot;
-use super::{family, Body};
+use super::{check_root, family, payload_in, Body};
 use crate::base::ids::{ChareId, CollectionId, Pe};
-use crate::base::tree;
 use crate::msg::array::{ArrayMap, ElemAddr, Shape};
 use crate::msg::payload::Payload;
 use serde::{Deserialize, Serialize};
@@ -80,26 +79,16 @@ pub(crate) struct Census {
 }
 
 impl Body for CreateChare {
-    fn payload(&self) -> Option<&Payload> {
-        Some(&self.init)
-    }
-    fn payload_mut(&mut self) -> Option<&mut Payload> {
-        Some(&mut self.init)
-    }
+    payload_in!(init);
     fn body_bytes(&self) -> u64 {
         16 + self.init.wire_len()
     }
 }
 
 impl Body for CreateGroup {
-    fn payload(&self) -> Option<&Payload> {
-        Some(&self.init)
-    }
-    fn payload_mut(&mut self) -> Option<&mut Payload> {
-        Some(&mut self.init)
-    }
+    payload_in!(init);
     fn check(&self, npes: usize) -> Result<(), String> {
-        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+        check_root(self.root, npes)
     }
     fn body_bytes(&self) -> u64 {
         16 + self.init.wire_len()
@@ -107,15 +96,10 @@ impl Body for CreateGroup {
 }
 
 impl Body for CreateArray {
-    fn payload(&self) -> Option<&Payload> {
-        Some(&self.init)
-    }
-    fn payload_mut(&mut self) -> Option<&mut Payload> {
-        Some(&mut self.init)
-    }
+    payload_in!(init);
     fn check(&self, npes: usize) -> Result<(), String> {
         self.shape.check().map_err(|e| e.to_string())?;
-        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+        check_root(self.root, npes)
     }
     fn body_bytes(&self) -> u64 {
         24 + self.init.wire_len() + bincode::serialized_size(&*self.shape).unwrap_or(0)
@@ -123,12 +107,7 @@ impl Body for CreateArray {
 }
 
 impl Body for Insert {
-    fn payload(&self) -> Option<&Payload> {
-        Some(&self.init)
-    }
-    fn payload_mut(&mut self) -> Option<&mut Payload> {
-        Some(&mut self.init)
-    }
+    payload_in!(init);
     fn needs(&self) -> Option<CollectionId> {
         Some(self.coll)
     }
@@ -142,7 +121,7 @@ impl Body for DoneInserting {
         Some(self.coll)
     }
     fn check(&self, npes: usize) -> Result<(), String> {
-        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+        check_root(self.root, npes)
     }
 }
 

@@ -2,10 +2,9 @@
 //! notice that a PE failed (handled in `engine/exit.rs`).
 
 use super::error_text;
-use super::{family, Body};
+use super::{check_root, family, Body};
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
-use crate::base::tree;
 use crate::msg::callback::Callback;
 use serde::{Deserialize, Serialize};
 
@@ -34,7 +33,7 @@ pub(crate) struct PeFailed {
 
 impl Body for Exit {
     fn check(&self, npes: usize) -> Result<(), String> {
-        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+        check_root(self.root, npes)
     }
 }
 

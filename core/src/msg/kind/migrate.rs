@@ -2,7 +2,7 @@
 //! `engine/migration.rs`).
 
 use super::payload_slot;
-use super::{family, Body};
+use super::{family, payload_in, Body};
 use crate::base::ids::{CollectionId, Pe};
 use crate::msg::array::ElemAddr;
 use crate::msg::payload::Payload;
@@ -39,12 +39,7 @@ pub(crate) struct Moved {
 }
 
 impl Body for Migrate {
-    fn payload(&self) -> Option<&Payload> {
-        Some(&self.state)
-    }
-    fn payload_mut(&mut self) -> Option<&mut Payload> {
-        Some(&mut self.state)
-    }
+    payload_in!(state);
     fn needs(&self) -> Option<CollectionId> {
         Some(self.coll)
     }

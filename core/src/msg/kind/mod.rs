@@ -52,6 +52,24 @@ pub(crate) trait Body {
     }
 }
 
+/// `Body::payload` and `Body::payload_mut` for a message whose payload is field `$f`.
+macro_rules! payload_in {
+    ($f:ident) => {
+        fn payload(&self) -> Option<&Payload> {
+            Some(&self.$f)
+        }
+        fn payload_mut(&mut self) -> Option<&mut Payload> {
+            Some(&mut self.$f)
+        }
+    };
+}
+pub(crate) use payload_in;
+
+/// The check of a tree root a message names: inside the job of `npes` PEs.
+pub(crate) fn check_root(root: crate::base::ids::Pe, npes: usize) -> Result<(), String> {
+    crate::base::tree::check_root(root, npes).map_err(|e| e.to_string())
+}
+
 /// A family of runtime messages, as `Kind` sees it: each message's wire tag, names
 /// and `Body`.
 pub(crate) trait Family {

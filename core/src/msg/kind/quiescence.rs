@@ -1,9 +1,8 @@
 //! Quiescence detection's waves and requests, and the report of messages left
 //! waiting at quiescence (handled in `engine/quiescence.rs`).
 
-use super::{family, Body};
+use super::{check_root, family, Body};
 use crate::base::ids::Pe;
-use crate::base::tree;
 use crate::msg::callback::Callback;
 use serde::{Deserialize, Serialize};
 
@@ -55,7 +54,7 @@ impl Body for QdReply {
 
 impl Body for Orphans {
     fn check(&self, npes: usize) -> Result<(), String> {
-        tree::check_root(self.root, npes).map_err(|e| e.to_string())
+        check_root(self.root, npes)
     }
 }
 
