@@ -154,6 +154,50 @@ pub enum RuntimeError {
         /// The thread support the library provides.
         provided: String,
     },
+    /// The world communicator was asked for before MPI was initialised.
+    #[error("MPI is not initialised")]
+    MpiNotInitialised,
+    /// A rank runs another number of PEs than rank 0.
+    #[error("rank {rank} runs {theirs} PEs per rank but rank 0 runs {first}: give every rank the same --pes-per-rank (CHORUS_PES_PER_RANK)")]
+    PesPerRankDiffer {
+        /// The first rank that differs.
+        rank: u32,
+        /// Its PEs per rank.
+        theirs: u64,
+        /// Rank 0's.
+        first: u64,
+    },
+    /// A rank of another build: its envelopes could be unreadable, or longer than
+    /// the others' posted receives.
+    #[error("rank {rank} speaks wire version {version} with {posted}-byte posted receives, but rank 0 speaks version {first_version} with {first_posted}: run the same chorus build on every rank")]
+    WireDiffer {
+        /// The first rank that differs.
+        rank: u32,
+        /// Its wire version.
+        version: u64,
+        /// Its posted-receive size, bytes.
+        posted: u64,
+        /// Rank 0's wire version.
+        first_version: u64,
+        /// Rank 0's posted-receive size.
+        first_posted: u64,
+    },
+    /// Ranks disagree on whether the job is traced.
+    #[error("rank {rank} and rank {other} disagree on --trace: give every rank the same arguments and CHORUS_TRACE")]
+    TraceFlagsDiffer {
+        /// The first rank that differs.
+        rank: u32,
+        /// The rank that found it.
+        other: u32,
+    },
+    /// The name table of another process's trace records does not decode.
+    #[error("the trace name table from {from} does not decode: {reason}")]
+    TraceNames {
+        /// The process that sent it.
+        from: String,
+        /// Why it does not decode.
+        reason: String,
+    },
     /// An output file's directory does not exist.
     #[error("{flag} {}: directory {} does not exist", .path.display(), .dir.display())]
     NoOutputDir {

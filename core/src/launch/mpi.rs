@@ -26,8 +26,7 @@ impl MachineLayer for Mpi {
     fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
         let one_shot = !session_active();
         start_mpi()?;
-        let world =
-            world().ok_or_else(|| RuntimeError::Invalid("MPI is not initialised".into()))?;
+        let world = world().ok_or(RuntimeError::MpiNotInitialised)?;
         let ppr = job.config.pes_per_rank as usize;
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             if ppr > 1 {

@@ -93,10 +93,12 @@ impl RankStart {
 /// Every rank's PEs per rank, compared: PE numbers map to ranks by it, so ranks that
 /// disagree would send each other's messages astray.
 fn check_pes_per_rank(comm: &SimpleCommunicator, ppr: usize) -> Result<(), RuntimeError> {
-    check_same(comm, ppr as u64, |odd, theirs, first| {
-        format!(
-            "rank {odd} runs {theirs} PEs per rank but rank 0 runs {first}: give every rank the same --pes-per-rank (CHORUS_PES_PER_RANK)"
-        )
+    check_same(comm, ppr as u64, |rank, theirs, first| {
+        RuntimeError::PesPerRankDiffer {
+            rank,
+            theirs,
+            first,
+        }
     })
 }
 
@@ -108,9 +110,13 @@ fn check_wire(comm: &SimpleCommunicator) -> Result<(), RuntimeError> {
     check_same(comm, mine, |odd, theirs, first| {
         let (v, b) = (theirs >> 32, theirs & u64::from(u32::MAX));
         let (v0, b0) = (first >> 32, first & u64::from(u32::MAX));
-        format!(
-            "rank {odd} speaks wire version {v} with {b}-byte posted receives, but rank 0 speaks version {v0} with {b0}: run the same chorus build on every rank"
-        )
+        RuntimeError::WireDiffer {
+            rank: odd,
+            version: v,
+            posted: b,
+            first_version: v0,
+            first_posted: b0,
+        }
     })
 }
 
@@ -119,13 +125,13 @@ fn check_wire(comm: &SimpleCommunicator) -> Result<(), RuntimeError> {
 fn check_same(
     comm: &SimpleCommunicator,
     value: u64,
-    differ: impl Fn(usize, u64, u64) -> String,
+    differ: impl Fn(u32, u64, u64) -> RuntimeError,
 ) -> Result<(), RuntimeError> {
     let mut all = vec![0u64; comm.size() as usize];
     comm.all_gather_into(&value, &mut all[..]);
     match all.iter().position(|&n| n != all[0]) {
         None => Ok(()),
-        Some(odd) => Err(RuntimeError::Invalid(differ(odd, all[odd], all[0]))),
+        Some(odd) => Err(differ(odd as u32, all[odd], all[0])),
     }
 }
 
@@ -154,10 +160,10 @@ fn start_trace(
         )));
     }
     if let Some(odd) = all.iter().position(|&s| s != state) {
-        return Err(RuntimeError::Invalid(format!(
-            "rank {odd} and rank {} disagree on --trace: give every rank the same arguments and CHORUS_TRACE",
-            comm.rank()
-        )));
+        return Err(RuntimeError::TraceFlagsDiffer {
+            rank: odd as u32,
+            other: comm.rank() as u32,
+        });
     }
     mine
 }
@@ -194,9 +200,10 @@ fn gather_trace(
             // Keep receiving after a bad buffer so the sender can finish.
             let imported = match &importer {
                 Ok(imp) => trace.import(imp, &who, &bytes),
-                Err(e) => Err(RuntimeError::Invalid(format!(
-                    "the trace name table from {who} does not decode: {e}"
-                ))),
+                Err(e) => Err(RuntimeError::TraceNames {
+                    from: who.clone(),
+                    reason: e.to_string(),
+                }),
             };
             if let Err(e) = imported {
                 failed.get_or_insert(e);
