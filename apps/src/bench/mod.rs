@@ -9,6 +9,7 @@ pub mod messaging;
 pub mod mpi_pingpong;
 pub mod replay;
 pub mod report;
+pub mod round_trips;
 pub mod sections;
 pub mod sections_vs_mpi;
 pub mod sim_scale;

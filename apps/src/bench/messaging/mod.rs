@@ -4,6 +4,7 @@
 pub mod report;
 
 use crate::bench::median;
+use crate::bench::round_trips::RoundTrips;
 use chorus_core::{Chare, ChareProxy, Config, Ctx, Registry, Runtime, RuntimeError, TraceReport};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -162,8 +163,7 @@ pub fn cross_pe_msgs_per_s(total: u64, trace: Option<&Path>) -> Result<Measured,
 struct Player {
     rounds: u64,
     partner: Option<ChareProxy<Player>>,
-    sent_at: f64,
-    rtts: Vec<f64>,
+    trips: RoundTrips,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -179,8 +179,7 @@ impl Chare for Player {
         Player {
             rounds,
             partner: None,
-            sent_at: 0.0,
-            rtts: Vec::with_capacity(rounds as usize),
+            trips: RoundTrips::with_capacity(rounds as usize),
         }
     }
     fn handle(&mut self, msg: PlayerMsg, ctx: &mut Ctx) {
@@ -188,19 +187,17 @@ impl Chare for Player {
         match msg {
             PlayerMsg::Serve(partner) => {
                 self.partner = Some(partner);
-                self.sent_at = ctx.now();
+                self.trips.start(ctx.now());
                 partner.send(ctx, PlayerMsg::Ball(me));
             }
             PlayerMsg::Ball(from) => match self.partner {
                 None => from.send(ctx, PlayerMsg::Ball(me)),
                 Some(partner) => {
-                    let now = ctx.now();
-                    self.rtts.push(now - self.sent_at);
-                    if self.rtts.len() as u64 == self.rounds {
-                        ctx.publish("rtts", &self.rtts);
+                    if self.trips.back(ctx.now()) as u64 == self.rounds {
+                        ctx.publish("rtts", self.trips.rtts());
                         return ctx.exit();
                     }
-                    self.sent_at = ctx.now();
+                    self.trips.start(ctx.now());
                     partner.send(ctx, PlayerMsg::Ball(me));
                 }
             },

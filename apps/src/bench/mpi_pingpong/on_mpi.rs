@@ -3,6 +3,7 @@
 
 use super::SizeResult;
 use crate::bench::median;
+use crate::bench::round_trips::RoundTrips;
 use chorus_core::{
     Bytes, Chare, ChareProxy, Config, Ctx, Layer, MpiSession, Registry, Runtime, RuntimeError,
 };
@@ -23,8 +24,7 @@ enum Mode {
 struct Pitcher {
     mode: Mode,
     catcher: Option<ChareProxy<Catcher>>,
-    sent_at: f64,
-    rtts: Vec<f64>,
+    trips: RoundTrips,
 }
 
 /// Rank 1's side: returns balls, or counts a stream and acknowledges it.
@@ -54,36 +54,34 @@ impl Chare for Pitcher {
         Pitcher {
             mode,
             catcher: None,
-            sent_at: 0.0,
-            rtts: Vec::new(),
+            trips: RoundTrips::default(),
         }
     }
     fn handle(&mut self, msg: PitchMsg, ctx: &mut Ctx) {
         match (msg, self.mode) {
             (PitchMsg::Ready(catcher), Mode::PingPong { bytes, .. }) => {
                 self.catcher = Some(catcher);
-                self.sent_at = ctx.now();
+                self.trips.start(ctx.now());
                 catcher.send(ctx, CatchMsg::Ball(Bytes::from(vec![1u8; bytes])));
             }
             (PitchMsg::Ready(catcher), Mode::Stream { count, bytes }) => {
-                self.sent_at = ctx.now();
+                self.trips.start(ctx.now());
                 let ball = Bytes::from(vec![1u8; bytes]);
                 for _ in 0..count {
                     catcher.send(ctx, CatchMsg::Ball(ball.clone()));
                 }
             }
             (PitchMsg::Ball(ball), Mode::PingPong { rounds, .. }) => {
-                self.rtts.push(ctx.now() - self.sent_at);
-                if self.rtts.len() as u32 >= rounds {
-                    ctx.publish("rtt_s", &self.rtts);
+                if self.trips.back(ctx.now()) as u32 >= rounds {
+                    ctx.publish("rtt_s", self.trips.rtts());
                     ctx.exit();
                 } else if let Some(c) = self.catcher {
-                    self.sent_at = ctx.now();
+                    self.trips.start(ctx.now());
                     c.send(ctx, CatchMsg::Ball(ball));
                 }
             }
             (PitchMsg::Ack, Mode::Stream { .. }) => {
-                ctx.publish("stream_s", &(ctx.now() - self.sent_at));
+                ctx.publish("stream_s", &self.trips.since_start(ctx.now()));
                 ctx.exit();
             }
             _ => {}
