@@ -10,6 +10,11 @@ use super::{
 };
 use crate::base::cli::{MAX_SIM_NS_PER_BYTE, MAX_SIM_US};
 
+/// `flag` if it was given: the name alone, as the messages have always said it.
+fn given(flag: &str, set: bool) -> Option<String> {
+    set.then(|| flag.to_string())
+}
+
 /// A flag that acts on some layers only, and what to say when it is given for another.
 struct LayerRule {
     /// The flag with its value, if it was given.
@@ -164,25 +169,21 @@ impl Config {
                 instead: "use --pes alone",
             },
             LayerRule {
-                flag: self.sim.kill.first().map(|k| format!("--sim-kill {k}")),
+                flag: given("--sim-kill", !self.sim.kill.is_empty()),
                 layers: &[Sim],
                 needs: "--layer sim",
                 why: "it stops a simulated PE at a virtual time",
                 instead: "pass --layer sim, or drop it",
             },
             LayerRule {
-                flag: self
-                    .fault_corrupt_every
-                    .map(|n| format!("--fault-corrupt-every {n}")),
+                flag: given("--fault-corrupt-every", self.fault_corrupt_every.is_some()),
                 layers: &[Threads, Mpi],
                 needs: "a layer whose PEs exchange bytes, threads or mpi",
                 why: "it damages messages on their way",
                 instead: "on sim, fail PEs with --sim-kill",
             },
             LayerRule {
-                flag: self
-                    .fault_hold_long_ms
-                    .map(|ms| format!("--fault-hold-long-ms {ms}")),
+                flag: given("--fault-hold-long-ms", self.fault_hold_long_ms.is_some()),
                 layers: &[Mpi],
                 needs: "--layer mpi under mpirun",
                 why: "it holds messages on an MPI link",
