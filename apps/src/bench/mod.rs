@@ -5,6 +5,7 @@
 #[cfg(feature = "baselines")]
 pub mod baselines;
 pub mod create_group;
+pub mod error;
 pub mod messaging;
 pub mod mpi_pingpong;
 pub mod replay;

@@ -7,10 +7,11 @@
 //! a drawn PE (so later messages are forwarded through the location table); a sum
 //! reduction of the tokens received ends the round at the main chare.
 
+use crate::bench::error::BenchError;
 use crate::bench::report::Report;
 use chorus_core::{
     mix64, ArrayMap, ArrayProxy, Callback, Chare, Config, Ctx, Entry, Layer, Migratable, Reducer,
-    Registry, Runtime, RuntimeError, SimStats,
+    Registry, Runtime, SimStats,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -181,7 +182,7 @@ impl Chare for Main {
 }
 
 /// Run the replay job on `config.pes` simulated PEs with `--sim-digest` on.
-pub fn run(mut config: Config, spec: ReplaySpec) -> Result<ReplayResult, RuntimeError> {
+pub fn run(mut config: Config, spec: ReplaySpec) -> Result<ReplayResult, BenchError> {
     config.layer = Layer::Sim;
     config.sim.digest = true;
     let pes = config.pes;
@@ -199,10 +200,7 @@ pub fn run(mut config: Config, spec: ReplaySpec) -> Result<ReplayResult, Runtime
         let main = ctx.create_chare::<Main>((array, done, rounds), 0);
         main.send(ctx, MainMsg::Start);
     })?;
-    let stats = report
-        .sim
-        .clone()
-        .ok_or_else(|| RuntimeError::Invalid("a sim run without sim statistics".into()))?;
+    let stats = report.sim.clone().ok_or(BenchError::NotSimulated)?;
     Ok(ReplayResult {
         pes,
         digest: stats.delivery_digest.unwrap_or_default(),

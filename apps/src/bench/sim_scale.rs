@@ -1,10 +1,11 @@
 //! The sim layer at scale: a broadcast to a group member on every PE, then a sum
 //! reduction back to PE 0, with the simulator's own figures and memory per PE.
 
+use crate::bench::error::BenchError;
 use crate::bench::report::{lower_debug, peak_rss_mib, Report};
 use chorus_core::{
-    Callback, Chare, Config, Ctx, Entry, GroupProxy, Layer, Reducer, Registry, Runtime,
-    RuntimeError, SimPreset, SimStats, TraceReport,
+    Callback, Chare, Config, Ctx, Entry, GroupProxy, Layer, Reducer, Registry, Runtime, SimPreset,
+    SimStats, TraceReport,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -84,7 +85,7 @@ fn registry() -> (Registry, Entry<Member, u64>) {
 }
 
 /// Run the broadcast and reduction on `config.pes` simulated PEs.
-pub fn run(mut config: Config) -> Result<ScaleResult, RuntimeError> {
+pub fn run(mut config: Config) -> Result<ScaleResult, BenchError> {
     config.layer = Layer::Sim;
     let pes = u64::from(config.pes);
     let (reg, done) = registry();
@@ -93,15 +94,12 @@ pub fn run(mut config: Config) -> Result<ScaleResult, RuntimeError> {
         let group: GroupProxy<Member> = ctx.create_group(done);
         group.broadcast(ctx, MemberMsg::Go);
     })?;
-    let sum: u64 = report
-        .output("sum")
-        .ok_or_else(|| RuntimeError::Invalid("the reduction never reached PE 0".into()))?;
+    let sum: u64 = report.output("sum").ok_or(BenchError::Unpublished {
+        what: "the reduction's sum at PE 0",
+    })?;
     let done_s: f64 = report.output("done_s").unwrap_or(f64::NAN);
     let heap: Option<u64> = report.output("heap_bytes");
-    let stats = report
-        .sim
-        .clone()
-        .ok_or_else(|| RuntimeError::Invalid("a sim run without sim statistics".into()))?;
+    let stats = report.sim.clone().ok_or(BenchError::NotSimulated)?;
     Ok(ScaleResult {
         pes,
         sum,

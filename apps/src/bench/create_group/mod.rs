@@ -11,8 +11,9 @@
 pub mod member;
 pub mod report;
 
+use crate::bench::error::BenchError;
 use crate::mpi_model::comm_create::Method;
-use chorus_core::{Config, Layer, Registry, Runtime, RuntimeError, SimStats};
+use chorus_core::{Config, Layer, Registry, Runtime, SimStats};
 use chorus_sections::collectives::Collectives;
 use chorus_sections::host::batch::{self, Planned, PlannedParent};
 use chorus_sections::host::Membership;
@@ -53,13 +54,11 @@ pub struct CreateGroupResult {
 }
 
 /// Measure every method for each size in `groups` (each 1..=pes) on the simulator.
-pub fn run(mut config: Config, groups: &[u32], k: u32) -> Result<CreateGroupResult, RuntimeError> {
+pub fn run(mut config: Config, groups: &[u32], k: u32) -> Result<CreateGroupResult, BenchError> {
     config.layer = Layer::Sim;
     let pes = config.pes;
     if let Some(&bad) = groups.iter().find(|&&g| g == 0 || g > pes) {
-        return Err(RuntimeError::Invalid(format!(
-            "a group of {bad} PEs does not fit in --pes {pes}; give sizes from 1 to {pes}"
-        )));
+        return Err(BenchError::GroupDoesNotFit { group: bad, pes });
     }
     let runs: Vec<Run> = groups
         .iter()
@@ -84,22 +83,18 @@ pub fn run(mut config: Config, groups: &[u32], k: u32) -> Result<CreateGroupResu
         group.send(ctx, 0, CreatorMsg::Next);
     })?;
     if let Some(e) = report.output::<String>("error") {
-        return Err(RuntimeError::Invalid(e));
+        return Err(BenchError::ModelFailed(e));
     }
-    let times: Vec<u64> = report
-        .output("times_ns")
-        .ok_or_else(|| RuntimeError::Invalid("the runs never finished".into()))?;
+    let times: Vec<u64> = report.output("times_ns").ok_or(BenchError::Unpublished {
+        what: "the creation times",
+    })?;
     if times.len() != runs.len() {
-        return Err(RuntimeError::Invalid(format!(
-            "{} of {} runs finished",
-            times.len(),
-            runs.len()
-        )));
+        return Err(BenchError::Unfinished {
+            finished: times.len(),
+            planned: runs.len(),
+        });
     }
-    let stats = report
-        .sim
-        .clone()
-        .ok_or_else(|| RuntimeError::Invalid("a sim run without sim statistics".into()))?;
+    let stats = report.sim.clone().ok_or(BenchError::NotSimulated)?;
     let built = shrink_and_hash(config_again, groups, k)?;
     let us = |i: usize| times[i] as f64 / 1e3;
     let rows = groups
@@ -125,7 +120,7 @@ pub fn run(mut config: Config, groups: &[u32], k: u32) -> Result<CreateGroupResu
 
 /// chorus's Shrink-and-Hash making the section of PEs `0..g` from the world, for each
 /// g, one after another in one job: microseconds each.
-fn shrink_and_hash(config: Config, groups: &[u32], k: u32) -> Result<Vec<f64>, RuntimeError> {
+fn shrink_and_hash(config: Config, groups: &[u32], k: u32) -> Result<Vec<f64>, BenchError> {
     let plan = |membership, algorithm| Planned {
         creator: 0,
         parent: PlannedParent::World,
@@ -147,9 +142,6 @@ fn shrink_and_hash(config: Config, groups: &[u32], k: u32) -> Result<Vec<f64>, R
             plan(members, Algorithm::ShrinkAndHash(Filler::None)).into()
         ]);
     }
-    let out = batch::run(config, stages, false).map_err(|e| match e {
-        batch::BatchError::Runtime(e) => e,
-        other => RuntimeError::Invalid(other.to_string()),
-    })?;
+    let out = batch::run(config, stages, false)?;
     Ok(out.reports.iter().skip(1).map(|r| r.time_us).collect())
 }

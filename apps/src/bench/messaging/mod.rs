@@ -3,9 +3,10 @@
 
 pub mod report;
 
+use crate::bench::error::BenchError;
 use crate::bench::median;
 use crate::bench::round_trips::RoundTrips;
-use chorus_core::{Chare, ChareProxy, Config, Ctx, Registry, Runtime, RuntimeError, TraceReport};
+use chorus_core::{Chare, ChareProxy, Config, Ctx, Registry, Runtime, TraceReport};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -117,12 +118,7 @@ fn config(pes: u32, trace: Option<&Path>) -> Config {
     }
 }
 
-fn flood(
-    pes: u32,
-    sink_pe: u32,
-    total: u64,
-    trace: Option<&Path>,
-) -> Result<Measured, RuntimeError> {
+fn flood(pes: u32, sink_pe: u32, total: u64, trace: Option<&Path>) -> Result<Measured, BenchError> {
     let mut reg = Registry::new();
     reg.chare::<Source>("Source").chare::<Sink>("Sink");
     let report = Runtime::new(reg, config(pes, trace)).run(move |ctx| {
@@ -131,12 +127,13 @@ fn flood(
     })?;
     let (start, end) = (report.output::<f64>("start"), report.output::<f64>("end"));
     let checksum = report.output::<u64>("checksum");
+    let expected = total * (total - 1) / 2;
     match (start, end, checksum) {
-        (Some(s), Some(e), Some(c)) if c == total * (total - 1) / 2 => Ok(Measured {
+        (Some(s), Some(e), Some(c)) if c == expected => Ok(Measured {
             value: total as f64 / (e - s),
             trace: report.trace,
         }),
-        _ => Err(RuntimeError::Invalid("flood run lost messages".into())),
+        (_, _, got) => Err(BenchError::LostMessages { got, expected }),
     }
 }
 
@@ -150,12 +147,12 @@ pub struct Measured {
 }
 
 /// Fire-and-forget messages per second between two chares on one PE.
-pub fn same_pe_msgs_per_s(total: u64, trace: Option<&Path>) -> Result<Measured, RuntimeError> {
+pub fn same_pe_msgs_per_s(total: u64, trace: Option<&Path>) -> Result<Measured, BenchError> {
     flood(1, 0, total, trace)
 }
 
 /// Fire-and-forget messages per second from a chare on PE 0 to one on PE 1.
-pub fn cross_pe_msgs_per_s(total: u64, trace: Option<&Path>) -> Result<Measured, RuntimeError> {
+pub fn cross_pe_msgs_per_s(total: u64, trace: Option<&Path>) -> Result<Measured, BenchError> {
     flood(2, 1, total, trace)
 }
 
@@ -206,7 +203,7 @@ impl Chare for Player {
 }
 
 /// Median round trip in nanoseconds of a chare ping-pong between PE 0 and PE 1.
-pub fn pingpong_rtt_ns(rounds: u64, trace: Option<&Path>) -> Result<Measured, RuntimeError> {
+pub fn pingpong_rtt_ns(rounds: u64, trace: Option<&Path>) -> Result<Measured, BenchError> {
     let mut reg = Registry::new();
     reg.chare::<Player>("Player");
     let report = Runtime::new(reg, config(2, trace)).run(move |ctx| {
@@ -214,9 +211,9 @@ pub fn pingpong_rtt_ns(rounds: u64, trace: Option<&Path>) -> Result<Measured, Ru
         let b = ctx.create_chare::<Player>(rounds, 1);
         a.send(ctx, PlayerMsg::Serve(b));
     })?;
-    let rtts: Vec<f64> = report
-        .output("rtts")
-        .ok_or_else(|| RuntimeError::Invalid("ping-pong published no round trips".into()))?;
+    let rtts: Vec<f64> = report.output("rtts").ok_or(BenchError::Unpublished {
+        what: "the ping-pong's round trips",
+    })?;
     Ok(Measured {
         value: median(&rtts) * 1e9,
         trace: report.trace,

@@ -3,8 +3,9 @@
 //! ratios it aims for.
 
 use super::{cross_pe_msgs_per_s, pingpong_rtt_ns, same_pe_msgs_per_s, Measured};
+use crate::bench::error::BenchError;
 use crate::bench::report::{Better, Report, Target};
-use chorus_core::{RuntimeError, TraceReport};
+use chorus_core::TraceReport;
 use serde_json::json;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -86,8 +87,8 @@ fn best_pair(
     reps: u32,
     better: Better,
     trace: Option<&Path>,
-    f: impl Fn(Option<&Path>) -> Result<Measured, RuntimeError>,
-) -> Result<(Pair, Option<TraceReport>), RuntimeError> {
+    f: impl Fn(Option<&Path>) -> Result<Measured, BenchError>,
+) -> Result<(Pair, Option<TraceReport>), BenchError> {
     let (mut plain, mut traced, mut last) = (None, None, None);
     for _ in 0..reps.max(1) {
         plain = Some(better.pick(plain, f(None)?.value));
@@ -107,7 +108,7 @@ fn best_pair(
 /// Run every measurement of `args`, chorus's and the baselines'.
 pub fn measure(args: &MessagingArgs) -> Result<MessagingReport, String> {
     let (reps, trace) = (args.reps, args.trace.as_deref());
-    let err = |e: RuntimeError| e.to_string();
+    let err = |e: BenchError| e.to_string();
     let (messages, rounds) = (args.messages, args.rounds);
     let (same_pe, _) = best_pair(reps, Better::Higher, trace, |t| {
         same_pe_msgs_per_s(messages, t)

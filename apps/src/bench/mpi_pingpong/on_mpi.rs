@@ -2,6 +2,7 @@
 //! send/receive, and the run alternating them.
 
 use super::SizeResult;
+use crate::bench::error::BenchError;
 use crate::bench::median;
 use crate::bench::round_trips::RoundTrips;
 use chorus_core::{
@@ -130,7 +131,7 @@ fn chorus_run(config: &Config, mode: Mode) -> Result<chorus_core::RunReport, Run
 
 /// Chare round trips in seconds (after `rounds / 10` warm-up round trips, which are
 /// dropped).
-fn chorus_rtts(config: &Config, bytes: usize, rounds: u32) -> Result<Vec<f64>, RuntimeError> {
+fn chorus_rtts(config: &Config, bytes: usize, rounds: u32) -> Result<Vec<f64>, BenchError> {
     let warm = rounds / 10;
     let report = chorus_run(
         config,
@@ -139,18 +140,18 @@ fn chorus_rtts(config: &Config, bytes: usize, rounds: u32) -> Result<Vec<f64>, R
             bytes,
         },
     )?;
-    let rtts: Vec<f64> = report
-        .output("rtt_s")
-        .ok_or_else(|| RuntimeError::Invalid("the ping-pong published no times".into()))?;
+    let rtts: Vec<f64> = report.output("rtt_s").ok_or(BenchError::Unpublished {
+        what: "the ping-pong's times",
+    })?;
     Ok(rtts.get(warm as usize..).unwrap_or_default().to_vec())
 }
 
 /// Bytes per second of a stream of `count` chare messages of `bytes`, in MB/s.
-fn chorus_bandwidth_mb_s(config: &Config, bytes: usize, count: u32) -> Result<f64, RuntimeError> {
+fn chorus_bandwidth_mb_s(config: &Config, bytes: usize, count: u32) -> Result<f64, BenchError> {
     let report = chorus_run(config, Mode::Stream { count, bytes })?;
-    let secs: f64 = report
-        .output("stream_s")
-        .ok_or_else(|| RuntimeError::Invalid("the stream published no time".into()))?;
+    let secs: f64 = report.output("stream_s").ok_or(BenchError::Unpublished {
+        what: "the stream's time",
+    })?;
     Ok(bytes as f64 * f64::from(count) / secs / 1e6)
 }
 
@@ -240,12 +241,13 @@ pub fn run(
     session: &MpiSession,
     config: &Config,
     sizes: &[usize],
-) -> Result<Option<Vec<SizeResult>>, RuntimeError> {
+) -> Result<Option<Vec<SizeResult>>, BenchError> {
     let world = session.world();
     if world.size() < 2 {
-        return Err(RuntimeError::Invalid(
-            "mpi-pingpong needs at least 2 ranks: mpirun -n 2 chorus-bench mpi-pingpong".into(),
-        ));
+        return Err(BenchError::TooFewRanks {
+            bench: "mpi-pingpong",
+            example: "mpirun -n 2 chorus-bench mpi-pingpong",
+        });
     }
     let mut out = Vec::new();
     for &bytes in sizes {

@@ -2,10 +2,10 @@
 //! and chorus's sections, side by side in one MPI session.
 
 use super::VsMpi;
+use crate::bench::error::BenchError;
 use crate::bench::median;
 use chorus_core::{
     Callback, Chare, Config, Ctx, Encoded, Entry, GroupProxy, Layer, MpiSession, Registry, Runtime,
-    RuntimeError,
 };
 use chorus_sections::collectives::{Collectives, PerMember, RangeMember, TreeMember};
 use chorus_sections::host::{self, Builder, Membership, Parent, Request};
@@ -206,7 +206,7 @@ fn chorus_timed(
     reps: u32,
     half: u32,
     k: u32,
-) -> Result<f64, RuntimeError> {
+) -> Result<f64, BenchError> {
     let mut reg = Registry::new();
     let builder_init = host::register(&mut reg);
     Collectives::register(&mut reg);
@@ -234,9 +234,9 @@ fn chorus_timed(
         let probe = ctx.create_group::<Probe>(init);
         probe.send(ctx, 0, ProbeMsg::Go);
     })?;
-    let samples: Vec<f64> = report
-        .output("samples_us")
-        .ok_or_else(|| RuntimeError::Invalid("the probe published no samples".into()))?;
+    let samples: Vec<f64> = report.output("samples_us").ok_or(BenchError::Unpublished {
+        what: "the probe's samples",
+    })?;
     Ok(median(&samples))
 }
 
@@ -246,13 +246,14 @@ pub fn run(
     config: &Config,
     reps: u32,
     k: u32,
-) -> Result<Option<VsMpi>, RuntimeError> {
+) -> Result<Option<VsMpi>, BenchError> {
     let world = session.world();
     let n = world.size();
     if n < 2 {
-        return Err(RuntimeError::Invalid(
-            "sections-vs-mpi needs at least 2 ranks: mpirun -n 8 --oversubscribe chorus-bench sections-vs-mpi".into(),
-        ));
+        return Err(BenchError::TooFewRanks {
+            bench: "sections-vs-mpi",
+            example: "mpirun -n 8 --oversubscribe chorus-bench sections-vs-mpi",
+        });
     }
     let half = n / 2;
     let timed = |f: &dyn Fn() -> Option<SimpleCommunicator>, bcast: bool| {
