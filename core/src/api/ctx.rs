@@ -161,9 +161,7 @@ impl Ctx<'_> {
             return ArrayProxy::new(coll);
         }
         if matches!((&shape, map), (Shape::List(_), ArrayMap::Block)) {
-            self.core.fail(RuntimeError::Invalid(format!(
-                "{coll}: the block map needs a dense (1-D or 2-D) array; use RoundRobin or a custom map"
-            )));
+            self.core.fail(RuntimeError::BlockMapNeedsDense { coll });
             return ArrayProxy::new(coll);
         }
         if let Some(ty) = self.type_index::<C>() {

@@ -115,6 +115,118 @@ pub enum RuntimeError {
         /// The panic's message.
         message: String,
     },
+    /// A message addressed as one kind of collection reached another kind.
+    #[error("PE {pe}: {coll} is {is}, but the message was addressed to {addressed}")]
+    WrongCollectionKind {
+        /// The PE that received the message.
+        pe: Pe,
+        /// The collection it named.
+        coll: CollectionId,
+        /// What the collection is ("an array", "a group").
+        is: &'static str,
+        /// What the message was addressed to.
+        addressed: &'static str,
+    },
+    /// A point-to-point message named a whole array instead of one element.
+    #[error("PE {pe}: point-to-point message for a whole array {coll}; broadcast to it, or name an element")]
+    WholeArrayPointToPoint {
+        /// The PE that received the message.
+        pe: Pe,
+        /// The array.
+        coll: CollectionId,
+    },
+    /// A creation named a chare type index this process never registered.
+    #[error("PE {pe}: chare type {ty} is not registered in this process; every process must register the same types in the same order")]
+    UnknownChareType {
+        /// The PE asked to create it.
+        pe: Pe,
+        /// The type's index in the registry.
+        ty: u32,
+    },
+    /// An insert went round without reaching its element's home PE.
+    #[error("PE {pe}: insert of index {index} of {coll} was forwarded {hops} times without reaching its home PE {home}")]
+    InsertLooped {
+        /// The PE that gave up.
+        pe: Pe,
+        /// The index, described.
+        index: String,
+        /// The array.
+        coll: CollectionId,
+        /// Times it was forwarded.
+        hops: u8,
+        /// The home PE its map names.
+        home: Pe,
+    },
+    /// A custom array map placed an element outside the job.
+    #[error("array map {map} placed an element on PE {pe}, but the job has {npes} PEs; return a PE in 0..{npes}")]
+    MapOutOfRange {
+        /// The map's registered index.
+        map: u32,
+        /// The PE it returned.
+        pe: Pe,
+        /// PEs in the job.
+        npes: usize,
+    },
+    /// The block map was asked to place a sparse array.
+    #[error(
+        "{coll}: the block map needs a dense (1-D or 2-D) array; use RoundRobin or a custom map"
+    )]
+    BlockMapNeedsDense {
+        /// The array.
+        coll: CollectionId,
+    },
+    /// `contribute()` was called by something that is not a member of a collection.
+    #[error("contribute() called from {from}: only group members and array elements contribute")]
+    ContributeOutside {
+        /// What was running, described.
+        from: String,
+    },
+    /// A callback named an entry this process never registered.
+    #[error("callback entry {entry} is not registered; every process must register the same entries in the same order")]
+    UnregisteredEntry {
+        /// The entry's index.
+        entry: u32,
+    },
+    /// A callback to one member of a collection named no PE.
+    #[error("callback to {dest} has no PE")]
+    CallbackWithoutPe {
+        /// The destination, described.
+        dest: String,
+    },
+    /// A send to a PE that the threads transport does not hold.
+    #[error("PE {to} is not in this process")]
+    PeNotInProcess {
+        /// The PE sent to.
+        to: Pe,
+    },
+    /// A message did not encode (usually its payload's serializer refused it).
+    #[error("PE {pe}: a message to PE {to} did not encode: {reason}")]
+    Encode {
+        /// The sending PE.
+        pe: Pe,
+        /// The PE it was for.
+        to: Pe,
+        /// The encoder's words.
+        reason: String,
+    },
+    /// A message longer than one MPI message carries.
+    #[error("PE {pe}: a message of {bytes} bytes to PE {to} is more than one MPI message carries ({max} bytes); send it in pieces")]
+    MessageTooLong {
+        /// The sending PE.
+        pe: Pe,
+        /// The PE it was for.
+        to: Pe,
+        /// Its longest part.
+        bytes: usize,
+        /// The most one MPI message carries.
+        max: usize,
+    },
+    /// MPI was finalised by an earlier job in this process.
+    #[error("MPI was already finalised in this process; hold a chorus_core::MpiSession to run several jobs")]
+    MpiFinalised,
+    /// MPI could not be initialised.
+    #[error("MPI could not be initialised (was it already initialised outside chorus?)")]
+    MpiInitFailed,
     /// Invalid arguments given to a runtime call, described in words from outside
     /// chorus (a user's serde error); chorus's own mistakes have variants of their own.
     #[error("{0}")]

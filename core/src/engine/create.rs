@@ -22,8 +22,10 @@ impl PeRuntime {
         current: Current,
     ) -> Option<Box<dyn AnyChare>> {
         let Some(ctor) = self.core.reg.chares.get(ty as usize).map(|t| t.construct) else {
-            let err =
-                RuntimeError::Invalid(format!("chare type {ty} is not registered in this process"));
+            let err = RuntimeError::UnknownChareType {
+                pe: self.core.me,
+                ty,
+            };
             self.core.fail(err);
             return None;
         };
@@ -221,10 +223,13 @@ impl PeRuntime {
             // Sent by a PE that did not know the array yet, so to its creator: an
             // element living off its home would be missed by broadcasts and censuses.
             if hops >= MAX_INSERT_HOPS {
-                return self.core.fail(RuntimeError::Invalid(format!(
-                    "PE {me}: insert of index {} of {coll} was forwarded {hops} times without reaching its home PE {home}",
-                    describe_index(&addr)
-                )));
+                return self.core.fail(RuntimeError::InsertLooped {
+                    pe: me,
+                    index: describe_index(&addr),
+                    coll,
+                    hops,
+                    home,
+                });
             }
             let kind = Insert {
                 coll,

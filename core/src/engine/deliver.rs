@@ -160,18 +160,21 @@ impl PeRuntime {
                         self.requeue_rest(Dest::Group(coll), rest, prio);
                     }
                 }
-                Some(_) => self.core.fail(RuntimeError::Invalid(format!(
-                    "PE {me}: {coll} is an array, but the message was addressed to a group"
-                ))),
+                Some(_) => self.core.fail(RuntimeError::WrongCollectionKind {
+                    pe: me,
+                    coll,
+                    is: "an array",
+                    addressed: "a group",
+                }),
                 None => {}
             },
             Dest::Element(coll, addr) => self.deliver_element(coll, addr, 0, payload, via),
             Dest::ElementAt(coll, addr, moves) => {
                 self.deliver_element(coll, addr, moves, payload, via)
             }
-            Dest::Array(coll) => self.core.fail(RuntimeError::Invalid(format!(
-                "PE {me}: point-to-point message for a whole array {coll}"
-            ))),
+            Dest::Array(coll) => self
+                .core
+                .fail(RuntimeError::WholeArrayPointToPoint { pe: me, coll }),
         }
     }
 
@@ -189,9 +192,12 @@ impl PeRuntime {
             return;
         };
         let Members::Array { elements, .. } = &mut c.members else {
-            return self.core.fail(RuntimeError::Invalid(format!(
-                "PE {me}: {coll} is a group, but the message was addressed to an array element"
-            )));
+            return self.core.fail(RuntimeError::WrongCollectionKind {
+                pe: me,
+                coll,
+                is: "a group",
+                addressed: "an array element",
+            });
         };
         let Some(e) = elements.get_mut(&addr.key) else {
             return self.element_absent(coll, addr, moves, payload, via);

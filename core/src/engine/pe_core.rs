@@ -373,15 +373,14 @@ impl PeCore {
                         if (pe as usize) < self.npes {
                             Ok(pe)
                         } else {
-                            Err(RuntimeError::Invalid(format!(
-                                "array map {id} placed an element on PE {pe}, but the job has {} PEs",
-                                self.npes
-                            )))
+                            Err(RuntimeError::MapOutOfRange {
+                                map: id,
+                                pe,
+                                npes: self.npes,
+                            })
                         }
                     }),
-                _ => Err(RuntimeError::Invalid(format!(
-                    "{coll}: the block map needs a dense (1-D or 2-D) array; use RoundRobin or a custom map"
-                ))),
+                _ => Err(RuntimeError::BlockMapNeedsDense { coll }),
             },
         }
     }
@@ -487,9 +486,9 @@ impl PeCore {
             Current::Group(c) => (*c, None, u64::from(self.me)),
             Current::Element(c, addr) => (*c, Some(addr.key.clone()), addr.order),
             other => {
-                let err = RuntimeError::Invalid(format!(
-                    "contribute() called from {other:?}: only group members and array elements contribute"
-                ));
+                let err = RuntimeError::ContributeOutside {
+                    from: format!("{other:?}"),
+                };
                 self.fail(err);
                 return;
             }
@@ -518,9 +517,7 @@ impl PeCore {
             Callback::ArrayAll { coll, entry } => (*entry, Dest::Array(*coll), None),
         };
         let Some(info) = self.reg.entries.get(entry as usize) else {
-            return self.fail(RuntimeError::Invalid(format!(
-                "callback entry {entry} is not registered"
-            )));
+            return self.fail(RuntimeError::UnregisteredEntry { entry });
         };
         let payload = match (info.build)(data) {
             Ok(p) => p,
@@ -537,9 +534,9 @@ impl PeCore {
             (Dest::Element(coll, addr), _) => self.send_to_element(coll, addr, payload, opts),
             (dest @ (Dest::Array(_) | Dest::Group(_)), None) => self.broadcast(dest, payload, opts),
             (dest, Some(pe)) => self.send_user(pe, dest, payload, opts),
-            (dest, None) => self.fail(RuntimeError::Invalid(format!(
-                "callback to {dest:?} has no PE"
-            ))),
+            (dest, None) => self.fail(RuntimeError::CallbackWithoutPe {
+                dest: format!("{dest:?}"),
+            }),
         }
     }
 

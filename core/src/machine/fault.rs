@@ -48,7 +48,11 @@ pub(crate) fn damaged_arrival(env: &Envelope, from: Pe, to: Pe) -> Arrival {
     let mut buf = Vec::new();
     if let Err(e) = wire::encode(env, to, &mut buf) {
         return Arrival::Failed {
-            err: RuntimeError::Invalid(format!("PE {from}: {e}")),
+            err: RuntimeError::Encode {
+                pe: from,
+                to,
+                reason: e.to_string(),
+            },
             weight: Some(if env.counted { env.weight() } else { 0 }),
         };
     }

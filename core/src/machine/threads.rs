@@ -97,9 +97,7 @@ impl Port for ThreadNet {
                     let damage = self.fault.as_mut().is_some_and(|f| f.hit(&env));
                     remote(to, env, damage)
                 }
-                None => Err(RuntimeError::Invalid(format!(
-                    "PE {to} is not in this process"
-                ))),
+                None => Err(RuntimeError::PeNotInProcess { to }),
             };
         };
         let slot = &mut self.held[i];

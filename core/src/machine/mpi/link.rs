@@ -161,15 +161,21 @@ impl Encoded {
         } else {
             wire::encode(env, to, &mut buf).map(|()| Vec::new())
         }
-        .map_err(|e| RuntimeError::Invalid(format!("PE {}: {e}", env.src)))?;
+        .map_err(|e| RuntimeError::Encode {
+            pe: env.src,
+            to,
+            reason: e.to_string(),
+        })?;
         // Refused whole, before any part (a notice, the main part) leaves: rsmpi
         // panics on a longer slice, and a receiver would wait for the rest.
         let longest = segments.iter().map(|s| s.len()).chain([buf.len()]).max();
         if let Some(n) = longest.filter(|&n| n > MAX_MPI_MESSAGE) {
-            return Err(RuntimeError::Invalid(format!(
-                "PE {}: a message of {n} bytes to PE {to} is more than one MPI message carries ({MAX_MPI_MESSAGE} bytes); send it in pieces",
-                env.src
-            )));
+            return Err(RuntimeError::MessageTooLong {
+                pe: env.src,
+                to,
+                bytes: n,
+                max: MAX_MPI_MESSAGE,
+            });
         }
         Ok(Encoded { buf, segments })
     }

@@ -88,14 +88,10 @@ pub(crate) fn start_mpi() -> Result<(), RuntimeError> {
         let mut s = s.borrow_mut();
         match &*s {
             Session::Active(_) => Ok(()),
-            Session::Finalized => Err(RuntimeError::Invalid(
-                "MPI was already finalised in this process; hold a chorus_core::MpiSession to run several jobs".into(),
-            )),
+            Session::Finalized => Err(RuntimeError::MpiFinalised),
             Session::Never => {
                 let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
-                    .ok_or_else(|| {
-                        RuntimeError::Invalid("MPI could not be initialised (was it already initialised outside chorus?)".into())
-                    })?;
+                    .ok_or(RuntimeError::MpiInitFailed)?;
                 *s = Session::Active(universe);
                 Ok(())
             }
