@@ -142,7 +142,8 @@ fn report(file: &Path, output: &Path, bins: u32, max_rows: u32) -> Result<(), St
         ..ReportOptions::default()
     };
     let html = render_report_compact(&trace, &s, &opts);
-    std::fs::write(output, html).map_err(|e| format!("{}: {e}", output.display()))?;
+    chorus_traces::capture::staged::write_atomic(output, html.as_bytes())
+        .map_err(|e| e.to_string())?;
     eprintln!("wrote {}", output.display());
     Ok(())
 }
