@@ -148,3 +148,31 @@ fn check_fails_on_an_arrow_viewers_misbind() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     assert_eq!(v["misbound_flows"], 1);
 }
+
+#[test]
+fn out_of_range_timestamps_are_refused_by_every_command() {
+    let dir = scratch("cli_times");
+    let bad = dir.join("t.json");
+    let cases = [
+        ("\"ts\":-5,\"dur\":1", "ts -5"),
+        ("\"ts\":1e300,\"dur\":1", "ts 1e300"),
+        ("\"ts\":1,\"dur\":-2", "dur -2"),
+        ("\"ts\":1,\"dur\":1e20", "dur 1e20"),
+    ];
+    for (times, expect) in cases {
+        let text = format!(
+            "{{\"traceEvents\":[{{\"ph\":\"X\",\"cat\":\"entry\",\"name\":\"a\",\"pid\":1,\"tid\":1,{times}}}]}}"
+        );
+        std::fs::write(&bad, text).unwrap();
+        // Before the fix each was clamped to 0 (or wrapped) and `check` said ok.
+        for cmd in ["check", "summary"] {
+            let o = run(&[cmd, bad.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(1), "{cmd} {times}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(expect) && stderr(&o).contains("t.json"),
+                "{cmd} {times}: {}",
+                stderr(&o)
+            );
+        }
+    }
+}
