@@ -176,3 +176,40 @@ fn out_of_range_timestamps_are_refused_by_every_command() {
         }
     }
 }
+
+#[test]
+fn check_names_each_broken_rule_once_with_its_count() {
+    let dir = scratch("cli_check_once");
+    let bad = dir.join("many.json");
+    // Thirty arrows, each bound to the boundary where idle ends and an entry starts.
+    let mut events = vec![
+        r#"{"ph":"M","name":"thread_name","pid":0,"tid":0,"args":{"name":"PE 0"}}"#.to_owned(),
+        r#"{"ph":"M","name":"thread_name","pid":0,"tid":1,"args":{"name":"PE 1"}}"#.to_owned(),
+    ];
+    for k in 0..30u64 {
+        let t = k * 10;
+        events.push(format!(
+            r#"{{"ph":"X","cat":"entry","name":"A::go","pid":0,"tid":0,"ts":{},"dur":1}},
+{{"ph":"s","cat":"msg","name":"msg","id":"{k:#x}","pid":0,"tid":0,"ts":{}.5}},
+{{"ph":"X","cat":"idle","name":"idle","pid":0,"tid":1,"ts":{t},"dur":3}},
+{{"ph":"X","cat":"entry","name":"B::got","pid":0,"tid":1,"ts":{},"dur":1}},
+{{"ph":"f","cat":"msg","name":"msg","id":"{k:#x}","pid":0,"tid":1,"ts":{},"bp":"e"}}"#,
+            t + 1,
+            t + 1,
+            t + 3,
+            t + 3
+        ));
+    }
+    let text = format!("{{\"traceEvents\":[{}]}}", events.join(",\n"));
+    std::fs::write(&bad, text).unwrap();
+    let o = run(&["check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    // Before, the rule's message was printed twenty times.
+    assert_eq!(err.matches("FlowAtBoundary").count(), 2, "{err}");
+    assert!(
+        err.contains("FlowAtBoundary: 30 problems; first: "),
+        "{err}"
+    );
+    assert!(err.contains("30 of 30 arrows misbound"), "{err}");
+}

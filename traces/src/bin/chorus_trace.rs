@@ -157,8 +157,14 @@ fn check(file: &Path, json: bool) -> Result<(), String> {
         println!("{text}");
     }
     if !report.ok() {
-        for p in &report.problems {
-            eprintln!("{:?}: {}", p.rule, p.message);
+        // Each broken rule once, with its count and first example (`--json` has more).
+        for (rule, n) in &report.counts {
+            let first = report.problems.iter().find(|p| p.rule == *rule);
+            let example = first.map_or(String::new(), |p| format!("; first: {}", p.message));
+            eprintln!(
+                "{rule:?}: {n} problem{}{example}",
+                if *n == 1 { "" } else { "s" }
+            );
         }
         let counts: Vec<String> = report
             .counts
