@@ -213,3 +213,36 @@ fn check_names_each_broken_rule_once_with_its_count() {
     );
     assert!(err.contains("30 of 30 arrows misbound"), "{err}");
 }
+
+#[test]
+fn unbalanced_slices_are_refused_by_every_command() {
+    let dir = scratch("cli_unbalanced");
+    let bad = dir.join("t.json");
+    let ev = |ph: &str, ts: u64| {
+        format!(r#"{{"ph":"{ph}","cat":"entry","name":"a","pid":1,"tid":1,"ts":{ts}}}"#)
+    };
+    let cases = [
+        (vec![ev("E", 5)], "with no slice begun there"),
+        (
+            vec![ev("B", 1), ev("E", 2), ev("E", 3)],
+            "with no slice begun there",
+        ),
+        (vec![ev("B", 1)], "1 slice(s) begun and never ended"),
+        (
+            vec![ev("B", 1), ev("B", 2), ev("E", 3)],
+            "begun and never ended",
+        ),
+        (vec![ev("B", 9), ev("E", 4)], "before it begins"),
+    ];
+    for (events, expect) in cases {
+        let text = format!("{{\"traceEvents\":[{}]}}", events.join(","));
+        std::fs::write(&bad, &text).unwrap();
+        // Before the fix a stray end was skipped, an open begin dropped, and a
+        // backwards end made a zero-length slice: `check` said ok on each.
+        for cmd in ["check", "summary"] {
+            let o = run(&[cmd, bad.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(1), "{cmd} {text}: {}", stderr(&o));
+            assert!(stderr(&o).contains(expect), "{cmd} {text}: {}", stderr(&o));
+        }
+    }
+}

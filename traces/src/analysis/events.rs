@@ -105,7 +105,10 @@ impl<A: Args> Assembler<'_, A> {
                 self.open_b.begin((pid, tid), name, cat, ts_ns, args, seq);
                 return Ok(None);
             }
-            "E" => return Ok(self.open_b.end(&(pid, tid), pid, tid, ts_ns)),
+            "E" => {
+                let slice = self.open_b.end(&(pid, tid), pid, tid, ts_ns, self.path)?;
+                return Ok(Some(slice));
+            }
             "i" | "I" => Item::Instant {
                 pid,
                 tid,
@@ -287,6 +290,7 @@ pub fn read_json<A: Args>(
     if !driver.saw_events {
         return Err(bad(path, "no traceEvents array".to_owned()));
     }
+    driver.asm.open_b.finish(path)?;
     Ok(driver.display_time_unit)
 }
 
