@@ -42,9 +42,18 @@ pub fn tagged_path(path: &Path, tag: &str) -> PathBuf {
     path.with_file_name(file)
 }
 
-/// `Config::validate`, and that its output files can be created.
+/// `Config::validate`, and that its output files can be created, each its own file.
 pub fn check(config: &Config) -> Result<(), String> {
     config.validate().map_err(|e| e.to_string())?;
+    if let (Some(t), Some(d)) = (&config.trace, &config.debug_trace) {
+        if same_file(t, d) {
+            return Err(format!(
+                "--trace {} and --debug-trace {} name the same file; give each its own",
+                t.display(),
+                d.display()
+            ));
+        }
+    }
     let outputs = [
         ("--trace", &config.trace),
         ("--debug-trace", &config.debug_trace),
@@ -57,9 +66,18 @@ pub fn check(config: &Config) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `a` and `b` are one file: the same path once made absolute, or (both
+/// existing) the same file under two names.
+fn same_file(a: &Path, b: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).or_else(|_| std::path::absolute(p));
+    matches!((canon(a), canon(b)), (Ok(x), Ok(y)) if x == y)
+}
+
 /// Open `path` for writing as the trace writer will, and remove it again if this
-/// made it (the run writes it at the end, possibly minutes later).
+/// made it (the run writes it at the end, possibly minutes later). A path that exists
+/// and is not a regular file is refused without being opened: opening a FIFO blocks.
 fn creatable(path: &Path) -> std::io::Result<()> {
+    chorus_traces::capture::staged::destination(path).map_err(std::io::Error::other)?;
     let existed = path.exists();
     OpenOptions::new()
         .write(true)

@@ -3,6 +3,7 @@
 //! silently wraps, or a hang.
 
 use std::io::Read;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -286,4 +287,37 @@ fn json_is_one_object_on_stdout() {
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON value");
     assert!(v["runs"].as_array().is_some_and(|r| !r.is_empty()), "{v}");
+}
+
+#[test]
+fn an_output_that_is_no_regular_file_or_is_named_twice_is_a_usage_error() {
+    let hello = env!("CARGO_BIN_EXE_hello");
+    let dir = std::env::temp_dir().join(format!("chorus-cli-outputs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let same = dir.join("t.json");
+    let same = same.to_str().expect("a UTF-8 temp path");
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        // One file for two outputs: once it wrote one invalid file.
+        (
+            vec!["--trace", same, "--debug-trace", same],
+            "name the same file",
+        ),
+        // A device: the rename that ends a trace would replace it.
+        (vec!["--trace", "/dev/full"], "not a regular file"),
+        (vec!["--debug-trace", "/dev/full"], "not a regular file"),
+    ];
+    let fifo = dir.join("pipe.json");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    let fifo = fifo.to_str().expect("a UTF-8 temp path");
+    if made.is_ok_and(|s| s.success()) {
+        // Before the fix the probe opened the FIFO and hung until a reader came.
+        cases.push((vec!["--trace", fifo], "not a regular file"));
+    }
+    for (args, expect) in cases {
+        let (code, err) = run(hello, &args);
+        assert_eq!(code, Some(2), "hello {args:?}: {err}");
+        assert!(err.contains(expect), "hello {args:?}: {err}");
+    }
+    assert!(!Path::new(same).exists(), "nothing is written");
+    std::fs::remove_dir_all(&dir).expect("clean up");
 }

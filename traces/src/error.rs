@@ -31,6 +31,12 @@ pub enum TraceError {
         /// What is wrong with it.
         message: String,
     },
+    /// An output path exists and is not a regular file (a FIFO, a device, a directory).
+    #[error("{path}: exists and is not a regular file; a trace or report is written only to a regular file or a new path")]
+    NotAFile {
+        /// The path given.
+        path: PathBuf,
+    },
     /// Spooling a PE's buffer failed while recording; the first such failure is kept
     /// because the recording calls themselves cannot return errors.
     #[error("spooling trace records to {path} failed earlier: {message}")]

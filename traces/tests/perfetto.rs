@@ -134,3 +134,62 @@ fn a_damaged_perfetto_trace_is_a_clear_error() {
     let e = read_chrome(&bad_path).unwrap_err().to_string();
     assert!(e.contains("malformed TracePacket"), "{e}");
 }
+
+/// Offsets just past each top-level field (each packet) of a protobuf trace.
+fn packet_ends(bytes: &[u8]) -> Vec<usize> {
+    let varint = |pos: &mut usize| {
+        let mut v = 0u64;
+        for shift in (0..).step_by(7) {
+            let b = bytes[*pos];
+            *pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        v
+    };
+    let (mut pos, mut ends) = (0, Vec::new());
+    while pos < bytes.len() {
+        varint(&mut pos);
+        let len = varint(&mut pos) as usize;
+        pos += len;
+        ends.push(pos);
+    }
+    ends
+}
+
+#[test]
+fn a_cut_perfetto_trace_is_refused_not_summarised() {
+    let dir = scratch("perfetto_cut");
+    let out = dir.join("t.perfetto-trace");
+    let s = scenario(4, 200, 9);
+    record(&s, TraceConfig::new(&out))
+        .write(&s.names, &out)
+        .unwrap();
+    let bytes = std::fs::read(&out).unwrap();
+    let ends = packet_ends(&bytes);
+    let cut = dir.join("cut.perfetto-trace");
+    let opts = SummaryOptions::default();
+    let (mut boundary, mut refused) = (0, 0);
+    // Every cut inside the events: mid-packet (always refused, as before) and at a
+    // packet boundary, refused when a slice is left open (before the fix, never).
+    let events = &ends[ends.len() / 4..ends.len() - 1];
+    let step = (events.len() / 200).max(1);
+    for w in events.windows(2).step_by(step) {
+        std::fs::write(&cut, &bytes[..w[0] + 1]).unwrap();
+        let e = summarize_file(&cut, &opts).expect_err("a cut packet");
+        assert!(e.to_string().contains("truncated"), "{e}");
+        std::fs::write(&cut, &bytes[..w[0]]).unwrap();
+        boundary += 1;
+        if let Err(e) = summarize_file(&cut, &opts) {
+            assert!(e.to_string().contains("never ended"), "{e}");
+            refused += 1;
+        }
+    }
+    assert!(boundary >= 100, "{boundary} cuts");
+    assert!(
+        refused * 2 > boundary,
+        "only {refused} of {boundary} cuts at a packet boundary refused"
+    );
+}

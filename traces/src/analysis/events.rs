@@ -41,12 +41,24 @@ struct RawEvent<A> {
     args: Option<A>,
 }
 
-/// Microseconds (float) to ns, rounded: chorus prints exactly three decimals.
-fn us_to_ns(us: f64) -> u64 {
-    if us.is_finite() && us > 0.0 {
-        (us * 1000.0).round() as u64
+/// Microseconds (float) to ns, rounded: chorus prints exactly three decimals. A time
+/// that is negative, not finite or past 2^64 ns (about 584 years) is refused, naming
+/// the field: clamping it gave figures that looked right and were not.
+fn us_to_ns(us: f64, what: &str, path: &Path) -> Result<u64, TraceError> {
+    let ns = (us * 1000.0).round();
+    if us.is_finite() && ns >= 0.0 && ns < u64::MAX as f64 {
+        Ok(ns as u64)
     } else {
-        0
+        // Huge values in the exponent form they were most likely written in.
+        let shown = if us.abs() < 1e15 {
+            us.to_string()
+        } else {
+            format!("{us:e}")
+        };
+        Err(bad(
+            path,
+            format!("{what} {shown} us is outside 0 to 2^64 ns; not a time a trace can hold"),
+        ))
     }
 }
 
@@ -74,7 +86,7 @@ impl<A: Args> Assembler<'_, A> {
         self.seq += 1;
         let pid = id_value(&e.pid, "pid", self.path)?;
         let tid = id_value(&e.tid, "tid", self.path)?;
-        let ts_ns = e.ts.map_or(0, us_to_ns);
+        let ts_ns = e.ts.map_or(Ok(0), |us| us_to_ns(us, "ts", self.path))?;
         let name = e.name.unwrap_or_default();
         let cat = e.cat.unwrap_or_default();
         let item = match e.ph.as_str() {
@@ -84,7 +96,7 @@ impl<A: Args> Assembler<'_, A> {
                 name,
                 cat,
                 ts_ns,
-                dur_ns: e.dur.map_or(0, us_to_ns),
+                dur_ns: e.dur.map_or(Ok(0), |us| us_to_ns(us, "dur", self.path))?,
                 args: e.args.unwrap_or_default(),
                 seq,
             },
@@ -93,7 +105,10 @@ impl<A: Args> Assembler<'_, A> {
                 self.open_b.begin((pid, tid), name, cat, ts_ns, args, seq);
                 return Ok(None);
             }
-            "E" => return Ok(self.open_b.end(&(pid, tid), pid, tid, ts_ns)),
+            "E" => {
+                let slice = self.open_b.end(&(pid, tid), pid, tid, ts_ns, self.path)?;
+                return Ok(Some(slice));
+            }
             "i" | "I" => Item::Instant {
                 pid,
                 tid,
@@ -275,6 +290,7 @@ pub fn read_json<A: Args>(
     if !driver.saw_events {
         return Err(bad(path, "no traceEvents array".to_owned()));
     }
+    driver.asm.open_b.finish(path)?;
     Ok(driver.display_time_unit)
 }
 

@@ -249,19 +249,58 @@ impl<K: Hash + Eq, A> OpenSlices<K, A> {
     }
 
     /// Closes the innermost open slice of track `key` at `ts_ns`: the whole slice, on
-    /// the track `(pid, tid)`; `None` when nothing is open there.
-    pub(crate) fn end(&mut self, key: &K, pid: u32, tid: u32, ts_ns: u64) -> Option<Item<A>> {
-        let (name, cat, start, args, seq) = self.open.get_mut(key).and_then(Vec::pop)?;
-        Some(Item::Slice {
+    /// the track `(pid, tid)`. An end with nothing open, or before its begin, is an
+    /// error: the slices around it cannot be trusted.
+    pub(crate) fn end(
+        &mut self,
+        key: &K,
+        pid: u32,
+        tid: u32,
+        ts_ns: u64,
+        path: &Path,
+    ) -> Result<Item<A>, TraceError> {
+        let Some((name, cat, start, args, seq)) = self.open.get_mut(key).and_then(Vec::pop) else {
+            return Err(bad(
+                path,
+                format!(
+                    "a slice end at {ts_ns} ns on pid {pid} tid {tid} with no slice begun there"
+                ),
+            ));
+        };
+        if ts_ns < start {
+            return Err(bad(
+                path,
+                format!("slice '{name}' on pid {pid} tid {tid} ends at {ts_ns} ns, before it begins at {start} ns"),
+            ));
+        }
+        Ok(Item::Slice {
             pid,
             tid,
             name,
             cat,
             ts_ns: start,
-            dur_ns: ts_ns.saturating_sub(start),
+            dur_ns: ts_ns - start,
             args,
             seq,
         })
+    }
+
+    /// At the end of the file: an error if any slice was begun and never ended (a cut
+    /// file, or a writer that stopped), naming how many and the first.
+    pub(crate) fn finish(&self, path: &Path) -> Result<(), TraceError> {
+        let open = self.open.values().flatten();
+        let Some(first) = open.clone().min_by_key(|o| o.4) else {
+            return Ok(());
+        };
+        Err(bad(
+            path,
+            format!(
+                "{} slice(s) begun and never ended (the first '{}' at {} ns): the file is cut or unbalanced",
+                open.count(),
+                first.0,
+                first.2
+            ),
+        ))
     }
 }
 

@@ -250,9 +250,7 @@ impl<A: Args> Reader<'_, A> {
         match ev.kind {
             event::SLICE_BEGIN => self.open.begin(uuid, ev.name, cat, ts_ns, ev.args, seq),
             event::SLICE_END => {
-                if let Some(slice) = self.open.end(&uuid, pid, tid, ts_ns) {
-                    each(slice)?;
-                }
+                each(self.open.end(&uuid, pid, tid, ts_ns, self.path)?)?;
             }
             event::INSTANT => each(Item::Instant {
                 pid,
@@ -402,5 +400,5 @@ pub fn read_perfetto<A: Args>(
             r.packet(&buf, &mut each)?;
         }
     }
-    Ok(())
+    r.open.finish(path)
 }

@@ -142,7 +142,8 @@ fn report(file: &Path, output: &Path, bins: u32, max_rows: u32) -> Result<(), St
         ..ReportOptions::default()
     };
     let html = render_report_compact(&trace, &s, &opts);
-    std::fs::write(output, html).map_err(|e| format!("{}: {e}", output.display()))?;
+    chorus_traces::capture::staged::write_atomic(output, html.as_bytes())
+        .map_err(|e| e.to_string())?;
     eprintln!("wrote {}", output.display());
     Ok(())
 }
@@ -156,8 +157,14 @@ fn check(file: &Path, json: bool) -> Result<(), String> {
         println!("{text}");
     }
     if !report.ok() {
-        for p in &report.problems {
-            eprintln!("{:?}: {}", p.rule, p.message);
+        // Each broken rule once, with its count and first example (`--json` has more).
+        for (rule, n) in &report.counts {
+            let first = report.problems.iter().find(|p| p.rule == *rule);
+            let example = first.map_or(String::new(), |p| format!("; first: {}", p.message));
+            eprintln!(
+                "{rule:?}: {n} problem{}{example}",
+                if *n == 1 { "" } else { "s" }
+            );
         }
         let counts: Vec<String> = report
             .counts

@@ -40,6 +40,7 @@ use std::path::Path;
 
 use crate::capture::layout::{At, FlowPlan, Slice, SliceKind, TrackEvents};
 use crate::capture::spool::{read_chunk, Chunk, SpoolView};
+use crate::capture::staged::StagedFile;
 use crate::error::TraceError;
 use crate::names::{NameId, Names};
 use crate::record::{flow_kept, Event, Record};
@@ -71,20 +72,22 @@ pub(crate) trait Output {
 
 /// Writes `view`'s spool as Chrome JSON to `out` (see the module docs).
 pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<WriteStats, TraceError> {
-    let file = File::create(out).map_err(|e| TraceError::io(out, e))?;
+    let (staged, file) = StagedFile::create(out)?;
     let w = JsonOut {
         w: BufWriter::with_capacity(1 << 20, file),
         first: true,
         events: 0,
         holders: Vec::new(),
     };
-    write_as(view, names, out, Box::new(w))
+    write_as(view, names, staged, out, Box::new(w))
 }
 
-/// Lays the spool out and writes it through `w` to `out` (already created).
+/// Lays the spool out and writes it through `w` to `staged`, then renames it onto
+/// `out` (the path errors name).
 pub(crate) fn write_as(
     view: &SpoolView,
     names: &Names,
+    staged: StagedFile,
     out: &Path,
     mut w: Box<dyn Output>,
 ) -> Result<WriteStats, TraceError> {
@@ -132,7 +135,8 @@ pub(crate) fn write_as(
     w.holders(&mut stats).map_err(io)?;
     stats.events = w.finish().map_err(io)?;
     stats.pes = view.tracks.len();
-    stats.bytes = std::fs::metadata(out).map_err(io)?.len();
+    stats.bytes = std::fs::metadata(staged.temp_path()).map_err(io)?.len();
+    staged.commit()?;
     stats.bytes_per_event = if stats.events == 0 {
         0.0
     } else {
@@ -311,7 +315,7 @@ impl Output for JsonOut {
     fn finish(mut self: Box<Self>) -> std::io::Result<u64> {
         self.w.write_all(b"\n],\"displayTimeUnit\":\"ns\"}\n")?;
         let file = self.w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all().ok();
+        file.sync_all()?;
         Ok(self.events)
     }
 }

@@ -39,7 +39,7 @@ struct Spool {
 /// written to disk as they arrive; only the chunk index stays in memory.
 pub struct Collector {
     config: TraceConfig,
-    spool_path: PathBuf,
+    spool_path: SpoolGuard,
     spool: Mutex<Spool>,
     tracks: Mutex<BTreeMap<u32, u32>>,
     arg_keys: Mutex<Vec<&'static str>>,
@@ -49,7 +49,7 @@ impl std::fmt::Debug for Collector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Collector")
             .field("config", &self.config)
-            .field("spool_path", &self.spool_path)
+            .field("spool_path", &self.spool_path.0)
             .finish_non_exhaustive()
     }
 }
@@ -78,16 +78,17 @@ impl Collector {
             std::process::id(),
             SPOOL_SEQ.fetch_add(1, Ordering::Relaxed)
         ));
+        let spool_path = SpoolGuard(spool_path);
         let file = OpenOptions::new()
             .create(true)
             .truncate(true)
             .read(true)
             .write(true)
-            .open(&spool_path)
-            .map_err(|e| TraceError::io(&spool_path, e))?;
+            .open(&spool_path.0)
+            .map_err(|e| TraceError::io(&spool_path.0, e))?;
         let mut out = BufWriter::with_capacity(256 * 1024, file);
         out.write_all(SPOOL_MAGIC)
-            .map_err(|e| TraceError::io(&spool_path, e))?;
+            .map_err(|e| TraceError::io(&spool_path.0, e))?;
         Ok(Collector {
             config,
             spool_path,
@@ -111,7 +112,7 @@ impl Collector {
 
     /// The temporary spool file.
     pub fn spool_path(&self) -> &Path {
-        &self.spool_path
+        &self.spool_path.0
     }
 
     /// Records that PE `pe` exists in process `pid`, so it gets a named track even if
@@ -244,13 +245,13 @@ impl Collector {
             let mut s = lock(&self.spool);
             if let Some(message) = &s.error {
                 return Err(TraceError::Spool {
-                    path: self.spool_path.clone(),
+                    path: self.spool_path.0.clone(),
                     message: message.clone(),
                 });
             }
             s.out
                 .flush()
-                .map_err(|e| TraceError::io(&self.spool_path, e))?;
+                .map_err(|e| TraceError::io(&self.spool_path.0, e))?;
             s.chunks.clone()
         };
         let mut tracks = lock(&self.tracks).clone();
@@ -258,7 +259,7 @@ impl Collector {
             tracks.entry(c.pe).or_insert(c.pid);
         }
         Ok(SpoolView {
-            path: self.spool_path.clone(),
+            path: self.spool_path.0.clone(),
             chunks,
             tracks,
             arg_keys: lock(&self.arg_keys).clone(),
@@ -268,9 +269,13 @@ impl Collector {
     }
 }
 
-impl Drop for Collector {
+/// The spool file's path; the file is removed when this is dropped, on every way out
+/// of a run (a written trace, an error, a panic unwinding, a collector never finished),
+/// as the spool is scratch space and the trace file is the product.
+struct SpoolGuard(PathBuf);
+
+impl Drop for SpoolGuard {
     fn drop(&mut self) {
-        // The spool is scratch space; the Chrome file is the product.
-        let _ = std::fs::remove_file(&self.spool_path);
+        let _ = std::fs::remove_file(&self.0);
     }
 }

@@ -52,7 +52,7 @@ fn thread_uuid(pe: u32) -> u64 {
 
 /// Writes `view`'s spool as a Perfetto trace to `out` (see the module docs).
 pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<WriteStats, TraceError> {
-    let file = File::create(out).map_err(|e| TraceError::io(out, e))?;
+    let (staged, file) = crate::capture::staged::StagedFile::create(out)?;
     let w = PerfettoOut {
         w: BufWriter::with_capacity(1 << 20, file),
         packets: 0,
@@ -60,7 +60,7 @@ pub(crate) fn write(view: &SpoolView, names: &Names, out: &Path) -> Result<Write
         packet: Vec::new(),
         interned: Vec::new(),
     };
-    crate::capture::chrome::write_as(view, names, out, Box::new(w))
+    crate::capture::chrome::write_as(view, names, staged, out, Box::new(w))
 }
 
 /// Which interning index a string goes to.
@@ -291,7 +291,7 @@ impl Output for PerfettoOut {
 
     fn finish(self: Box<Self>) -> std::io::Result<u64> {
         let file = self.w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all().ok();
+        file.sync_all()?;
         Ok(self.packets)
     }
 }
