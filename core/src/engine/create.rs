@@ -220,25 +220,13 @@ impl PeRuntime {
             Err(e) => return self.core.fail(e),
         };
         if home != me {
-            // Sent by a PE that did not know the array yet, so to its creator: an
-            // element living off its home would be missed by broadcasts and censuses.
-            if hops >= MAX_INSERT_HOPS {
-                return self.core.fail(RuntimeError::InsertLooped {
-                    pe: me,
-                    index: describe_index(&addr),
-                    coll,
-                    hops,
-                    home,
-                });
-            }
-            let kind = Insert {
+            let i = Insert {
                 coll,
                 addr,
                 init,
-                hops: hops + 1,
+                hops,
             };
-            let env = self.core.envelope(kind, SendOpts::expedited());
-            return self.core.post(home, env);
+            return self.forward_insert(i, home);
         }
         let resident = match &c.members {
             Members::Array { elements, .. } => elements.contains_key(&addr.key),
@@ -284,6 +272,27 @@ impl PeRuntime {
                 },
             );
         }
+    }
+
+    /// Send an insert on to its element's home PE. It came here from a PE that did
+    /// not know the array yet, so to its creator: an element living off its home
+    /// would be missed by broadcasts and censuses.
+    fn forward_insert(&mut self, i: Insert, home: Pe) {
+        if i.hops >= MAX_INSERT_HOPS {
+            return self.core.fail(RuntimeError::InsertLooped {
+                pe: self.core.me,
+                index: describe_index(&i.addr),
+                coll: i.coll,
+                hops: i.hops,
+                home,
+            });
+        }
+        let kind = Insert {
+            hops: i.hops + 1,
+            ..i
+        };
+        let env = self.core.envelope(kind, SendOpts::expedited());
+        self.core.post(home, env);
     }
 
     pub(super) fn recount(&mut self, coll: CollectionId, root: Pe) {
