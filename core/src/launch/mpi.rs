@@ -8,7 +8,7 @@ use crate::api::report::RunReport;
 use crate::base::error::RuntimeError;
 use crate::engine::PeRuntime;
 use crate::machine::mpi::link::{shut_down, Link};
-use crate::machine::mpi::{finish_mpi, session_active, start_mpi, world, MpiNet};
+use crate::machine::mpi::{finish_mpi, session_active, start_mpi, world, MpiPort};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
@@ -59,7 +59,7 @@ fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeEr
     let (start, comm) = RankStart::new(world, &job, 1)?;
     let link = Rc::new(RefCell::new(Link::new(comm, true, job.config.fault_hold())));
     let setup = start.pe_setup(&job.config, start.rank);
-    let net = MpiNet::new(
+    let net = MpiPort::new(
         start.rank,
         link.clone(),
         start.epoch,

@@ -1,5 +1,5 @@
 //! The mpi layer's SMP launch (`--pes-per-rank` above 1, Charm++'s SMP mode): worker
-//! threads run the rank's PEs, each driving its PE over a `ThreadNet` port, while the
+//! threads run the rank's PEs, each driving its PE over a `ThreadPort` port, while the
 //! rank's own thread runs the communication loop of `machine::mpi::smp`.
 
 use super::rank_start::RankStart;
@@ -10,7 +10,7 @@ use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::machine::mpi::link::{shut_down, Encoded, Link};
 use crate::machine::mpi::smp::{communicate, DeathWatch, Route, OUT_QUEUE};
-use crate::machine::threads::{RemoteSend, ThreadNet};
+use crate::machine::threads::{RemoteSend, ThreadPort};
 use crate::machine::Arrival;
 use crossbeam_channel::{bounded, unbounded, Sender};
 use mpi::topology::SimpleCommunicator;
@@ -57,7 +57,7 @@ pub(super) fn run_rank(
             tx.send((to, encoded))
                 .map_err(|_| RuntimeError::CommThreadStopped { pe })
         });
-        let net = ThreadNet::new(rx, peers.clone(), first, Some(remote), clock_start, offset)
+        let net = ThreadPort::new(rx, peers.clone(), first, Some(remote), clock_start, offset)
             .with_faults(pe, job.config.fault_corrupt_every);
         let thread = PeThread {
             setup,

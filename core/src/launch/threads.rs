@@ -1,5 +1,5 @@
 //! The threads layer's launch: one OS thread per PE, each driving its PE over a
-//! `ThreadNet` port, crossbeam channels between them.
+//! `ThreadPort` port, crossbeam channels between them.
 
 use super::{finish_run, Job, MachineLayer};
 use crate::api::ctx::Ctx;
@@ -9,7 +9,7 @@ use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::base::progress::Progress;
 use crate::engine::{PeRuntime, PeSetup};
-use crate::machine::threads::ThreadNet;
+use crate::machine::threads::ThreadPort;
 use crate::machine::Arrival;
 use crate::trace::JobTrace;
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender};
@@ -41,7 +41,7 @@ pub(super) struct PeThread {
     /// The job's registrations.
     pub(super) registry: Arc<Registry>,
     /// The PE's port.
-    pub(super) net: ThreadNet,
+    pub(super) net: ThreadPort,
     /// The job's main function, on PE 0 only.
     pub(super) main: Option<MainFn>,
 }
@@ -136,7 +136,7 @@ fn start_pes(
         let thread = PeThread {
             setup: PeSetup::new(cfg, npes, pe, trace.map(|t| t.pe(pe, 0))),
             registry: job.registry.clone(),
-            net: ThreadNet::new(rx, peers.clone(), 0, None, start, 0.0)
+            net: ThreadPort::new(rx, peers.clone(), 0, None, start, 0.0)
                 .with_faults(pe, cfg.fault_corrupt_every),
             main: if pe == 0 { main.take() } else { None },
         };

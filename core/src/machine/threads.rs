@@ -23,7 +23,7 @@ const WAIT_AT_MOST: Duration = Duration::from_millis(250);
 pub(crate) type RemoteSend = Box<dyn FnMut(Pe, Envelope, bool) -> Result<(), RuntimeError> + Send>;
 
 /// A PE's transport among the PEs of one process, and beyond it through `remote`.
-pub(crate) struct ThreadNet {
+pub(crate) struct ThreadPort {
     /// This PE's inbox: what the process's PEs (and, on the mpi layer's SMP mode,
     /// the rank's communication thread) send it.
     inbox: Receiver<Arrival>,
@@ -44,7 +44,7 @@ pub(crate) struct ThreadNet {
     fault: Option<Corrupter>,
 }
 
-impl ThreadNet {
+impl ThreadPort {
     /// The transport of a PE whose process runs PEs `first..first + peers.len()`.
     pub(crate) fn new(
         inbox: Receiver<Arrival>,
@@ -54,7 +54,7 @@ impl ThreadNet {
         start: Instant,
         offset: f64,
     ) -> Self {
-        ThreadNet {
+        ThreadPort {
             inbox,
             held: (0..peers.len()).map(|_| Vec::new()).collect(),
             peers,
@@ -89,7 +89,7 @@ impl ThreadNet {
     }
 }
 
-impl Port for ThreadNet {
+impl Port for ThreadPort {
     fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
         let Some(i) = self.local(to) else {
             return match self.remote.as_mut() {

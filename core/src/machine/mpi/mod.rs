@@ -118,7 +118,7 @@ pub(crate) fn world() -> Option<SimpleCommunicator> {
 }
 
 /// The PE's transport: sends go straight to MPI.
-pub(crate) struct MpiNet {
+pub(crate) struct MpiPort {
     /// This rank's PE.
     me: Pe,
     link: Rc<RefCell<Link>>,
@@ -130,7 +130,7 @@ pub(crate) struct MpiNet {
     fault: Option<Corrupter>,
 }
 
-impl MpiNet {
+impl MpiPort {
     /// The port of PE `me`, the only one of its rank, over `link`.
     pub(crate) fn new(
         me: Pe,
@@ -138,7 +138,7 @@ impl MpiNet {
         epoch: f64,
         fault_corrupt_every: Option<u64>,
     ) -> Self {
-        MpiNet {
+        MpiPort {
             me,
             link,
             epoch,
@@ -148,7 +148,7 @@ impl MpiNet {
     }
 }
 
-impl Port for MpiNet {
+impl Port for MpiPort {
     fn send(&mut self, to: Pe, env: Envelope) -> Result<(), RuntimeError> {
         let damage = self.fault.as_mut().is_some_and(|f| f.hit(&env));
         self.link.borrow_mut().send(to, &env, damage)
