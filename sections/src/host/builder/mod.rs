@@ -3,18 +3,18 @@
 //!
 //! [`Builder`] is a router: each message family has a part that owns its state, its
 //! message enum and its handlers, and `dispatch` hands each message to its part.
-//! - creations (`creations.rs`: [`CreationMsg`], [`Creations`]): starts, the state
+//! - creations (`creations.rs`: [`CreationMsg`], `Creations`): starts, the state
 //!   machines' messages and the sums over the parent tree; `create.rs` starts and
 //!   runs them, `wait.rs` holds starts that came before their parent, `finish.rs`
 //!   ends them and `abort.rs` ends them at a failure;
-//! - splits by colour and key (`split.rs`: [`SplitMsg`], [`Splits`]): the calls, and
+//! - splits by colour and key (`split.rs`: [`SplitMsg`], `Splits`): the calls, and
 //!   the ranking of their sections by (key, PE) (`rank.rs`);
-//! - merges (`merging.rs`: [`MergeMsg`], [`Merges`]);
-//! - repairs after a failure (`repair.rs`: [`RepairMsg`], [`Repairs`]);
-//! - frees and map sizes (`free.rs`: [`FreeMsg`], [`Frees`]).
+//! - merges (`merging.rs`: [`MergeMsg`], `Merges`);
+//! - repairs after a failure (`repair.rs`: [`RepairMsg`], `Repairs`);
+//! - frees and map sizes (`free.rs`: [`FreeMsg`], `Frees`).
 //!
 //! What several parts read stays on the builder: this PE, the sections it keeps
-//! ([`Kept`]), the PEs known failed and the count of dropped messages.
+//! (`Kept`), the PEs known failed and the count of dropped messages.
 
 use crate::collectives::CollectivesHost;
 use crate::creation::neighbour_discovery::Intermediaries;
