@@ -30,7 +30,12 @@ pub struct StagedFile {
 /// by the rename), without opening it.
 pub fn destination(out: &Path) -> Result<PathBuf, TraceError> {
     match std::fs::metadata(out) {
-        Ok(m) if m.is_file() => std::fs::canonicalize(out).map_err(|e| TraceError::io(out, e)),
+        Ok(m) if m.is_file() => match std::fs::canonicalize(out) {
+            Ok(real) => Ok(real),
+            // Removed since it was looked at (another rank's probe of the same path).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(out.to_path_buf()),
+            Err(e) => Err(TraceError::io(out, e)),
+        },
         Ok(_) => Err(TraceError::NotAFile {
             path: out.to_path_buf(),
         }),
