@@ -718,3 +718,31 @@ fn sim_flags_parse_and_wrong_ones_are_named() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_kill_after_the_job_has_ended_is_ignored() {
+    let run = |kill: Vec<KillSpec>| {
+        let args = SimArgs {
+            kill,
+            ..SimArgs::default()
+        };
+        Runtime::new(Registry::new(), sim(4, args))
+            .run(|ctx| ctx.exit())
+            .expect("the job exits")
+    };
+    let plain = run(Vec::new());
+    let late = run(vec![KillSpec {
+        pe: 1,
+        at_ns: 1_000_000_000_000,
+    }]);
+    assert_eq!(
+        stats(&late).pes_killed,
+        0,
+        "a kill after the end is no kill"
+    );
+    assert_eq!(
+        stats(&late).makespan_us,
+        stats(&plain).makespan_us,
+        "a kill after the end does not move the makespan"
+    );
+}

@@ -288,6 +288,20 @@ impl Simulator {
     }
 
     fn kill(&mut self, pe: Pe, t: u64) {
+        // A kill scheduled after the job ended kills nothing: counting it (and waking
+        // the PE for it) moved the makespan to the kill's time.
+        if self
+            .pes
+            .iter()
+            .all(|p| p.exited || p.dead || p.rt.is_none())
+        {
+            tracing::warn!(
+                pe,
+                at_ns = t,
+                "sim: --sim-kill after the job ended; ignored"
+            );
+            return;
+        }
         let st = &mut self.pes[pe as usize];
         if st.dead {
             return;
