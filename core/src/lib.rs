@@ -25,6 +25,7 @@ pub use base::{bytes, cli, config, error, ids, logging, tree};
 pub use msg::payload as message;
 pub use msg::{array, callback, reduction};
 
+pub use api::balance::{ArrayStrategy, LoadStats, Move, ObjLoad};
 pub use array::{ArrayIndex, ArrayMap};
 pub use base::hash::mix64;
 pub use base::trace_select::{PeList, TraceWindow};
@@ -36,6 +37,7 @@ pub use config::{
     Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
 };
 pub use ctx::Ctx;
+pub use error::SyncError;
 pub use error::{RegistryMismatch, RuntimeError};
 pub use ids::{ChareId, CollectionId, Pe};
 #[cfg(feature = "mpi")]

@@ -5,8 +5,8 @@ use crate::api::chare::Chare;
 use crate::api::proxy::{ArrayProxy, ChareProxy, GroupProxy};
 use crate::api::registry::Entry;
 use crate::base::config::ErrorPolicy;
-use crate::base::error::MigrateError;
 use crate::base::error::RuntimeError;
+use crate::base::error::{MigrateError, SyncError};
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::engine::{Current, PeCore};
 use crate::msg::array::{ArrayIndex, ArrayMap, ElemAddr, Shape};
@@ -264,6 +264,16 @@ impl Ctx<'_> {
     /// `RuntimeError::Migrate` under the job's `--on-error` policy.
     pub fn migrate_me(&mut self, to: Pe) -> Result<(), MigrateError> {
         self.core.request_move(to)
+    }
+
+    /// The running array element has reached a step boundary (Charm++'s `AtSync`):
+    /// once every element of its array has, the strategy chosen with `--array-lb`
+    /// moves elements by their measured load, and each element's
+    /// [`Migratable::resume_from_sync`](crate::Migratable::resume_from_sync) runs where
+    /// it then is. With no strategy (`--array-lb none`) it resumes as soon as this
+    /// handler returns. The element should wait for its resume before its next step.
+    pub fn at_sync(&mut self) -> Result<(), SyncError> {
+        self.core.at_sync()
     }
 
     /// Record a named value in the run's report (readable with `RunReport::output`).

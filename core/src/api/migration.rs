@@ -25,6 +25,11 @@ pub trait Migratable: Chare + Serialize + DeserializeOwned {
     /// Runs on the new PE right after the state is rebuilt, before any message reaches
     /// it (Charm++'s `ckJustMigrated`).
     fn migrated(&mut self, _ctx: &mut Ctx) {}
+
+    /// Runs on every element of an array once a balancing step that its
+    /// [`Ctx::at_sync`] joined is over, on the PE it was placed on (Charm++'s
+    /// `ResumeFromSync`): the element goes on with its next step here.
+    fn resume_from_sync(&mut self, _ctx: &mut Ctx) {}
 }
 
 pub use crate::base::error::MigrateError;
@@ -35,6 +40,7 @@ impl Migrator {
         Migrator {
             pack: pack::<C>,
             unpack: unpack::<C>,
+            resume: resume::<C>,
         }
     }
 }
@@ -50,6 +56,12 @@ fn pack<C: Migratable>(chare: &mut dyn AnyChare, ctx: &mut Ctx) -> Result<Payloa
     let state = bincode::serialize(c).map_err(|e| e.to_string())?;
     // `Bytes` crosses a process boundary without being copied into the envelope.
     Ok(Payload::new(Bytes::from(state)))
+}
+
+fn resume<C: Migratable>(chare: &mut dyn AnyChare, ctx: &mut Ctx) {
+    if let Some(Cell(c)) = chare.as_any_mut().downcast_mut::<Cell<C>>() {
+        c.resume_from_sync(ctx);
+    }
 }
 
 fn unpack<C: Migratable>(state: Payload, ctx: &mut Ctx) -> Result<Box<dyn AnyChare>, String> {

@@ -3,6 +3,7 @@
 //! Every process of a job must register the same things in the same order: ids are
 //! positions in these tables, and `manifest`/`verify_peer` catch a mismatch at startup.
 
+use crate::api::balance::ArrayStrategy;
 use crate::api::chare::{construct, AnyChare, Chare};
 use crate::api::ctx::Ctx;
 use crate::api::migration::Migratable;
@@ -16,6 +17,7 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 type Constructor = fn(Payload, &mut Ctx) -> Result<Box<dyn AnyChare>, RuntimeError>;
 type EntryBuilder = Box<dyn Fn(RedData) -> Result<Payload, String> + Send + Sync>;
@@ -25,12 +27,15 @@ type MapFn = Box<dyn Fn(&IndexKey, usize) -> Result<Pe, String> + Send + Sync>;
 pub(crate) type PackFn = fn(&mut dyn AnyChare, &mut Ctx) -> Result<Payload, String>;
 /// Rebuild an element from its state (its `migrated` runs after).
 pub(crate) type UnpackFn = fn(Payload, &mut Ctx) -> Result<Box<dyn AnyChare>, String>;
+/// Run an element's `resume_from_sync`.
+pub(crate) type ResumeFn = fn(&mut dyn AnyChare, &mut Ctx);
 
 /// How one migratable chare type moves (`Migrator::of`, in `migration.rs`, makes one).
 #[derive(Clone, Copy)]
 pub(crate) struct Migrator {
     pub(crate) pack: PackFn,
     pub(crate) unpack: UnpackFn,
+    pub(crate) resume: ResumeFn,
 }
 
 pub(crate) struct ChareType {
@@ -76,6 +81,7 @@ pub struct Registry {
     pub(crate) entries: Vec<EntryInfo>,
     reducers: Vec<CustomReducer>,
     maps: Vec<MapFn>,
+    balancers: Vec<Arc<dyn ArrayStrategy>>,
     manifest: Vec<String>,
 }
 
@@ -182,6 +188,29 @@ impl Registry {
         self.manifest
             .push(format!("map {name} ({})", std::any::type_name::<I>()));
         ArrayMap::Custom(id)
+    }
+
+    /// Register a load-balancing strategy for chare arrays, chosen with `--array-lb`
+    /// by its name; a later one of the same name replaces it.
+    pub fn balancer(&mut self, strategy: impl ArrayStrategy) -> &mut Self {
+        let name = strategy.name().to_string();
+        self.balancers.retain(|b| b.name() != name);
+        self.balancers.push(Arc::new(strategy));
+        self.manifest.push(format!("balancer {name}"));
+        self
+    }
+
+    /// The strategy registered under `name`.
+    pub(crate) fn find_balancer(&self, name: &str) -> Option<Arc<dyn ArrayStrategy>> {
+        self.balancers.iter().find(|b| b.name() == name).cloned()
+    }
+
+    /// The names of the registered strategies, in registration order.
+    pub fn balancer_names(&self) -> Vec<String> {
+        self.balancers
+            .iter()
+            .map(|b| b.name().to_string())
+            .collect()
     }
 
     /// Registry position of chare type `C`.

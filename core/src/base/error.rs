@@ -360,6 +360,14 @@ pub enum RuntimeError {
     /// An error reported by a PE in another process, as its text.
     #[error("{0}")]
     Remote(String),
+    /// `--array-lb` names a strategy no one registered.
+    #[error("--array-lb {name}: no such strategy; registered: none, {known} (Registry::balancer adds one)")]
+    UnknownBalancer {
+        /// The name given.
+        name: String,
+        /// The names registered.
+        known: String,
+    },
     /// An array element could not migrate (it stays put unless `reason` says it was lost).
     #[error("PE {pe}: {element} cannot migrate: {reason}")]
     Migrate {
@@ -467,6 +475,25 @@ pub enum MigrateError {
         /// Messages that waited for it.
         messages: u64,
     },
+}
+
+/// Why `Ctx::at_sync` was refused; nothing changes for the element.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum SyncError {
+    /// `at_sync` was called from something that is not an array element.
+    #[error("only array elements call at_sync, and the running handler belongs to {0}")]
+    NotAnElement(String),
+    /// The element's type cannot move, so it cannot be balanced.
+    #[error(
+        "chare type {chare} is not migratable: register it with Registry::migratable to balance it"
+    )]
+    NotMigratable {
+        /// Registered name of the element's type.
+        chare: String,
+    },
+    /// The element already called `at_sync` in this step and has not been resumed.
+    #[error("it already called at_sync in this step; wait for resume_from_sync")]
+    Twice,
 }
 
 pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {

@@ -40,6 +40,8 @@ impl BuildHasher for FixedState {
 
 /// A hash map whose iteration order depends only on what was inserted.
 pub type HashMap<K, V> = std::collections::HashMap<K, V, FixedState>;
+/// A hash set iterated in the same order in every run and process.
+pub type HashSet<K> = std::collections::HashSet<K, FixedState>;
 
 /// FNV-1a over bytes, 64-bit: a digest that is the same on every machine and in
 /// every process (ahash's output may depend on the CPU's AES support).

@@ -54,6 +54,7 @@ impl PeRuntime {
         self.core.trace_entries_end();
         self.apply_deferred();
         self.apply_moves();
+        self.apply_syncs();
     }
 
     /// Hand a message to the module that handles its family.

@@ -51,7 +51,7 @@ impl PeCore {
     }
 
     /// How elements of array `coll` move, with their type's registered name.
-    fn migrator(&self, coll: CollectionId) -> Result<(Migrator, String), MigrateError> {
+    pub(super) fn migrator(&self, coll: CollectionId) -> Result<(Migrator, String), MigrateError> {
         let t = self
             .arrays
             .get(&coll)

@@ -27,6 +27,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 pub(crate) mod announced;
+mod balance;
 mod create;
 mod deliver;
 mod digest;
@@ -171,6 +172,7 @@ impl PeRuntime {
                 moves: Vec::new(),
                 leaving: false,
                 flow: flow::Flow::default(),
+                syncs: Default::default(),
             },
             chare_slab: Vec::new(),
             chare_slot: HashMap::default(),

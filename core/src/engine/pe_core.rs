@@ -7,6 +7,7 @@ use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::base::tree;
+use crate::engine::balance::Syncs;
 use crate::engine::flow::{self, Flow};
 use crate::engine::ledger::{Dropped, Ledger};
 use crate::engine::location::Locations;
@@ -117,6 +118,8 @@ pub(crate) struct PeCore {
     pub(super) leaving: bool,
     /// Windows of messages unhandled at other PEs, credits owed, held messages.
     pub(super) flow: Flow,
+    /// Elements in a balancing step.
+    pub(super) syncs: Syncs,
 }
 
 /// An element's request to move to PE `to`.

@@ -52,6 +52,7 @@ impl Runtime {
         main: impl FnOnce(&mut Ctx) + Send + 'static,
     ) -> Result<RunReport, RuntimeError> {
         self.config.validate()?;
+        self.check_balancer()?;
         let _log = crate::base::logging::init(&self.config)?;
         let _job = tracing::info_span!("chorus_job", layer = ?self.config.layer).entered();
         let layer: Box<dyn MachineLayer> = match self.config.layer {
@@ -72,6 +73,20 @@ impl Runtime {
             eprintln!("{}", report.stats(format));
         }
         result
+    }
+}
+
+impl Runtime {
+    /// `--array-lb` names a registered strategy (or none).
+    fn check_balancer(&self) -> Result<(), RuntimeError> {
+        let name = &self.config.array_lb;
+        if name == crate::base::config::NO_ARRAY_LB || self.registry.find_balancer(name).is_some() {
+            return Ok(());
+        }
+        Err(RuntimeError::UnknownBalancer {
+            name: name.clone(),
+            known: self.registry.balancer_names().join(", "),
+        })
     }
 }
 

@@ -5,8 +5,8 @@
 
 use super::error::ConfigError;
 use super::{
-    mpi_launch_size, Config, Layer, DEFAULT_PES, MAX_FAULT_HOLD_MS, MAX_PES, MAX_PES_PER_RANK,
-    MAX_THREAD_PES, MAX_TREE_ARITY, MIN_TREE_ARITY,
+    mpi_launch_size, Config, Layer, DEFAULT_PES, MAX_FAULT_HOLD_MS, MAX_LB_PERIOD, MAX_PES,
+    MAX_PES_PER_RANK, MAX_THREAD_PES, MAX_TREE_ARITY, MIN_TREE_ARITY, NO_ARRAY_LB,
 };
 use crate::base::cli::{MAX_SIM_NS_PER_BYTE, MAX_SIM_US};
 
@@ -44,7 +44,19 @@ impl Config {
         self.check_launch(mpi_ranks)?;
         self.check_layer_flags()?;
         self.check_kills()?;
+        self.check_balancing()?;
         self.check_tracing()
+    }
+
+    /// `--lb-period` says how often `--array-lb` balances: without one it does nothing.
+    fn check_balancing(&self) -> Result<(), ConfigError> {
+        if self.lb_period.is_some() && self.array_lb == NO_ARRAY_LB {
+            return Err(ConfigError::NoEffect {
+                flag: "--lb-period",
+                why: "no --array-lb strategy is chosen",
+            });
+        }
+        Ok(())
     }
 
     /// Whole-number flags within their ranges, and counts that start at 1.
@@ -68,6 +80,12 @@ impl Config {
                 self.fault_hold_long_ms,
                 1,
                 MAX_FAULT_HOLD_MS,
+            ),
+            (
+                "--lb-period",
+                self.lb_period.map(u64::from),
+                1,
+                u64::from(MAX_LB_PERIOD),
             ),
         ];
         for (flag, value, lo, hi) in ranges {

@@ -100,6 +100,14 @@ pub enum ConfigError {
         /// PEs in the job.
         pes: u32,
     },
+    /// A flag that changes nothing in this configuration.
+    #[error("{flag} has no effect here: {why}; drop it")]
+    NoEffect {
+        /// The flag.
+        flag: &'static str,
+        /// Why it would do nothing.
+        why: &'static str,
+    },
     /// A trace selection without `--trace`.
     #[error("{flag} chooses what --trace records; give --trace FILE too")]
     SelectionWithoutTrace {

@@ -315,10 +315,39 @@ pub struct Config {
         arg(long = "fault-hold-long-ms", env = "CHORUS_FAULT_HOLD_LONG_MS")
     )]
     pub fault_hold_long_ms: Option<u64>,
+    /// Load-balancing strategy for chare arrays whose elements call ctx.at_sync()
+    /// (none: each element resumes at once, nothing is measured or moved).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "array-lb",
+            env = "CHORUS_ARRAY_LB",
+            value_name = "STRATEGY",
+            default_value = "none",
+            help_heading = "Load balancing"
+        )
+    )]
+    pub array_lb: String,
+    /// Balance arrays at every Nth AtSync step (1 = at every step).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "lb-period",
+            env = "CHORUS_LB_PERIOD",
+            help_heading = "Load balancing"
+        )
+    )]
+    pub lb_period: Option<u32>,
     /// The sim layer's network model and failures.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub sim: SimArgs,
 }
+
+/// The `--array-lb` value that balances nothing.
+pub const NO_ARRAY_LB: &str = "none";
+
+/// The largest `--lb-period`.
+pub const MAX_LB_PERIOD: u32 = 1_000_000;
 
 impl Default for Config {
     fn default() -> Self {
@@ -338,6 +367,8 @@ impl Default for Config {
             pes_per_rank: 1,
             fault_corrupt_every: None,
             fault_hold_long_ms: None,
+            array_lb: NO_ARRAY_LB.to_string(),
+            lb_period: None,
             sim: SimArgs::default(),
         }
     }
@@ -349,6 +380,11 @@ impl Config {
     pub(crate) fn fault_hold(&self) -> Option<std::time::Duration> {
         self.fault_hold_long_ms
             .map(std::time::Duration::from_millis)
+    }
+
+    /// How many AtSync steps pass between balancing steps (`--lb-period`, default 1).
+    pub fn lb_every(&self) -> u32 {
+        self.lb_period.unwrap_or(1)
     }
 
     /// The default configuration with `pes` PEs.
