@@ -360,6 +360,14 @@ pub enum RuntimeError {
     /// An error reported by a PE in another process, as its text.
     #[error("{0}")]
     Remote(String),
+    /// A load-balancing strategy decided something impossible; nothing moved.
+    #[error("load-balancing strategy {strategy} decided an impossible move, so no element moved: {error}")]
+    BadLbDecision {
+        /// The strategy's name.
+        strategy: String,
+        /// What was wrong with its decision.
+        error: crate::api::balance::DecisionError,
+    },
     /// `--array-lb` names a strategy no one registered.
     #[error("--array-lb {name}: no such strategy; registered: none, {known} (Registry::balancer adds one)")]
     UnknownBalancer {
@@ -463,6 +471,12 @@ pub enum MigrateError {
     /// Serializing the state failed; the element stays on its PE.
     #[error("its state did not serialize: {0}")]
     Pack(String),
+    /// The element is in a load-balancing step (between `at_sync` and its resume),
+    /// where the strategy decides where it goes.
+    #[error(
+        "it is in a load-balancing step: call migrate_me before at_sync or after resume_from_sync"
+    )]
+    InBalancingStep,
     /// Rebuilding the state on the new PE failed; the element is lost.
     #[error("its state did not deserialize on the new PE (the element is lost): {0}")]
     Unpack(String),

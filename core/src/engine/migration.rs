@@ -35,6 +35,9 @@ impl PeCore {
         if self.leaving {
             return Err(MigrateError::Leaving);
         }
+        if self.in_step(coll, &addr.key) {
+            return Err(MigrateError::InBalancingStep);
+        }
         if to as usize >= self.npes {
             return Err(MigrateError::NoSuchPe {
                 to,
@@ -45,7 +48,12 @@ impl PeCore {
         // A later request replaces an earlier one; asking for this PE cancels it.
         self.moves.retain(|r| !(r.coll == coll && r.addr == addr));
         if to != self.me {
-            self.moves.push(MoveRequest { coll, addr, to });
+            self.moves.push(MoveRequest {
+                coll,
+                addr,
+                to,
+                balancing: false,
+            });
         }
         Ok(())
     }
@@ -180,7 +188,12 @@ impl PeRuntime {
 
     /// Serialize an element and send it to its new PE, leaving a forwarding pointer.
     fn depart(&mut self, req: MoveRequest) {
-        let MoveRequest { coll, addr, to } = req;
+        let MoveRequest {
+            coll,
+            addr,
+            to,
+            balancing,
+        } = req;
         let me = self.core.me;
         let (m, name) = match self.core.migrator(coll) {
             Ok(found) => found,
@@ -246,6 +259,8 @@ impl PeRuntime {
             home: e.home,
             moves,
             contributed: e.contributed,
+            syncs: e.syncs,
+            balancing,
             state,
         };
         // Expedited, as creations are: the element is installed before its messages run.
@@ -288,6 +303,8 @@ impl PeRuntime {
             home,
             moves,
             contributed,
+            syncs,
+            balancing,
             state,
         } = m;
         let me = self.core.me;
@@ -333,6 +350,8 @@ impl PeRuntime {
                 contributed,
                 home,
                 moves,
+                load: 0.0,
+                syncs,
             },
         );
         let homed_here = home == me;
@@ -347,6 +366,7 @@ impl PeRuntime {
             },
         );
         let waiting = self.core.loc.arrived(coll, &addr.key);
+        let addr_key = addr.key.clone();
         if !homed_here {
             let news = Moved {
                 coll,
@@ -356,6 +376,9 @@ impl PeRuntime {
                 moves,
             };
             self.core.send_news(home, news);
+        }
+        if balancing {
+            self.arrived_in_step(coll, addr_key, syncs.saturating_sub(1));
         }
         self.requeue(waiting);
     }
