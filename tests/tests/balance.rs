@@ -37,3 +37,16 @@ fn an_unknown_strategy_is_refused_up_front() {
         balance::an_unknown_strategy_is_refused_up_front(layer);
     }
 }
+
+/// A PE killed on sim in the middle of a balancing step: the job ends with an error
+/// naming the killed PE (the step cannot complete without its elements' records),
+/// never a hang or a clean exit.
+#[test]
+fn a_pe_killed_during_a_step_ends_the_job_with_an_error() {
+    let err = balance::run_with_kill(2, 3_000_000).expect_err("the step cannot complete");
+    let text = err.to_string();
+    assert!(
+        text.contains("failed PE 2") || text.contains("killed PEs [2]"),
+        "{text}"
+    );
+}

@@ -366,7 +366,7 @@ pub enum RuntimeError {
         /// The strategy's name.
         strategy: String,
         /// What was wrong with its decision.
-        error: crate::api::balance::DecisionError,
+        error: DecisionError,
     },
     /// `--array-lb` names a strategy no one registered.
     #[error("--array-lb {name}: no such strategy; registered: none, {known} (Registry::balancer adds one)")]
@@ -488,6 +488,43 @@ pub enum MigrateError {
         pe: Pe,
         /// Messages that waited for it.
         messages: u64,
+    },
+}
+
+/// Why a strategy's decision was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DecisionError {
+    /// A move names a position past the end of `LoadStats::objs`.
+    #[error("move {index} names element {obj}, but there are {objs}")]
+    NoSuchObject {
+        /// The move's position in the decision.
+        index: usize,
+        /// The element it names.
+        obj: u32,
+        /// Elements in the statistics.
+        objs: usize,
+    },
+    /// A move names a PE outside the job.
+    #[error("move {index} sends element {obj} to PE {to}, but the job has {num_pes} PEs")]
+    NoSuchPe {
+        /// The move's position in the decision.
+        index: usize,
+        /// The element it moves.
+        obj: u32,
+        /// The PE it names.
+        to: Pe,
+        /// PEs in the job.
+        num_pes: usize,
+    },
+    /// Two moves name the same element.
+    #[error("moves {first} and {index} both move element {obj}")]
+    MovedTwice {
+        /// The earlier move.
+        first: usize,
+        /// The later move.
+        index: usize,
+        /// The element both name.
+        obj: u32,
     },
 }
 

@@ -337,23 +337,29 @@ impl PeRuntime {
         );
         // A lost element's waiting messages are reported at quiescence.
         let Some(chare) = chare else { return };
+        let e = Element {
+            chare,
+            order: addr.order,
+            contributed,
+            home,
+            moves,
+            load: 0.0,
+            syncs,
+        };
+        self.install(coll, addr, e, balancing);
+    }
+
+    /// Put an arrived element in place, record where it is, tell its home, and run
+    /// what waited for it; one moved by a balancing step waits for the step's resume.
+    fn install(&mut self, coll: CollectionId, addr: ElemAddr, e: Element, balancing: bool) {
+        let me = self.core.me;
+        let (home, moves, syncs) = (e.home, e.moves, e.syncs);
         let Some(Members::Array { elements, .. }) =
             self.colls.get_mut(&coll).map(|c| &mut c.members)
         else {
             return;
         };
-        elements.insert(
-            addr.key.clone(),
-            Element {
-                chare,
-                order: addr.order,
-                contributed,
-                home,
-                moves,
-                load: 0.0,
-                syncs,
-            },
-        );
+        elements.insert(addr.key.clone(), e);
         let homed_here = home == me;
         self.core.loc.learn(
             coll,
@@ -366,7 +372,9 @@ impl PeRuntime {
             },
         );
         let waiting = self.core.loc.arrived(coll, &addr.key);
-        let addr_key = addr.key.clone();
+        if balancing {
+            self.arrived_in_step(coll, addr.key.clone(), syncs.saturating_sub(1));
+        }
         if !homed_here {
             let news = Moved {
                 coll,
@@ -376,9 +384,6 @@ impl PeRuntime {
                 moves,
             };
             self.core.send_news(home, news);
-        }
-        if balancing {
-            self.arrived_in_step(coll, addr_key, syncs.saturating_sub(1));
         }
         self.requeue(waiting);
     }

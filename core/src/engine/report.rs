@@ -34,7 +34,7 @@ pub struct PeReport {
 }
 
 /// One load-balancing step of a chare array, as PE 0 decided it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BalanceStep {
     /// The step: how many `at_sync` calls each element had made before it.
     pub round: u32,

@@ -168,6 +168,21 @@ fn run_steps(
     })
 }
 
+/// 16 steppers on 4 sim PEs run 3 balanced steps; PE `pe` is killed at `at_ns`.
+pub fn run_with_kill(pe: u32, at_ns: u64) -> Result<RunReport, RuntimeError> {
+    let (reg, e) = registry();
+    let mut cfg = config(Layer::Sim, 4, ErrorPolicy::Abort);
+    cfg.array_lb = "test-greedy".to_string();
+    cfg.sim.kill = vec![chorus_core::KillSpec { pe, at_ns }];
+    Runtime::new(reg, cfg).run(move |ctx| {
+        let total = ctx.create_chare::<Total>((), 0);
+        let done = Callback::chare(&total, e);
+        let init = (3, Twist::None, done);
+        let arr = ctx.create_array_1d::<Stepper>(16, init, ArrayMap::Block);
+        arr.broadcast(ctx, StepMsg::Step);
+    })
+}
+
 /// Every element resumes once per step after the balancer moved the heavy ones off
 /// PE 0, and the step's measured imbalance falls.
 pub fn a_step_moves_heavy_elements_and_resumes_each_once(layer: Layer) {
@@ -218,6 +233,10 @@ pub fn an_impossible_decision_is_an_error_and_loses_nothing(layer: Layer) {
     let err = run_steps(layer, p, (6, 1), "off-the-map", Twist::None).expect_err("refused");
     match err {
         RuntimeError::BadLbDecision { strategy, .. } => assert_eq!(strategy, "off-the-map"),
+        // On mpi, ranks other than PE 0's learn of it as text.
+        RuntimeError::Remote(text) => {
+            assert!(text.contains("strategy off-the-map decided an impossible move"))
+        }
         other => panic!("expected BadLbDecision, got {other}"),
     }
 }
