@@ -6,15 +6,20 @@
 //!    random, for about log base `fanout` of the PEs rounds. A view is bounded to `known_cap` entries, a
 //!    uniform sample of what the PE heard (the entries of least rank under a hash
 //!    private to the PE), so messages stay small at any scale.
-//! 3. Transfer: a PE above `avg * (1 + tolerance)` sends elements, each to a known
-//!    underloaded PE drawn with probability proportional to `1 - load / avg` (the
-//!    paper's informed transfer), and updates its estimate of that PE's load. The
-//!    receiver accepts only if the element keeps it under the threshold (the
-//!    paper's check); a refusal carries the receiver's load, and the sender draws
-//!    again, up to `max_trials` times, before it stops.
+//! 3. Transfer, in phases: each starts with a max-reduction and sets a bar halfway
+//!    between the maximum and the average (never under `avg * (1 + tolerance)`);
+//!    PEs above the bar send elements, each to a known underloaded PE drawn with
+//!    probability proportional to `1 - load / avg` (the paper's informed
+//!    transfer): the heaviest element that fits the PE's known room and leaves the
+//!    sender at or above the average, else the lightest that fits. The receiver
+//!    accepts only if it stays under the bar (the paper's check, with Charm++'s
+//!    DistributedLB's phase threshold); a refusal carries the receiver's load, and
+//!    the sender draws again, up to `max_trials` times. A phase that moves nothing
+//!    lowers the bar halfway to the average; at most `max_phases` phases.
 //!
 //! The simulation is sequential and seeded: a round is one message latency, and
-//! messages within a round apply in sender order, as if they arrived in that order.
+//! messages within a round apply in sender order, as if they arrived in that order;
+//! in a transfer phase the senders take turns, one element each.
 
 use super::plan::{lg, tree_depth, DecisionCost, Placement, Plan, Planner, PE_BYTES};
 use super::refine::DEFAULT_TOLERANCE;
@@ -32,8 +37,10 @@ pub struct Distributed {
     pub known_cap: usize,
     /// How far above the average a PE may stay.
     pub tolerance: f64,
-    /// Draws of a receiver per element before a sender stops.
+    /// Draws of a receiver per element before a sender stops for the phase.
     pub max_trials: u32,
+    /// Transfer phases, each lowering the bar for who gives.
+    pub max_phases: u32,
     /// Seed of every random choice.
     pub seed: u64,
 }
@@ -46,6 +53,7 @@ impl Default for Distributed {
             known_cap: 32,
             tolerance: DEFAULT_TOLERANCE,
             max_trials: 8,
+            max_phases: 8,
             seed: 0x6A09_E667_F3BC_C908,
         }
     }
@@ -125,23 +133,25 @@ impl Planner for Distributed {
         add(&mut cost, &gossip.cost);
         let threshold = avg * (1.0 + self.tolerance.max(0.0));
         let mut views = gossip.views;
-        let mut donors: Vec<Donor> = (0..p)
-            .filter(|&pe| pl.loads[pe] > threshold)
-            .map(|pe| Donor::new(&pl, pe, self.seed))
-            .collect();
-        // Donors take turns, one element each, as their requests would interleave on
-        // the machine: no donor finds every receiver it knows filled by the others.
-        for donor in &mut donors {
-            while self.shed_one(&mut pl, donor, &mut views[donor.pe], avg, threshold) {}
+        // A max-reduction starts each phase: only PEs above halfway between the
+        // maximum and the average give, so the most loaded place their elements
+        // first, while the lightest PEs still have room; a phase that moves nothing
+        // lowers the bar halfway to the average (as Charm++'s DistributedLB).
+        let mut target = f64::INFINITY;
+        for _ in 0..self.max_phases.max(1) {
+            let max = pl.loads.iter().copied().fold(0.0, f64::max);
+            if max <= threshold {
+                break;
+            }
+            target = threshold.max(((max + avg) / 2.0).min(target));
+            let moved = self.phase(&mut pl, &mut views, avg, target, target, &mut cost);
+            if moved == 0 {
+                if target <= threshold {
+                    break;
+                }
+                target = threshold.max((target + avg) / 2.0);
+            }
         }
-        let worst_ops = donors.iter().map(|d| d.ops).max().unwrap_or(0);
-        let worst_chain = donors.iter().map(|d| d.chain).max().unwrap_or(0);
-        cost.total_ops += donors.iter().map(|d| d.ops).sum::<u64>();
-        cost.messages += 2 * donors.iter().map(|d| d.sent).sum::<u64>();
-        // Requests and their answers, refusals retried one after another.
-        cost.critical_hops += 2 * (1 + worst_chain);
-        cost.critical_ops += worst_ops;
-        cost.rounds += 1;
         Plan {
             moves: pl.moves(),
             cost,
@@ -233,52 +243,96 @@ impl Distributed {
         Gossip { views, cost }
     }
 
-    /// Offer one element of `donor` to the PEs it knows; false once the donor is
-    /// under the threshold, has nowhere to send, or has offered every element.
+    /// One transfer phase: every PE above `target` sheds elements, donors taking
+    /// turns, to PEs that stay under `cap`; returns the elements moved.
+    fn phase(
+        &self,
+        pl: &mut Placement,
+        views: &mut [Vec<Known>],
+        avg: f64,
+        target: f64,
+        cap: f64,
+        cost: &mut DecisionCost,
+    ) -> usize {
+        let p = pl.loads.len();
+        let mut donors: Vec<Donor> = (0..p)
+            .filter(|&pe| pl.loads[pe] > target)
+            .map(|pe| Donor::new(pl, pe, self.seed ^ cost.rounds as u64))
+            .collect();
+        let mut moved = 0;
+        // Donors take turns, one element each, as their requests would interleave on
+        // the machine: no donor finds every receiver it knows filled by the others.
+        let mut active: Vec<usize> = (0..donors.len()).collect();
+        while !active.is_empty() {
+            active.retain(|&d| {
+                let donor = &mut donors[d];
+                if pl.loads[donor.pe] <= target {
+                    return false;
+                }
+                let placed = self.shed_one(pl, donor, &mut views[donor.pe], avg, cap);
+                moved += usize::from(placed);
+                placed
+            });
+        }
+        let worst_ops = donors.iter().map(|d| d.ops).max().unwrap_or(0);
+        let worst_chain = donors.iter().map(|d| d.chain).max().unwrap_or(0);
+        let depth = tree_depth(p, 2);
+        cost.total_ops += donors.iter().map(|d| d.ops).sum::<u64>() + 2 * p as u64;
+        cost.messages += 2 * donors.iter().map(|d| d.sent).sum::<u64>() + 2 * p as u64;
+        // The reduction of the maximum, then requests and answers, refusals retried
+        // one after another.
+        cost.critical_hops += 2 * depth + 2 * (1 + worst_chain);
+        cost.critical_ops += 2 * depth + worst_ops;
+        cost.rounds += 1;
+        moved
+    }
+
+    /// Place one element of `donor` on a PE it knows, drawn by the paper's rule: the
+    /// heaviest element that fits the drawn PE's known room (and leaves the donor at
+    /// or above the average, if one does). False if no draw succeeded.
     fn shed_one(
         &self,
         pl: &mut Placement,
         donor: &mut Donor,
         view: &mut [Known],
         avg: f64,
-        threshold: f64,
+        cap: f64,
     ) -> bool {
-        let load = pl.loads[donor.pe];
-        if load <= threshold || donor.objs.is_empty() {
-            return false;
-        }
-        // The heaviest element that leaves the donor at or above the average, else
-        // the lightest: big steps first, never a needless overshoot.
-        let objs = &mut donor.objs;
-        let at = objs
-            .iter()
-            .position(|&o| pl.weight[o as usize] <= load - avg)
-            .unwrap_or(objs.len() - 1);
-        let obj = objs.remove(at);
-        let w = pl.weight[obj as usize];
-        if w <= 0.0 {
-            return false;
-        }
+        let spare = pl.loads[donor.pe] - avg;
         let mut refusals = 0;
         while refusals < self.max_trials {
-            donor.ops += view.len() as u64;
+            donor.ops += view.len() as u64 + donor.objs.len() as u64;
             // Nobody known is under the average any more: nowhere to send.
             let Some(i) = draw(view, avg, &mut donor.rng) else {
-                return false;
+                break;
             };
+            let room = cap - view[i].load;
+            let fits = |o: &u32| pl.weight[*o as usize] > 0.0 && pl.weight[*o as usize] <= room;
+            let objs = &donor.objs;
+            let pick = objs
+                .iter()
+                .position(|o| fits(o) && pl.weight[*o as usize] <= spare)
+                .or_else(|| objs.iter().rposition(fits));
+            let Some(at) = pick else {
+                refusals += 1;
+                continue;
+            };
+            let obj = donor.objs[at];
+            let w = pl.weight[obj as usize];
             donor.sent += 1;
             let to = view[i].pe as usize;
-            if pl.loads[to] + w <= threshold {
+            if pl.loads[to] + w <= cap {
                 pl.move_obj(obj, to as u32);
+                donor.objs.remove(at);
                 view[i].load += w;
-                break;
+                donor.chain = donor.chain.max(u64::from(refusals));
+                return true;
             }
             view[i].load = pl.loads[to];
             refusals += 1;
         }
-        // Refused too often, the element stays; a lighter one may still fit.
         donor.chain = donor.chain.max(u64::from(refusals));
-        true
+        false
     }
 }
 
