@@ -213,3 +213,31 @@ fn a_small_scale_report_has_a_row_per_strategy() {
     assert!(comm.edge_cut < report.row("greedy").unwrap().edge_cut);
     assert!(report.to_string().lines().count() == 7);
 }
+
+/// The scale case, measured once in a release build:
+/// `cargo test -p chorus-lb --release -- --ignored --nocapture at_131072_pes`.
+#[test]
+#[ignore = "a release-build measurement at 131,072 PEs; run by hand"]
+fn at_131072_pes_and_a_million_elements() {
+    let input = ScaleInput {
+        pes: 131_072,
+        objs: 1_000_000,
+        skew: 10.0,
+        seed: 2026,
+        topology: Topology::Mesh,
+    };
+    let net = NetworkModel::preset(SimPreset::Bgp);
+    let report = scale_report(&input, &NAMES, &StrategyParams::default(), &net).unwrap();
+    println!("{report}");
+    let greedy = report.row("greedy").unwrap();
+    for name in ["hierarchical", "distributed"] {
+        let r = report.row(name).unwrap();
+        println!(
+            "{name}: modelled decision {:.4}x greedy's, wall {:.3}x, max/avg {:.3}x",
+            r.modelled_s / greedy.modelled_s,
+            r.wall_s / greedy.wall_s,
+            r.max_over_avg / greedy.max_over_avg
+        );
+        assert!(r.cost.critical_ops * 10 <= greedy.cost.critical_ops, "{r:?}");
+    }
+}
