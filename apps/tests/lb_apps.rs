@@ -130,3 +130,84 @@ fn a_strategy_nobody_registered_is_refused_before_the_run() {
     let e = lbtest::run(&c, lbtest(Topology::Ring, LoadDist::Skew, 4)).unwrap_err();
     assert!(e.to_string().contains("no-such-strategy"), "{e}");
 }
+
+/// Run an app binary, returning its exit code and stdout.
+fn run_bin(bin: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(bin)
+        .args(args)
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into(),
+    )
+}
+
+#[test]
+fn chorus_bench_lb_compares_every_strategy_exactly_on_sim() {
+    let bench = env!("CARGO_BIN_EXE_chorus-bench");
+    let args = [
+        "lb", "--pes", "4", "--grid", "16", "--block", "4", "--steps", "3",
+    ];
+    let (code, stdout) = run_bin(bench, &[&args[..], &["--json"]].concat());
+    assert_eq!(code, Some(0), "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let runs = v["runs"].as_array().expect("one entry per strategy");
+    let names: Vec<&str> = runs.iter().filter_map(|r| r["array_lb"].as_str()).collect();
+    assert_eq!(names, chorus_apps::balancing::strategy_names());
+    for r in runs {
+        assert_eq!(r["exact"], true, "{r}");
+        assert!(r["over_ideal"].as_f64().is_some_and(|x| x >= 1.0), "{r}");
+    }
+}
+
+#[test]
+fn bad_sizes_and_unknown_strategies_are_usage_errors() {
+    let bench = env!("CARGO_BIN_EXE_chorus-bench");
+    let (code, _) = run_bin(bench, &["lb", "--strategies", "none,nope"]);
+    assert_eq!(code, Some(2));
+    let (code, _) = run_bin(
+        env!("CARGO_BIN_EXE_jacobi2d"),
+        &["--grid", "10", "--block", "4"],
+    );
+    assert_eq!(code, Some(2));
+    let lb_test = env!("CARGO_BIN_EXE_lb-test");
+    let (code, _) = run_bin(lb_test, &["--topology", "random", "--degree", "3"]);
+    assert_eq!(code, Some(2));
+    let (code, _) = run_bin(lb_test, &["--lb-period", "3"]);
+    assert_eq!(code, Some(2), "--lb-period without a strategy is refused");
+}
+
+#[test]
+fn the_binaries_print_their_exact_verdict() {
+    let (code, out) = run_bin(
+        env!("CARGO_BIN_EXE_jacobi2d"),
+        &[
+            "--layer", "sim", "--grid", "16", "--block", "4", "--steps", "3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.ends_with(": exact")),
+        "{out}"
+    );
+    let (code, out) = run_bin(
+        env!("CARGO_BIN_EXE_lb-test"),
+        &[
+            "--layer",
+            "sim",
+            "--objects",
+            "16",
+            "--steps",
+            "3",
+            "--topology",
+            "mesh",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.ends_with(": exact")),
+        "{out}"
+    );
+}
