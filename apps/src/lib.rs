@@ -1,9 +1,12 @@
 //! chorus-apps: programs users run on chorus, and the measurements behind chorus-bench.
 
+pub mod balancing;
 pub mod bench;
 pub mod cli;
+pub mod jacobi2d;
 pub mod job;
 pub mod jquick;
+pub mod lbtest;
 pub mod mpi_model;
 pub mod radix;
 pub mod tune;

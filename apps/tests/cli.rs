@@ -230,6 +230,8 @@ fn every_binary_answers_version() {
         env!("CARGO_BIN_EXE_mcmc"),
         env!("CARGO_BIN_EXE_jquick"),
         env!("CARGO_BIN_EXE_radix"),
+        env!("CARGO_BIN_EXE_jacobi2d"),
+        env!("CARGO_BIN_EXE_lb-test"),
         env!("CARGO_BIN_EXE_chorus-bench"),
         env!("CARGO_BIN_EXE_chorus-tune"),
     ] {
@@ -252,10 +254,13 @@ fn every_binary_groups_its_help_under_the_same_headings() {
         (env!("CARGO_BIN_EXE_mcmc"), &[]),
         (env!("CARGO_BIN_EXE_jquick"), &[]),
         (env!("CARGO_BIN_EXE_radix"), &[]),
+        (env!("CARGO_BIN_EXE_jacobi2d"), &[]),
+        (env!("CARGO_BIN_EXE_lb-test"), &[]),
         (env!("CARGO_BIN_EXE_chorus-tune"), &[]),
         (env!("CARGO_BIN_EXE_chorus-bench"), &["sim-scale"]),
         (env!("CARGO_BIN_EXE_chorus-bench"), &["replay"]),
         (env!("CARGO_BIN_EXE_chorus-bench"), &["create-group"]),
+        (env!("CARGO_BIN_EXE_chorus-bench"), &["lb"]),
     ] {
         let out = Command::new(bin)
             .args(args)

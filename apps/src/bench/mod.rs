@@ -6,6 +6,7 @@
 pub mod baselines;
 pub mod create_group;
 pub mod error;
+pub mod lb;
 pub mod messaging;
 pub mod mpi_pingpong;
 pub mod replay;

@@ -1,6 +1,7 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
 use chorus_apps::bench::create_group::report::{self as create_group, CreateGroupArgs};
+use chorus_apps::bench::lb::{self, LbArgs};
 use chorus_apps::bench::messaging::report::{self as messaging, MessagingArgs};
 use chorus_apps::bench::mpi_pingpong::{self, PingpongArgs};
 use chorus_apps::bench::replay::{self, ReplayArgs};
@@ -55,6 +56,10 @@ enum Command {
     /// reductions) and the digest of every delivery: two runs with the same flags
     /// print the same digest, in any process (needs --layer sim).
     Replay(ReplayArgs),
+    /// Jacobi2D with a moving hot spot on the simulator, once per array
+    /// load-balancing strategy (--strategies, default every one), each time per step
+    /// beside the ideal (always the sim layer).
+    Lb(LbArgs),
 }
 
 impl Command {
@@ -71,6 +76,7 @@ impl Command {
             Command::SimScale(a) => Some(on(&a.config, Layer::Sim)),
             Command::CreateGroup(a) => Some(on(&a.config, Layer::Sim)),
             Command::Replay(a) => Some(a.config.clone()),
+            Command::Lb(a) => Some(a.config_for(&a.config.array_lb)),
             Command::Sections(_) | Command::Messaging(_) => None,
         }
     }
@@ -80,6 +86,7 @@ impl Command {
         match self {
             Command::CreateGroup(a) => a.check(),
             Command::Replay(a) => a.check(),
+            Command::Lb(a) => a.check(),
             _ => Ok(()),
         }
     }
@@ -98,6 +105,7 @@ impl Command {
             }
             Command::CreateGroup(a) => show(create_group::measure(a), a.json),
             Command::Replay(a) => show(replay::measure(a), a.json),
+            Command::Lb(a) => show(lb::measure(a), a.json),
         }
     }
 }

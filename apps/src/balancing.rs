@@ -1,0 +1,245 @@
+//! What the array load-balancing apps (`jacobi2d`, `lb-test`, `chorus-bench lb`)
+//! share: the strategies `--array-lb` offers them, the load each element charges and
+//! where, the chare that collects a run's result, and the figures read from a run.
+
+use chorus_core::api::balance::max_over_avg;
+use chorus_core::RuntimeError;
+use chorus_core::{ArrayIndex, Callback, Chare, Ctx, Entry, Pe, Reducer, Registry, RunReport};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Register the array strategies every app offers `--array-lb` (the runtime knows
+/// `none` by itself). None yet: the strategies of chorus-lb are registered here once
+/// `chorus_lb::array::register_all` exists, so every app and bench gets them at once.
+pub fn register_array_strategies(reg: &mut Registry) -> &mut Registry {
+    reg
+}
+
+/// Every name `--array-lb` accepts in the apps: `none`, then the registered ones.
+pub fn strategy_names() -> Vec<String> {
+    let mut reg = Registry::new();
+    register_array_strategies(&mut reg);
+    let mut names = vec![chorus_core::config::NO_ARRAY_LB.to_string()];
+    names.extend(reg.balancer_names());
+    names
+}
+
+/// From an element's `resume_from_sync`, send `msg` to the element itself, so its
+/// next step runs as a handler of its own (Charm++ programs resume the same way,
+/// with `thisProxy[thisIndex].step()`): a contribution made inside
+/// `resume_from_sync` itself waits until its PE handles another message.
+pub fn resume_by_message<C: Chare, I: ArrayIndex>(ctx: &mut Ctx, msg: C::Msg) {
+    match (ctx.this_array::<C, I>(), ctx.this_index::<I>()) {
+        (Some(array), Some(me)) => array.send(ctx, &me, msg),
+        _ => ctx.fail("resume_by_message", "called outside an array element"),
+    }
+}
+
+/// Why a balancing app's run produced no figures.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The runtime failed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The job ended without publishing a figure.
+    #[error(
+        "the run ended without publishing {what}: the collector never got every element's result"
+    )]
+    Missing {
+        /// The figure that is missing.
+        what: &'static str,
+    },
+}
+
+/// The load one element charged over a run: in total on each PE it ran on, and in
+/// its last step. Travels with the element when it migrates.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LoadLog {
+    /// Seconds charged per PE; at most one entry per PE the element ever ran on.
+    by_pe: BTreeMap<Pe, f64>,
+    /// Where the last step ran and what it cost.
+    last: Option<(Pe, f64)>,
+}
+
+impl LoadLog {
+    /// Compute for `d` here (`ctx.work`: virtual time on sim, spent on threads and
+    /// mpi), and note it as this step's load on this PE.
+    pub fn charge(&mut self, ctx: &mut Ctx, d: Duration) {
+        ctx.work(d);
+        let pe = ctx.my_pe();
+        *self.by_pe.entry(pe).or_default() += d.as_secs_f64();
+        self.last = Some((pe, d.as_secs_f64()));
+    }
+
+    /// This element's part of the per-PE loads: `num_pes` run totals, then
+    /// `num_pes` last-step loads, summed over the array by [`Collector`].
+    pub fn contribution(&self, num_pes: usize) -> Vec<f64> {
+        let mut v = vec![0.0; 2 * num_pes];
+        for (&pe, &s) in &self.by_pe {
+            v[pe as usize] += s;
+        }
+        if let Some((pe, s)) = self.last {
+            v[num_pes + pe as usize] += s;
+        }
+        v
+    }
+}
+
+/// Where the elements' results go: a checksum and the per-PE loads.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Results {
+    /// Receives the wrapping sum of the elements' checksums.
+    pub checksum: Callback,
+    /// Receives the sum of the elements' [`LoadLog::contribution`]s.
+    pub loads: Callback,
+}
+
+impl Results {
+    /// Contribute an element's checksum and load log, once, after its last step.
+    pub fn contribute(&self, ctx: &mut Ctx, checksum: u64, log: &LoadLog) {
+        ctx.contribute(checksum, Reducer::Sum, self.checksum.clone());
+        let pes = ctx.num_pes();
+        ctx.contribute(log.contribution(pes), Reducer::Sum, self.loads.clone());
+    }
+}
+
+/// What the collector receives.
+#[derive(Clone, Serialize, Deserialize)]
+pub enum CollectorMsg {
+    /// The elements' checksums, summed.
+    Checksum(u64),
+    /// The elements' load logs, summed.
+    Loads(Vec<f64>),
+}
+
+/// The entries of [`Collector`], registered by [`Collector::register`].
+#[derive(Clone, Copy, Serialize, Deserialize)]
+pub struct CollectorEntries {
+    checksum: Entry<Collector, u64>,
+    loads: Entry<Collector, Vec<f64>>,
+}
+
+/// A singleton on PE 0 that waits for both results, publishes them with the time
+/// they were complete, and ends the job.
+pub struct Collector {
+    checksum: Option<u64>,
+    loads: Option<Vec<f64>>,
+}
+
+impl Collector {
+    /// Register the collector and its entries.
+    pub fn register(reg: &mut Registry) -> CollectorEntries {
+        reg.chare::<Collector>("chorus_apps::balancing::Collector");
+        CollectorEntries {
+            checksum: reg.entry::<Collector, u64>("Collector::checksum", CollectorMsg::Checksum),
+            loads: reg.entry::<Collector, Vec<f64>>("Collector::loads", CollectorMsg::Loads),
+        }
+    }
+
+    /// Create the collector on PE 0 from `main`, publish the start time, and return
+    /// where the elements send their results.
+    pub fn start(ctx: &mut Ctx, entries: CollectorEntries) -> Results {
+        let me = ctx.create_chare::<Collector>((), 0);
+        ctx.publish("start_s", &ctx.now());
+        Results {
+            checksum: Callback::chare(&me, entries.checksum),
+            loads: Callback::chare(&me, entries.loads),
+        }
+    }
+}
+
+impl Chare for Collector {
+    type Init = ();
+    type Msg = CollectorMsg;
+
+    fn create((): (), _: &mut Ctx) -> Self {
+        Collector {
+            checksum: None,
+            loads: None,
+        }
+    }
+
+    fn handle(&mut self, msg: CollectorMsg, ctx: &mut Ctx) {
+        match msg {
+            CollectorMsg::Checksum(c) => self.checksum = Some(c),
+            CollectorMsg::Loads(l) => self.loads = Some(l),
+        }
+        if let (Some(c), Some(l)) = (self.checksum, &self.loads) {
+            ctx.publish("end_s", &ctx.now());
+            ctx.publish("checksum", &c);
+            ctx.publish("loads", l);
+            ctx.exit();
+        }
+    }
+}
+
+/// What a run of a balancing app measured.
+#[derive(Debug, Clone)]
+pub struct Figures {
+    /// PEs in the job.
+    pub pes: usize,
+    /// The wrapping sum of every element's checksum.
+    pub checksum: u64,
+    /// Seconds from the start to the last result (virtual on sim).
+    pub seconds: f64,
+    /// Per PE, the seconds charged there over the run.
+    pub run_loads: Vec<f64>,
+    /// Per PE, the seconds charged there in each element's last step.
+    pub last_loads: Vec<f64>,
+}
+
+impl Figures {
+    /// Read the collector's figures from a finished run.
+    pub fn read(report: &RunReport) -> Result<Figures, RunError> {
+        let pes = report.pes;
+        let missing = |what| RunError::Missing { what };
+        let start: f64 = report.output("start_s").ok_or(missing("the start time"))?;
+        let end: f64 = report.output("end_s").ok_or(missing("the end time"))?;
+        let checksum = report.output("checksum").ok_or(missing("the checksum"))?;
+        let mut loads: Vec<f64> = report.output("loads").ok_or(missing("the loads"))?;
+        loads.resize(2 * pes, 0.0);
+        let last_loads = loads.split_off(pes);
+        Ok(Figures {
+            pes,
+            checksum,
+            seconds: end - start,
+            run_loads: loads,
+            last_loads,
+        })
+    }
+
+    /// The most loaded PE over the mean, over the whole run.
+    pub fn run_max_over_avg(&self) -> f64 {
+        max_over_avg(&self.run_loads)
+    }
+
+    /// The most loaded PE over the mean, in the last step.
+    pub fn last_max_over_avg(&self) -> f64 {
+        max_over_avg(&self.last_loads)
+    }
+}
+
+/// A figure as JSON: a number, or null when it is not finite.
+pub fn json_num(v: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, serde_json::Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_apps_offer_none_first() {
+        assert_eq!(strategy_names().first().map(String::as_str), Some("none"));
+    }
+
+    #[test]
+    fn a_load_log_puts_each_pe_in_its_slot() {
+        let mut log = LoadLog::default();
+        log.by_pe.insert(2, 1.5);
+        log.by_pe.insert(0, 0.5);
+        log.last = Some((2, 0.25));
+        assert_eq!(log.contribution(3), vec![0.5, 0.0, 1.5, 0.0, 0.0, 0.25]);
+    }
+}

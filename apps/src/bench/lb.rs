@@ -1,0 +1,164 @@
+//! `chorus-bench lb`: Jacobi2D with its moving hot spot on the sim layer, once per
+//! array load-balancing strategy, each time per step printed beside the ideal (the
+//! compute spread evenly plus the stencil's communication) in one run.
+
+use crate::balancing::{json_num, strategy_names};
+use crate::bench::report::{lower_debug, Report};
+use crate::jacobi2d::{self, JacobiArgs, JacobiOutcome, JacobiParams};
+use chorus_core::config::NO_ARRAY_LB;
+use chorus_core::{Config, Layer, SimPreset};
+use serde_json::json;
+use std::fmt::Write;
+
+/// The flags of `chorus-bench lb`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LbArgs {
+    /// Strategies to compare, comma separated, or `all` (none and every registered one).
+    #[arg(long, default_value = "all")]
+    pub strategies: String,
+    /// The stencil and its hot spot.
+    #[command(flatten)]
+    pub jacobi: JacobiArgs,
+    /// The job (always on the sim layer; --array-lb is set per strategy, and
+    /// --lb-period applies to every strategy but none).
+    #[command(flatten)]
+    pub config: Config,
+    /// Print one JSON object instead of lines.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+}
+
+impl LbArgs {
+    /// The strategies asked for, each known; an unknown name is a usage error.
+    pub fn strategies(&self) -> Result<Vec<String>, String> {
+        let known = strategy_names();
+        if self.strategies == "all" {
+            return Ok(known);
+        }
+        let mut out = Vec::new();
+        for name in self.strategies.split(',').map(str::trim) {
+            if !known.iter().any(|k| k == name) {
+                return Err(format!(
+                    "--strategies {name}: no such strategy; known: {}",
+                    known.join(", ")
+                ));
+            }
+            out.push(name.to_string());
+        }
+        Ok(out)
+    }
+
+    /// Usage errors clap cannot see: the strategies and the Jacobi2D sizes.
+    pub fn check(&self) -> Result<(), String> {
+        self.strategies()?;
+        self.jacobi.params().validate().map_err(|e| e.to_string())
+    }
+
+    /// The job of one strategy's run: sim, that strategy, and a period only with one.
+    pub fn config_for(&self, strategy: &str) -> Config {
+        let mut c = self.config.clone();
+        c.layer = Layer::Sim;
+        c.array_lb = strategy.to_string();
+        if strategy == NO_ARRAY_LB {
+            c.lb_period = None;
+        }
+        c
+    }
+}
+
+/// What `chorus-bench lb` measured: one Jacobi2D run per strategy.
+#[derive(Debug, Clone)]
+pub struct LbReport {
+    /// The machine model simulated.
+    pub preset: SimPreset,
+    /// What every run computed.
+    pub params: JacobiParams,
+    /// One run per strategy, in the order asked.
+    pub runs: Vec<JacobiOutcome>,
+}
+
+/// Run Jacobi2D once per strategy; a grid that differs from the serial run's is an
+/// error naming the strategy.
+pub fn measure(args: &LbArgs) -> Result<LbReport, String> {
+    let params = args.jacobi.params();
+    let mut runs = Vec::new();
+    for name in args.strategies()? {
+        let out = jacobi2d::run(&args.config_for(&name), params)
+            .map_err(|e| format!("--array-lb {name}: {e}"))?;
+        if !out.exact() {
+            return Err(format!(
+                "--array-lb {name}: the grid's checksum {:016x} differs from the serial run's {:016x}",
+                out.figures.checksum, out.expected
+            ));
+        }
+        runs.push(out);
+    }
+    Ok(LbReport {
+        preset: args.config.sim.preset,
+        params,
+        runs,
+    })
+}
+
+impl Report for LbReport {
+    fn json(&self) -> String {
+        let p = &self.params;
+        let runs: Vec<_> = self
+            .runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "array_lb": r.strategy,
+                    "step_s": json_num(r.step_s()),
+                    "ideal_step_s": json_num(r.ideal_step_s),
+                    "over_ideal": json_num(r.step_s() / r.ideal_step_s),
+                    "max_over_avg_run": json_num(r.figures.run_max_over_avg()),
+                    "exact": r.exact(),
+                })
+            })
+            .collect();
+        json!({
+            "bench": "lb",
+            "preset": lower_debug(&self.preset),
+            "pes": self.runs.first().map_or(0, |r| r.figures.pes),
+            "grid": p.grid,
+            "block": p.block,
+            "steps": p.steps,
+            "hot_factor": json_num(p.hot_factor),
+            "hot_blocks": p.hot_blocks,
+            "runs": runs,
+        })
+        .to_string()
+    }
+
+    fn table(&self) -> String {
+        let p = &self.params;
+        let pes = self.runs.first().map_or(0, |r| r.figures.pes);
+        let mut out = format!(
+            "jacobi2d {g}x{g} in {b}x{b} blocks, {s} steps, hot spot {h}x{h} blocks x{k}, {pes} sim PEs ({preset})\n",
+            g = p.grid,
+            b = p.block,
+            s = p.steps,
+            h = p.hot_blocks,
+            k = p.hot_factor,
+            preset = lower_debug(&self.preset),
+        );
+        let _ = writeln!(
+            out,
+            "{:<14} {:>12} {:>12} {:>9} {:>8}",
+            "array-lb", "step ms", "ideal ms", "/ideal", "max/avg"
+        );
+        for r in &self.runs {
+            let _ = writeln!(
+                out,
+                "{:<14} {:>12.4} {:>12.4} {:>9.2} {:>8.2}",
+                r.strategy,
+                r.step_s() * 1e3,
+                r.ideal_step_s * 1e3,
+                r.step_s() / r.ideal_step_s,
+                r.figures.run_max_over_avg(),
+            );
+        }
+        out
+    }
+}

@@ -1,0 +1,241 @@
+//! One block of the grid: an array element that exchanges its edges with its four
+//! neighbours, applies the stencil once it has them, and calls `at_sync` between
+//! steps, going on (by a message to itself) in `resume_from_sync` wherever it then is.
+
+use super::grid::{block_checksum, boundary, initial, is_hot, stencil};
+use super::params::JacobiParams;
+use crate::balancing::{resume_by_message, LoadLog, Results};
+use chorus_core::{Chare, Ctx, Migratable};
+use serde::{Deserialize, Serialize};
+
+/// A side of a block; a ghost named by a side holds the neighbour's cells there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Side {
+    /// The row above.
+    North = 0,
+    /// The row below.
+    South = 1,
+    /// The column to the left.
+    West = 2,
+    /// The column to the right.
+    East = 3,
+}
+
+const SIDES: [Side; 4] = [Side::North, Side::South, Side::West, Side::East];
+
+impl Side {
+    /// The side the neighbour there sees this block on.
+    fn opposite(self) -> Side {
+        match self {
+            Side::North => Side::South,
+            Side::South => Side::North,
+            Side::West => Side::East,
+            Side::East => Side::West,
+        }
+    }
+}
+
+/// What a block starts from.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct BlockInit {
+    /// The run's parameters.
+    pub params: JacobiParams,
+    /// Where the block's checksum and load go after the last step.
+    pub results: Results,
+}
+
+/// Messages of a block.
+#[derive(Clone, Serialize, Deserialize)]
+pub enum BlockMsg {
+    /// Begin the next step: the first, or the one after a balancing step.
+    Step,
+    /// A neighbour's edge for `step`, for this block's ghost at `side`.
+    Ghost {
+        /// The step the edge belongs to.
+        step: u32,
+        /// Which of this block's ghosts it fills.
+        side: Side,
+        /// The edge's cells, in row or column order.
+        cells: Vec<f64>,
+    },
+}
+
+/// One block's state; all of it travels when the block migrates.
+#[derive(Serialize, Deserialize)]
+pub struct Block {
+    p: JacobiParams,
+    results: Results,
+    /// The step being computed: its ghosts are gathered, then it is applied.
+    step: u32,
+    /// The block's cells, row-major.
+    cells: Vec<f64>,
+    /// The ghosts of `step`, by side.
+    ghosts: [Option<Vec<f64>>; 4],
+    /// Ghosts of `step + 1` from a neighbour a step ahead (never further: it needs
+    /// this block's edges of `step + 1` to go on).
+    early: [Option<Vec<f64>>; 4],
+    /// This block sent its edges of `step` (false while it waits for its resume).
+    sent: bool,
+    load: LoadLog,
+}
+
+impl Chare for Block {
+    type Init = BlockInit;
+    type Msg = BlockMsg;
+
+    fn create(init: BlockInit, ctx: &mut Ctx) -> Self {
+        let (bi, bj) = ctx.this_index::<(usize, usize)>().unwrap_or((0, 0));
+        let b = init.params.block;
+        let cells = (0..b * b)
+            .map(|k| initial(bi * b + k / b, bj * b + k % b))
+            .collect();
+        Block {
+            p: init.params,
+            results: init.results,
+            step: 0,
+            cells,
+            ghosts: Default::default(),
+            early: Default::default(),
+            sent: false,
+            load: LoadLog::default(),
+        }
+    }
+
+    fn handle(&mut self, msg: BlockMsg, ctx: &mut Ctx) {
+        match msg {
+            BlockMsg::Step => self.begin_step(ctx),
+            BlockMsg::Ghost { step, side, cells } => {
+                let slot = match step {
+                    s if s == self.step => &mut self.ghosts[side as usize],
+                    s if s == self.step + 1 => &mut self.early[side as usize],
+                    s => {
+                        let at = self.step;
+                        return ctx.fail("jacobi2d", format!("a ghost of step {s} at step {at}"));
+                    }
+                };
+                *slot = Some(cells);
+                self.try_step(ctx);
+            }
+        }
+    }
+}
+
+impl Migratable for Block {
+    fn resume_from_sync(&mut self, ctx: &mut Ctx) {
+        resume_by_message::<Block, (usize, usize)>(ctx, BlockMsg::Step);
+    }
+}
+
+impl Block {
+    fn index(ctx: &Ctx) -> (usize, usize) {
+        ctx.this_index::<(usize, usize)>().unwrap_or((0, 0))
+    }
+
+    /// The neighbour at `side`, if the grid goes on there.
+    fn neighbour(&self, (bi, bj): (usize, usize), side: Side) -> Option<(usize, usize)> {
+        let n = self.p.blocks_per_side();
+        match side {
+            Side::North => bi.checked_sub(1).map(|i| (i, bj)),
+            Side::South => (bi + 1 < n).then_some((bi + 1, bj)),
+            Side::West => bj.checked_sub(1).map(|j| (bi, j)),
+            Side::East => (bj + 1 < n).then_some((bi, bj + 1)),
+        }
+    }
+
+    /// This block's cells along `side`.
+    fn edge(&self, side: Side) -> Vec<f64> {
+        let b = self.p.block;
+        match side {
+            Side::North => self.cells[..b].to_vec(),
+            Side::South => self.cells[(b - 1) * b..].to_vec(),
+            Side::West => (0..b).map(|r| self.cells[r * b]).collect(),
+            Side::East => (0..b).map(|r| self.cells[r * b + b - 1]).collect(),
+        }
+    }
+
+    /// Send this step's edges to the neighbours (the grid's own boundary needs none).
+    fn begin_step(&mut self, ctx: &mut Ctx) {
+        if self.sent || self.step >= self.p.steps {
+            return;
+        }
+        let Some(array) = ctx.this_array::<Block, (usize, usize)>() else {
+            return ctx.fail("jacobi2d", "a block is not an array element");
+        };
+        let me = Self::index(ctx);
+        for side in SIDES {
+            if let Some(n) = self.neighbour(me, side) {
+                let msg = BlockMsg::Ghost {
+                    step: self.step,
+                    side: side.opposite(),
+                    cells: self.edge(side),
+                };
+                array.send(ctx, &n, msg);
+            }
+        }
+        self.sent = true;
+        self.try_step(ctx);
+    }
+
+    /// Apply the stencil once the edges are sent and every ghost is here, then
+    /// `at_sync` (or, after the last step, contribute the result).
+    fn try_step(&mut self, ctx: &mut Ctx) {
+        let me = Self::index(ctx);
+        let ready = SIDES
+            .iter()
+            .all(|&s| self.neighbour(me, s).is_none() || self.ghosts[s as usize].is_some());
+        if !self.sent || !ready {
+            return;
+        }
+        self.apply(me);
+        let hot = is_hot(&self.p, me.0, me.1, self.step);
+        self.load.charge(ctx, self.p.block_work(hot));
+        self.step += 1;
+        self.ghosts = std::mem::take(&mut self.early);
+        self.sent = false;
+        if self.step == self.p.steps {
+            let sum = block_checksum(me.0, me.1, &self.cells);
+            self.results.contribute(ctx, sum, &self.load);
+        } else if let Err(e) = ctx.at_sync() {
+            ctx.fail("jacobi2d", e);
+        }
+    }
+
+    /// One stencil step over the block, reading the ghosts (or the fixed boundary).
+    fn apply(&mut self, me: (usize, usize)) {
+        let b = self.p.block;
+        let ghost = |s: Side, k: usize| -> f64 {
+            match (self.neighbour(me, s), &self.ghosts[s as usize]) {
+                (Some(_), Some(g)) => g[k],
+                _ => boundary(s == Side::North),
+            }
+        };
+        let c = &self.cells;
+        let mut next = vec![0.0; b * b];
+        for r in 0..b {
+            for col in 0..b {
+                let north = if r == 0 {
+                    ghost(Side::North, col)
+                } else {
+                    c[(r - 1) * b + col]
+                };
+                let south = if r + 1 == b {
+                    ghost(Side::South, col)
+                } else {
+                    c[(r + 1) * b + col]
+                };
+                let west = if col == 0 {
+                    ghost(Side::West, r)
+                } else {
+                    c[r * b + col - 1]
+                };
+                let east = if col + 1 == b {
+                    ghost(Side::East, r)
+                } else {
+                    c[r * b + col + 1]
+                };
+                next[r * b + col] = stencil(c[r * b + col], north, south, west, east);
+            }
+        }
+        self.cells = next;
+    }
+}

@@ -1,0 +1,213 @@
+//! The two array load-balancing mini-apps end to end on threads and sim: Jacobi2D's
+//! grid equals the serial run's bit for bit, and lb-test's receipts checksum equals
+//! the serial one, for every graph and load distribution, on 1 to 7 PEs; sim runs
+//! repeat exactly; without balancing the hot spot shows as imbalance.
+
+use chorus_apps::jacobi2d::{self, JacobiParams};
+use chorus_apps::lbtest::{self, LbTestParams, LoadDist, Topology};
+use chorus_core::{Config, Layer};
+
+fn config(layer: Layer, pes: u32) -> Config {
+    Config {
+        pes,
+        layer,
+        ..Config::default()
+    }
+}
+
+fn jacobi(grid: usize, block: usize, steps: u32) -> JacobiParams {
+    JacobiParams {
+        grid,
+        block,
+        steps,
+        cell_ns: 20.0,
+        hot_factor: 5.0,
+        hot_blocks: 1,
+        drift_every: 2,
+    }
+}
+
+fn lbtest(topology: Topology, load: LoadDist, objects: usize) -> LbTestParams {
+    LbTestParams {
+        objects,
+        steps: 6,
+        topology,
+        degree: 4,
+        load,
+        base_us: 5.0,
+        ratio: 10.0,
+        change_every: 2,
+        seed: 3,
+    }
+}
+
+#[test]
+fn jacobi2d_is_exact_on_threads_and_sim() {
+    let cases = [
+        (1u32, 8usize, 8usize),
+        (2, 12, 4),
+        (4, 16, 4),
+        (7, 15, 5),
+        (3, 9, 3),
+    ];
+    for layer in [Layer::Threads, Layer::Sim] {
+        for &(pes, grid, block) in &cases {
+            let p = jacobi(grid, block, 5);
+            let out = jacobi2d::run(&config(layer, pes), p)
+                .unwrap_or_else(|e| panic!("{layer:?} {pes} PEs {grid}/{block}: {e}"));
+            assert!(out.exact(), "{layer:?} {pes} PEs {grid}/{block}: {out:?}");
+            assert_eq!(out.figures.pes, pes as usize);
+            assert!(out.step_s() > 0.0, "{out:?}");
+        }
+    }
+}
+
+#[test]
+fn the_serial_checksum_depends_on_every_step_and_cell() {
+    let a = jacobi2d::grid::serial_checksum(&jacobi(8, 4, 3));
+    assert_ne!(a, jacobi2d::grid::serial_checksum(&jacobi(8, 4, 4)));
+    assert_ne!(a, jacobi2d::grid::serial_checksum(&jacobi(8, 2, 3)));
+    assert_eq!(a, jacobi2d::grid::serial_checksum(&jacobi(8, 4, 3)));
+}
+
+#[test]
+fn jacobi2d_on_sim_repeats_and_shows_the_hot_spot() {
+    // 16 blocks on 4 PEs, one hot block 10x: the PE holding it does 13 blocks' work
+    // in the step, the others 4, so without balancing max/avg is 13 / 6.25.
+    let p = JacobiParams {
+        hot_factor: 10.0,
+        ..jacobi(16, 4, 4)
+    };
+    let run = || jacobi2d::run(&config(Layer::Sim, 4), p).expect("the run");
+    let (a, b) = (run(), run());
+    assert!(a.exact(), "{a:?}");
+    assert_eq!(a.figures.seconds, b.figures.seconds);
+    assert!(
+        (a.figures.last_max_over_avg() - 13.0 / 6.25).abs() < 1e-9,
+        "{a:?}"
+    );
+    assert!(a.step_s() >= a.ideal_step_s, "{a:?}");
+}
+
+#[test]
+fn lb_test_is_exact_for_every_graph_and_load_on_threads_and_sim() {
+    let mut case = 0u32;
+    for layer in [Layer::Threads, Layer::Sim] {
+        for topology in [Topology::Ring, Topology::Mesh, Topology::Random] {
+            for load in [LoadDist::Uniform, LoadDist::Skew, LoadDist::Linear] {
+                case += 1;
+                let pes = 1 + case % 7;
+                let objects = [12usize, 30, 49][case as usize % 3];
+                let p = lbtest(topology, load, objects);
+                let out = lbtest::run(&config(layer, pes), p)
+                    .unwrap_or_else(|e| panic!("{layer:?} {pes} PEs {p:?}: {e}"));
+                assert!(out.exact(), "{layer:?} {pes} PEs {p:?}: {out:?}");
+                let run_load: f64 = out.figures.run_loads.iter().sum();
+                let expected = p.mean_work_per_step_s() * f64::from(p.steps);
+                assert!((run_load - expected).abs() < 1e-9, "{run_load} {expected}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lb_test_on_sim_repeats_exactly() {
+    let p = lbtest(Topology::Random, LoadDist::Skew, 64);
+    let run = || lbtest::run(&config(Layer::Sim, 8), p).expect("the run");
+    let (a, b) = (run(), run());
+    assert!(a.exact(), "{a:?}");
+    assert_eq!(a.figures.seconds, b.figures.seconds);
+    assert_eq!(a.figures.last_loads, b.figures.last_loads);
+    assert!(a.figures.last_max_over_avg() >= 1.0);
+}
+
+#[test]
+fn a_strategy_nobody_registered_is_refused_before_the_run() {
+    let c = Config {
+        array_lb: "no-such-strategy".into(),
+        ..config(Layer::Sim, 2)
+    };
+    let e = lbtest::run(&c, lbtest(Topology::Ring, LoadDist::Skew, 4)).unwrap_err();
+    assert!(e.to_string().contains("no-such-strategy"), "{e}");
+}
+
+/// Run an app binary, returning its exit code and stdout.
+fn run_bin(bin: &str, args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(bin)
+        .args(args)
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into(),
+    )
+}
+
+#[test]
+fn chorus_bench_lb_compares_every_strategy_exactly_on_sim() {
+    let bench = env!("CARGO_BIN_EXE_chorus-bench");
+    let args = [
+        "lb", "--pes", "4", "--grid", "16", "--block", "4", "--steps", "3",
+    ];
+    let (code, stdout) = run_bin(bench, &[&args[..], &["--json"]].concat());
+    assert_eq!(code, Some(0), "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let runs = v["runs"].as_array().expect("one entry per strategy");
+    let names: Vec<&str> = runs.iter().filter_map(|r| r["array_lb"].as_str()).collect();
+    assert_eq!(names, chorus_apps::balancing::strategy_names());
+    for r in runs {
+        assert_eq!(r["exact"], true, "{r}");
+        assert!(r["over_ideal"].as_f64().is_some_and(|x| x >= 1.0), "{r}");
+    }
+}
+
+#[test]
+fn bad_sizes_and_unknown_strategies_are_usage_errors() {
+    let bench = env!("CARGO_BIN_EXE_chorus-bench");
+    let (code, _) = run_bin(bench, &["lb", "--strategies", "none,nope"]);
+    assert_eq!(code, Some(2));
+    let (code, _) = run_bin(
+        env!("CARGO_BIN_EXE_jacobi2d"),
+        &["--grid", "10", "--block", "4"],
+    );
+    assert_eq!(code, Some(2));
+    let lb_test = env!("CARGO_BIN_EXE_lb-test");
+    let (code, _) = run_bin(lb_test, &["--topology", "random", "--degree", "3"]);
+    assert_eq!(code, Some(2));
+    let (code, _) = run_bin(lb_test, &["--lb-period", "3"]);
+    assert_eq!(code, Some(2), "--lb-period without a strategy is refused");
+}
+
+#[test]
+fn the_binaries_print_their_exact_verdict() {
+    let (code, out) = run_bin(
+        env!("CARGO_BIN_EXE_jacobi2d"),
+        &[
+            "--layer", "sim", "--grid", "16", "--block", "4", "--steps", "3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.ends_with(": exact")),
+        "{out}"
+    );
+    let (code, out) = run_bin(
+        env!("CARGO_BIN_EXE_lb-test"),
+        &[
+            "--layer",
+            "sim",
+            "--objects",
+            "16",
+            "--steps",
+            "3",
+            "--topology",
+            "mesh",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.ends_with(": exact")),
+        "{out}"
+    );
+}
