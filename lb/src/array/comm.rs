@@ -9,9 +9,9 @@
 //! 3. Refinement: passes over the elements moving each to the PE it talks to most
 //!    when that cuts traffic and keeps the target PE under the threshold.
 //!
-//! Graph-partitioning crates were weighed: `metis` binds the C library (a C build
-//! and a system dependency for every user of chorus), and `coupe`'s algorithms are
-//! geometric or need its heavier dependency tree; this partitioner is small, pure
+//! Graph-partitioning crates were weighed, not adopted: `metis` binds the C library
+//! (a C build and a system dependency for every user of chorus), and `coupe` (pure
+//! Rust) was not trialled against this graph yet; this partitioner is small, pure
 //! Rust and reads the bounded graph [`LoadStats::comm`] gives.
 
 use super::plan::{clean, lg, DecisionCost, Placement, Plan, Planner};

@@ -405,6 +405,10 @@ fn merge(view: &mut Vec<Known>, incoming: &[Known], salt: u64, cap: usize) -> (u
     let mut changed = false;
     for k in incoming {
         let rank = mix64(salt ^ u64::from(k.pe));
+        // Once the view is full, most entries rank past its last: skip the search.
+        if view.len() >= cap && view.last().is_some_and(|v| (v.rank, v.pe) < (rank, k.pe)) {
+            continue;
+        }
         let at = view.partition_point(|v| (v.rank, v.pe) < (rank, k.pe));
         if view.get(at).is_some_and(|v| v.pe == k.pe) || (at >= cap) {
             continue;

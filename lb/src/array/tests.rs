@@ -238,6 +238,9 @@ fn at_131072_pes_and_a_million_elements() {
             r.wall_s / greedy.wall_s,
             r.max_over_avg / greedy.max_over_avg
         );
-        assert!(r.cost.critical_ops * 10 <= greedy.cost.critical_ops, "{r:?}");
+        assert!(
+            r.cost.critical_ops * 10 <= greedy.cost.critical_ops,
+            "{r:?}"
+        );
     }
 }
