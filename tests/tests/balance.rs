@@ -50,3 +50,10 @@ fn a_pe_killed_during_a_step_ends_the_job_with_an_error() {
         "{text}"
     );
 }
+
+#[test]
+fn a_step_waits_for_every_arrival_when_most_pes_only_send() {
+    for layer in layers() {
+        balance::a_step_waits_for_every_arrival_when_most_pes_only_send(layer);
+    }
+}

@@ -41,6 +41,21 @@ impl ArrayStrategy for HeaviestFirst {
     }
 }
 
+/// Gathers every element on the last PE: every other PE only sends.
+struct AllToLast;
+
+impl ArrayStrategy for AllToLast {
+    fn name(&self) -> &str {
+        "all-to-last"
+    }
+    fn decide(&self, stats: &LoadStats) -> Vec<Move> {
+        let last = stats.num_pes as u32 - 1;
+        (0..stats.objs.len() as u32)
+            .map(|obj| Move { obj, to: last })
+            .collect()
+    }
+}
+
 /// Sends element 0 to a PE that does not exist.
 struct OffTheMap;
 
@@ -62,6 +77,8 @@ enum Twist {
     None,
     SyncTwice,
     MoveInStep,
+    /// Carries 1 MiB of state, so its moves take longer than the step's messages.
+    Heavy,
 }
 
 /// Runs `steps` steps, each costing 10x more for elements created on PE 0, calling
@@ -73,6 +90,7 @@ struct Stepper {
     resumed: u64,
     twist: Twist,
     done: Callback,
+    ballast: Vec<u8>,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -91,13 +109,14 @@ impl Chare for Stepper {
             resumed: 0,
             twist,
             done,
+            ballast: vec![7; if twist == Twist::Heavy { 1 << 20 } else { 0 }],
         }
     }
     fn handle(&mut self, _: StepMsg, ctx: &mut Ctx) {
         ctx.work(Duration::from_micros(self.cost_us));
         ctx.at_sync().expect("an element may call at_sync");
         match self.twist {
-            Twist::None => {}
+            Twist::None | Twist::Heavy => {}
             Twist::SyncTwice => {
                 let again = ctx.at_sync().err().map(|e| e.to_string());
                 ctx.publish("twice", &again);
@@ -144,7 +163,9 @@ impl Chare for Total {
 fn registry() -> (Registry, Entry<Total, u64>) {
     let mut reg = Registry::new();
     reg.migratable::<Stepper>("Stepper").chare::<Total>("Total");
-    reg.balancer(HeaviestFirst).balancer(OffTheMap);
+    reg.balancer(HeaviestFirst)
+        .balancer(OffTheMap)
+        .balancer(AllToLast);
     let e = reg.entry::<Total, u64>("total", |v| v);
     (reg, e)
 }
@@ -217,6 +238,16 @@ pub fn a_step_moves_heavy_elements_and_resumes_each_once(layer: Layer) {
     assert!(balance[1].before < 1.3, "max/avg {}", balance[1].before);
 }
 
+/// A step ends only when every moved element has arrived, also when most PEs only
+/// send: each element resumes once per step, on the PE it was sent to.
+pub fn a_step_waits_for_every_arrival_when_most_pes_only_send(layer: Layer) {
+    let p = pes(layer, 4);
+    let report = run_steps(layer, p, (12, 2), "all-to-last", Twist::Heavy).expect("a run");
+    assert_eq!(report.output::<u64>("resumed"), Some(24));
+    let first = &report.per_pe[0].balance[0];
+    assert_eq!(first.migrations, 12 - 12 / p as usize);
+}
+
 /// With `--array-lb none` nothing is measured or moved; each element still resumes
 /// once per step.
 pub fn without_a_strategy_elements_resume_at_once(layer: Layer) {
@@ -277,6 +308,10 @@ pub const TESTS: &[crate::suite::Test] = &[
     (
         "a_step_moves_heavy_elements_and_resumes_each_once",
         a_step_moves_heavy_elements_and_resumes_each_once,
+    ),
+    (
+        "a_step_waits_for_every_arrival_when_most_pes_only_send",
+        a_step_waits_for_every_arrival_when_most_pes_only_send,
     ),
     (
         "without_a_strategy_elements_resume_at_once",

@@ -176,14 +176,17 @@ impl PeRuntime {
         self.check_arrivals(coll, round);
     }
 
-    /// Tell PE 0 once every element the plan sends here has arrived.
+    /// Tell PE 0 once every element the plan sends here has arrived. A PE the plan
+    /// sends nothing is not one PE 0 waits for: its word would end the step early.
     fn check_arrivals(&mut self, coll: CollectionId, round: u32) {
-        let done = match self.core.syncs.arrivals.get(&(coll, round)) {
-            Some(&(got, Some(want))) => got >= want,
-            _ => false,
+        let (done, receives) = match self.core.syncs.arrivals.get(&(coll, round)) {
+            Some(&(got, Some(want))) => (got >= want, want > 0),
+            _ => (false, false),
         };
         if done {
             self.core.syncs.arrivals.remove(&(coll, round));
+        }
+        if done && receives {
             let env = self
                 .core
                 .envelope(Arrived { coll, round }, SendOpts::default());
