@@ -2,6 +2,7 @@
 //! spot (blocks in a square cost `hot_factor` times more per step, and the square
 //! drifts), balanced by the strategy `--array-lb` names. Its result is checked
 //! exactly against a serial run of the same arithmetic in the same order.
+#![forbid(unsafe_code)]
 
 pub mod block;
 pub mod grid;

@@ -2,6 +2,7 @@
 //! ring, a 2-D mesh or a random graph each step send to their neighbours and compute
 //! a load drawn from a distribution that changes every few steps; the checksum of
 //! everything every object received is checked against a serial computation.
+#![forbid(unsafe_code)]
 
 pub mod object;
 pub mod params;
