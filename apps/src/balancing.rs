@@ -12,9 +12,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Register the array strategies every app offers `--array-lb` (the runtime knows
-/// `none` by itself). None yet: the strategies of chorus-lb are registered here once
-/// `chorus_lb::array::register_all` exists, so every app and bench gets them at once.
+/// `none` by itself): chorus-lb's, so every app and bench gets the same vocabulary.
 pub fn register_array_strategies(reg: &mut Registry) -> &mut Registry {
+    chorus_lb::array::register_all(reg);
     reg
 }
 

@@ -51,10 +51,8 @@ fn an_unknown_strategy_is_refused_and_names_the_registered_one() {
     assert!(stderr.contains("heaviest-rr"), "{stderr}");
 }
 
-/// Switch on once the runtime balances at `at_sync` (issue 33's AtSync protocol):
-/// the strategy moves the heavy elements off PE 0 and the result stays exact.
+/// The strategy moves the heavy elements off PE 0 and the result stays exact.
 #[test]
-#[ignore = "needs the AtSync protocol"]
 fn heaviest_round_robin_moves_elements_and_keeps_the_result_exact() {
     for layer in ["threads", "sim"] {
         let lines = run(&["--layer", layer, "--pes", "4", "--array-lb", "heaviest-rr"]);

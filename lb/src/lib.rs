@@ -1,9 +1,11 @@
 //! Load balancing for chorus: Markov-chain walker groups over range sections,
 //! regrouped by pluggable strategies — none, periodic collective regrouping, and
-//! asynchronous noncollective merge (the dinan paper's MCMC benchmark kernel).
+//! asynchronous noncollective merge (the dinan paper's MCMC benchmark kernel); and,
+//! in [`array`](mod@array), the strategies that balance chare arrays at `at_sync`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod array;
 pub mod driver;
 pub mod recovery;
 pub mod regroup;

@@ -8,6 +8,7 @@
 //! them, and calls each element's
 //! [`Migratable::resume_from_sync`](crate::Migratable::resume_from_sync).
 
+pub use crate::base::error::DecisionError;
 use crate::base::ids::{IndexKey, Pe};
 
 /// One array element's measured load over the last balancing period.
@@ -108,43 +109,6 @@ pub trait ArrayStrategy: Send + Sync + 'static {
 
     /// Where elements should go; elements not named stay where they are.
     fn decide(&self, stats: &LoadStats) -> Vec<Move>;
-}
-
-/// Why a strategy's decision was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecisionError {
-    /// A move names a position past the end of `LoadStats::objs`.
-    #[error("move {index} names element {obj}, but there are {objs}")]
-    NoSuchObject {
-        /// The move's position in the decision.
-        index: usize,
-        /// The element it names.
-        obj: u32,
-        /// Elements in the statistics.
-        objs: usize,
-    },
-    /// A move names a PE outside the job.
-    #[error("move {index} sends element {obj} to PE {to}, but the job has {num_pes} PEs")]
-    NoSuchPe {
-        /// The move's position in the decision.
-        index: usize,
-        /// The element it moves.
-        obj: u32,
-        /// The PE it names.
-        to: Pe,
-        /// PEs in the job.
-        num_pes: usize,
-    },
-    /// Two moves name the same element.
-    #[error("moves {first} and {index} both move element {obj}")]
-    MovedTwice {
-        /// The earlier move.
-        first: usize,
-        /// The later move.
-        index: usize,
-        /// The element both name.
-        obj: u32,
-    },
 }
 
 /// Check a decision against the statistics it was made from, dropping moves that

@@ -155,6 +155,10 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
     /// Send to the element at `index` with options.
     pub fn send_with(&self, ctx: &mut Ctx, index: &I, msg: C::Msg, opts: SendOpts) {
         let addr = ElemAddr::of(index);
+        // The in-memory size stands for the bytes: encoding only to count them
+        // would cost more than the send.
+        let bytes = std::mem::size_of::<C::Msg>() as u64;
+        ctx.core.note_element_send(self.coll, &addr.key, bytes);
         if let Some((pe, dest)) = ctx.core.route_element(self.coll, addr) {
             ctx.core.send_typed(pe, dest, msg, opts);
         }

@@ -7,7 +7,7 @@ use crate::machine::sim::stats::SimStats;
 use crate::trace::TraceReport;
 use serde::de::DeserializeOwned;
 
-pub use crate::engine::report::{PeReport, MAX_ERRORS_KEPT};
+pub use crate::engine::report::{BalanceStep, PeReport, MAX_ERRORS_KEPT};
 
 /// The outcome of `Runtime::run`.
 #[derive(Debug, Clone)]

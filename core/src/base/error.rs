@@ -360,6 +360,14 @@ pub enum RuntimeError {
     /// An error reported by a PE in another process, as its text.
     #[error("{0}")]
     Remote(String),
+    /// A load-balancing strategy decided something impossible; nothing moved.
+    #[error("load-balancing strategy {strategy} decided an impossible move, so no element moved: {error}")]
+    BadLbDecision {
+        /// The strategy's name.
+        strategy: String,
+        /// What was wrong with its decision.
+        error: DecisionError,
+    },
     /// `--array-lb` names a strategy no one registered.
     #[error("--array-lb {name}: no such strategy; registered: none, {known} (Registry::balancer adds one)")]
     UnknownBalancer {
@@ -463,6 +471,12 @@ pub enum MigrateError {
     /// Serializing the state failed; the element stays on its PE.
     #[error("its state did not serialize: {0}")]
     Pack(String),
+    /// The element is in a load-balancing step (between `at_sync` and its resume),
+    /// where the strategy decides where it goes.
+    #[error(
+        "it is in a load-balancing step: call migrate_me before at_sync or after resume_from_sync"
+    )]
+    InBalancingStep,
     /// Rebuilding the state on the new PE failed; the element is lost.
     #[error("its state did not deserialize on the new PE (the element is lost): {0}")]
     Unpack(String),
@@ -474,6 +488,43 @@ pub enum MigrateError {
         pe: Pe,
         /// Messages that waited for it.
         messages: u64,
+    },
+}
+
+/// Why a strategy's decision was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DecisionError {
+    /// A move names a position past the end of `LoadStats::objs`.
+    #[error("move {index} names element {obj}, but there are {objs}")]
+    NoSuchObject {
+        /// The move's position in the decision.
+        index: usize,
+        /// The element it names.
+        obj: u32,
+        /// Elements in the statistics.
+        objs: usize,
+    },
+    /// A move names a PE outside the job.
+    #[error("move {index} sends element {obj} to PE {to}, but the job has {num_pes} PEs")]
+    NoSuchPe {
+        /// The move's position in the decision.
+        index: usize,
+        /// The element it moves.
+        obj: u32,
+        /// The PE it names.
+        to: Pe,
+        /// PEs in the job.
+        num_pes: usize,
+    },
+    /// Two moves name the same element.
+    #[error("moves {first} and {index} both move element {obj}")]
+    MovedTwice {
+        /// The earlier move.
+        first: usize,
+        /// The later move.
+        index: usize,
+        /// The element both name.
+        obj: u32,
     },
 }
 

@@ -171,6 +171,8 @@ impl PeRuntime {
                                 contributed: 0,
                                 home: me,
                                 moves: 0,
+                                load: 0.0,
+                                syncs: 0,
                             },
                         );
                     }
@@ -269,6 +271,8 @@ impl PeRuntime {
                     contributed: *seq_floor,
                     home,
                     moves: 0,
+                    load: 0.0,
+                    syncs: 0,
                 },
             );
         }

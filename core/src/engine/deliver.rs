@@ -217,6 +217,7 @@ impl PeRuntime {
             e.chare.as_mut(),
             payload,
         );
+        e.load += self.core.syncs.take_last();
         if let (Some(rest), Some(addr)) = (rest, keep) {
             let dest = if moves == 0 {
                 Dest::Element(coll, addr)
@@ -317,6 +318,7 @@ impl PeRuntime {
                         e.chare.as_mut(),
                         p,
                     );
+                    e.load += self.core.syncs.take_last();
                 }
             }
         }

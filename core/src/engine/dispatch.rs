@@ -52,9 +52,20 @@ impl PeRuntime {
         }
         self.route(env.kind, from);
         self.core.trace_entries_end();
-        self.apply_deferred();
-        self.apply_moves();
-        self.apply_syncs();
+        self.settle();
+    }
+
+    /// Act on what the handler asked for once it returned: contributions, moves and
+    /// `at_sync` calls, until none is left (a resume may ask for more).
+    pub(super) fn settle(&mut self) {
+        loop {
+            self.apply_deferred();
+            self.apply_moves();
+            self.apply_syncs();
+            if self.core.settled() {
+                break;
+            }
+        }
     }
 
     /// Hand a message to the module that handles its family.
@@ -72,6 +83,7 @@ impl PeRuntime {
             Kind::Exit(m) => self.on_exit(m, from),
             Kind::Move(m) => self.on_move(m, from),
             Kind::Flow(m) => self.on_flow(m, from),
+            Kind::Balance(m) => self.on_balance(m, from),
         }
     }
 

@@ -51,10 +51,17 @@ pub(super) fn invoke(
     if let Some(log) = log {
         log.record(core.port.now(), core.me, target(&current), &payload);
     }
+    let element = matches!(current, Current::Element(..));
     core.current = current;
+    let measuring = core.syncs.measuring();
+    let t0 = if measuring { core.port.now() } else { 0.0 };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         chare.deliver(payload, &mut Ctx { core: &mut *core })
     }));
+    if measuring {
+        let took = core.port.now() - t0;
+        core.syncs.ran(took, element);
+    }
     core.current = Current::Main;
     core.trace_entries_end();
     match outcome {

@@ -35,6 +35,9 @@ impl PeCore {
         if self.leaving {
             return Err(MigrateError::Leaving);
         }
+        if self.in_step(coll, &addr.key) {
+            return Err(MigrateError::InBalancingStep);
+        }
         if to as usize >= self.npes {
             return Err(MigrateError::NoSuchPe {
                 to,
@@ -45,7 +48,12 @@ impl PeCore {
         // A later request replaces an earlier one; asking for this PE cancels it.
         self.moves.retain(|r| !(r.coll == coll && r.addr == addr));
         if to != self.me {
-            self.moves.push(MoveRequest { coll, addr, to });
+            self.moves.push(MoveRequest {
+                coll,
+                addr,
+                to,
+                balancing: false,
+            });
         }
         Ok(())
     }
@@ -180,7 +188,12 @@ impl PeRuntime {
 
     /// Serialize an element and send it to its new PE, leaving a forwarding pointer.
     fn depart(&mut self, req: MoveRequest) {
-        let MoveRequest { coll, addr, to } = req;
+        let MoveRequest {
+            coll,
+            addr,
+            to,
+            balancing,
+        } = req;
         let me = self.core.me;
         let (m, name) = match self.core.migrator(coll) {
             Ok(found) => found,
@@ -246,6 +259,8 @@ impl PeRuntime {
             home: e.home,
             moves,
             contributed: e.contributed,
+            syncs: e.syncs,
+            balancing,
             state,
         };
         // Expedited, as creations are: the element is installed before its messages run.
@@ -288,6 +303,8 @@ impl PeRuntime {
             home,
             moves,
             contributed,
+            syncs,
+            balancing,
             state,
         } = m;
         let me = self.core.me;
@@ -320,21 +337,29 @@ impl PeRuntime {
         );
         // A lost element's waiting messages are reported at quiescence.
         let Some(chare) = chare else { return };
+        let e = Element {
+            chare,
+            order: addr.order,
+            contributed,
+            home,
+            moves,
+            load: 0.0,
+            syncs,
+        };
+        self.install(coll, addr, e, balancing);
+    }
+
+    /// Put an arrived element in place, record where it is, tell its home, and run
+    /// what waited for it; one moved by a balancing step waits for the step's resume.
+    fn install(&mut self, coll: CollectionId, addr: ElemAddr, e: Element, balancing: bool) {
+        let me = self.core.me;
+        let (home, moves, syncs) = (e.home, e.moves, e.syncs);
         let Some(Members::Array { elements, .. }) =
             self.colls.get_mut(&coll).map(|c| &mut c.members)
         else {
             return;
         };
-        elements.insert(
-            addr.key.clone(),
-            Element {
-                chare,
-                order: addr.order,
-                contributed,
-                home,
-                moves,
-            },
-        );
+        elements.insert(addr.key.clone(), e);
         let homed_here = home == me;
         self.core.loc.learn(
             coll,
@@ -347,6 +372,9 @@ impl PeRuntime {
             },
         );
         let waiting = self.core.loc.arrived(coll, &addr.key);
+        if balancing {
+            self.arrived_in_step(coll, addr.key.clone(), syncs.saturating_sub(1));
+        }
         if !homed_here {
             let news = Moved {
                 coll,

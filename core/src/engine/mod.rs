@@ -73,6 +73,10 @@ struct Element {
     home: Pe,
     /// How many times it has migrated.
     moves: u32,
+    /// Seconds its handlers ran since its last balancing step (when measured).
+    load: f64,
+    /// How many times it called `at_sync`.
+    syncs: u32,
 }
 
 enum Members {
@@ -123,6 +127,9 @@ pub(crate) struct PeSetup {
     pub(crate) work_mode: WorkMode,
     /// This PE's recorder when the job is traced.
     pub(crate) trace: Option<Box<PeTrace>>,
+    /// `--array-lb`'s strategy name (none balances nothing) and `--lb-period`.
+    pub(crate) array_lb: String,
+    pub(crate) lb_period: u32,
 }
 
 impl PeSetup {
@@ -138,6 +145,8 @@ impl PeSetup {
             work_mode: cfg.work,
             // A PE left out of --trace-pes runs untraced: no cost at all.
             trace: trace.filter(|t| t.is_recording()),
+            array_lb: cfg.array_lb.clone(),
+            lb_period: cfg.lb_every(),
         }
     }
 }
@@ -145,6 +154,7 @@ impl PeSetup {
 impl PeRuntime {
     /// PE `setup.me`, knowing the job's registrations and sending through `port`.
     pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, port: Box<dyn Port>) -> Self {
+        let strategy = reg.find_balancer(&setup.array_lb);
         PeRuntime {
             core: PeCore {
                 me: setup.me,
@@ -172,7 +182,7 @@ impl PeRuntime {
                 moves: Vec::new(),
                 leaving: false,
                 flow: flow::Flow::default(),
-                syncs: Default::default(),
+                syncs: balance::Syncs::new(strategy, setup.lb_period),
             },
             chare_slab: Vec::new(),
             chare_slot: HashMap::default(),
@@ -213,8 +223,7 @@ impl PeRuntime {
             });
         }
         core.trace_entries_end();
-        self.apply_deferred();
-        self.apply_moves();
+        self.settle();
         self.core.port.flush();
     }
 

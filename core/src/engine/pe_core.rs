@@ -127,6 +127,8 @@ pub(crate) struct MoveRequest {
     pub(crate) coll: CollectionId,
     pub(crate) addr: ElemAddr,
     pub(crate) to: Pe,
+    /// Moved by a balancing step's plan, not by the element itself.
+    pub(crate) balancing: bool,
 }
 
 /// What `Ctx` reads of its PE.

@@ -29,6 +29,36 @@ pub struct PeReport {
     pub qd_waves: u64,
     /// True if the job ended because of an error.
     pub aborted: bool,
+    /// The array load-balancing steps it decided (PE 0 only), in order.
+    pub balance: Vec<BalanceStep>,
+}
+
+/// One load-balancing step of a chare array, as PE 0 decided it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BalanceStep {
+    /// The step: how many `at_sync` calls each element had made before it.
+    pub round: u32,
+    /// The strategy's name.
+    pub strategy: String,
+    /// Elements measured.
+    pub objects: usize,
+    /// Elements moved.
+    pub migrations: usize,
+    /// Most loaded PE over the mean, as measured, and as the moves leave it.
+    pub before: f64,
+    /// The same after the moves, from the measured loads.
+    pub after: f64,
+    /// Wall-clock seconds the strategy took to decide.
+    pub decide_s: f64,
+    /// When the decision started and when every element was in place (the layer's
+    /// clock, seconds: virtual on sim).
+    pub started: f64,
+    /// See `started`.
+    pub ended: f64,
+    /// Each PE's measured load (seconds) before the step, and as the moves leave it.
+    pub loads_before: Vec<f64>,
+    /// See `loads_before`.
+    pub loads_after: Vec<f64>,
 }
 
 /// Errors a PE keeps in its report; under `--on-error drop` a job can see one per

@@ -10,6 +10,7 @@ use crate::api::registry::Registry;
 use crate::api::report::{PeReport, RunReport};
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
+use crate::engine::report::BalanceStep;
 use crate::engine::PeSetup;
 use crate::machine::mpi::link::POSTED_BYTES;
 use crate::trace::JobTrace;
@@ -299,6 +300,7 @@ struct WireReport {
     outputs: Vec<(String, Vec<u8>)>,
     qd_waves: u64,
     aborted: bool,
+    balance: Vec<BalanceStep>,
 }
 
 /// Every rank's PE reports, on every rank, in PE order.
@@ -316,6 +318,7 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
             outputs: r.outputs.clone(),
             qd_waves: r.qd_waves,
             aborted: r.aborted,
+            balance: r.balance.clone(),
         })
         .collect();
     let bytes = bincode::serialize(&wire).unwrap_or_default();
@@ -357,6 +360,7 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
                 outputs: w.outputs,
                 qd_waves: w.qd_waves,
                 aborted: w.aborted,
+                balance: w.balance,
             })),
             Err(e) => out.extend((r * ppr..(r + 1) * ppr).map(|pe| {
                 let mut report = PeReport::new(pe as Pe);

@@ -7,6 +7,7 @@ use chorus_core::Layer;
 
 pub mod arrays;
 pub mod bad_input;
+pub mod balance;
 pub mod faults;
 pub mod ledger;
 pub mod messaging;
@@ -22,6 +23,7 @@ pub type Test = (&'static str, fn(Layer));
 pub fn all() -> Vec<Test> {
     [
         arrays::TESTS,
+        balance::TESTS,
         bad_input::TESTS,
         faults::TESTS,
         ledger::TESTS,

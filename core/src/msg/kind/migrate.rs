@@ -24,6 +24,10 @@ pub(crate) struct Migrate {
     pub(crate) home: Pe,
     pub(crate) moves: u32,
     pub(crate) contributed: u64,
+    /// Its `at_sync` calls so far, and whether it moves in a balancing step (so it
+    /// waits for the step's resume where it arrives).
+    pub(crate) syncs: u32,
+    pub(crate) balancing: bool,
     #[serde(with = "payload_slot")]
     pub(crate) state: Payload,
 }
@@ -44,7 +48,7 @@ impl Body for Migrate {
         Some(self.coll)
     }
     fn body_bytes(&self) -> u64 {
-        36 + self.addr.key.0.len() as u64 + self.state.wire_len()
+        41 + self.addr.key.0.len() as u64 + self.state.wire_len()
     }
 }
 

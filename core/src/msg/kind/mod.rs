@@ -9,6 +9,7 @@
 use crate::base::ids::CollectionId;
 use crate::msg::dest::Dest;
 use crate::msg::payload::Payload;
+use balance::BalanceMsg;
 use bcast::BcastMsg;
 use create::CreateMsg;
 use exit::ExitMsg;
@@ -18,6 +19,7 @@ use quiescence::QdMsg;
 use reduce::ReduceMsg;
 use serde::{Deserializer, Serialize, Serializer};
 
+pub(crate) mod balance;
 pub(crate) mod bcast;
 pub(crate) mod create;
 pub(crate) mod exit;
@@ -279,6 +281,7 @@ kinds! {
     Exit(ExitMsg),
     Move(MoveMsg),
     Flow(FlowMsg),
+    Balance(BalanceMsg),
 }
 
 /// The wire tag of user messages.

@@ -1,0 +1,314 @@
+//! Load balancing of chare arrays on one PE (Charm++'s AtSync): the load measured
+//! per element, the elements that called `at_sync` and wait for their resume, the
+//! gather of their load up the PE tree, PE 0's decision and plan, and the resume.
+//!
+//! A step: each element calls `at_sync`; its record (key, PE, load) goes to its home
+//! PE, which counts its homed elements as reductions do (`Census`), and up the tree
+//! to PE 0 with each subtree's records; PE 0 asks the strategy, checks its decision
+//! and sends each PE involved its part of the plan; elements move (marked as moving
+//! in the step); a PE that has received all it was told to expect says so to PE 0,
+//! which then sends the resume down the tree, and each element resumes where it is.
+
+use super::{guarded, Current, Members, PeCore, PeRuntime};
+use crate::api::balance::ArrayStrategy;
+use crate::base::error::SyncError;
+use crate::base::hash::{HashMap, HashSet};
+use crate::base::ids::{CollectionId, IndexKey};
+use crate::engine::dispatch::Origin;
+use crate::engine::report::BalanceStep;
+use crate::msg::array::ElemAddr;
+use crate::msg::envelope::SendOpts;
+use crate::msg::kind::balance::{
+    Arrived, BalanceMsg, ObjRecord, PeRecord, Resume, SyncHome, SyncUp,
+};
+use std::sync::Arc;
+
+/// A step's records gathered on one PE.
+#[derive(Default)]
+struct Gather {
+    objs: Vec<ObjRecord>,
+    pes: Vec<PeRecord>,
+    /// Records of elements homed here, and subtrees of children, counted so far.
+    members: u64,
+    children: usize,
+}
+
+/// PE 0's account of a step whose plan is out.
+struct Underway {
+    /// PEs that have not yet said they received every element sent to them.
+    receivers: usize,
+    report: BalanceStep,
+}
+
+/// The balancing state of one PE.
+#[derive(Default)]
+pub(crate) struct Syncs {
+    /// The strategy of `--array-lb` and its period, if one was chosen.
+    strategy: Option<Arc<dyn ArrayStrategy>>,
+    period: u32,
+    /// `at_sync` calls of the running handler, taken once it returns.
+    asked: Vec<(CollectionId, ElemAddr)>,
+    /// Elements here that called `at_sync` and have not been resumed; at most one
+    /// entry per element on this PE.
+    waiting: HashSet<(CollectionId, IndexKey)>,
+    /// Steps being gathered here, by array and step: at most one step per array is
+    /// gathered at a time (its resume comes before any element's next `at_sync`).
+    gathers: HashMap<(CollectionId, u32), Gather>,
+    /// Elements of a step that arrived here, and how many the plan said would come.
+    arrivals: HashMap<(CollectionId, u32), (u32, Option<u32>)>,
+    /// PE 0's steps whose plans are out (one per array at most).
+    underway: HashMap<(CollectionId, u32), Underway>,
+    /// Seconds the last handler ran, and all handlers since this PE last reported.
+    last: f64,
+    busy: f64,
+    in_elements: f64,
+    /// Each element's heaviest receivers since the last step (bounded per element).
+    comm: HashMap<(CollectionId, IndexKey), Vec<Edge>>,
+}
+
+/// A receiver of an element's messages: its key, messages and bytes.
+type Edge = (IndexKey, u64, u64);
+
+/// How many receivers an element's communication record keeps.
+const COMM_KEPT: usize = crate::api::balance::COMM_EDGES_PER_OBJ;
+
+impl Syncs {
+    /// Balancing with `strategy` every `period` steps (none: elements resume at once).
+    pub(crate) fn new(strategy: Option<Arc<dyn ArrayStrategy>>, period: u32) -> Self {
+        Syncs {
+            strategy,
+            period: period.max(1),
+            ..Syncs::default()
+        }
+    }
+
+    /// Whether handlers are timed for a strategy.
+    pub(crate) fn measuring(&self) -> bool {
+        self.strategy.is_some()
+    }
+
+    /// A handler ran for `secs`, for `element` if it belongs to an array element.
+    pub(crate) fn ran(&mut self, secs: f64, element: bool) {
+        self.last = secs;
+        self.busy += secs;
+        if element {
+            self.in_elements += secs;
+        }
+    }
+
+    /// The time of the last handler, once.
+    pub(crate) fn take_last(&mut self) -> f64 {
+        std::mem::take(&mut self.last)
+    }
+
+    /// Note that the running element sent `bytes` to element `to` of its array.
+    pub(crate) fn sent(&mut self, from: (CollectionId, &IndexKey), to: &IndexKey, bytes: u64) {
+        if !self.strategy.as_ref().is_some_and(|s| s.needs_comm()) {
+            return;
+        }
+        let edges = self.comm.entry((from.0, from.1.clone())).or_default();
+        if let Some(e) = edges.iter_mut().find(|e| &e.0 == to) {
+            e.1 += 1;
+            e.2 += bytes;
+        } else if edges.len() < COMM_KEPT {
+            edges.push((to.clone(), 1, bytes));
+        } else if let Some(light) = edges.iter_mut().min_by_key(|e| e.2) {
+            // Space-saving: the new receiver takes the lightest slot and its count,
+            // so a heavy receiver seen late still rises to the top.
+            *light = (to.clone(), light.1 + 1, light.2 + bytes);
+        }
+    }
+}
+
+impl PeCore {
+    /// Record the running element's `at_sync`, acted on once its handler returns.
+    pub(crate) fn at_sync(&mut self) -> Result<(), SyncError> {
+        let (coll, addr) = match &self.current {
+            Current::Element(coll, addr) => (*coll, addr.clone()),
+            Current::Main => return Err(SyncError::NotAnElement("the main function".into())),
+            Current::Chare(id) => return Err(SyncError::NotAnElement(id.to_string())),
+            Current::Group(c) => {
+                return Err(SyncError::NotAnElement(format!("a member of group {c}")))
+            }
+        };
+        if let Err(e) = self.migrator(coll) {
+            let chare = match e {
+                crate::base::error::MigrateError::NotMigratable { chare } => chare,
+                other => other.to_string(),
+            };
+            return Err(SyncError::NotMigratable { chare });
+        }
+        if !self.syncs.waiting.insert((coll, addr.key.clone())) {
+            return Err(SyncError::Twice);
+        }
+        self.syncs.asked.push((coll, addr));
+        Ok(())
+    }
+
+    /// Note a message from the running element to element `to` of its own array,
+    /// for strategies that place by communication.
+    pub(crate) fn note_element_send(&mut self, coll: CollectionId, to: &IndexKey, bytes: u64) {
+        if let Current::Element(c, from) = &self.current {
+            if *c == coll {
+                self.syncs.sent((coll, &from.key), to, bytes);
+            }
+        }
+    }
+
+    /// Whether nothing a handler asked for waits to be acted on.
+    pub(crate) fn settled(&self) -> bool {
+        self.deferred.is_empty() && self.moves.is_empty() && self.syncs.asked.is_empty()
+    }
+
+    /// Whether the element is between its `at_sync` and its resume.
+    pub(crate) fn in_step(&self, coll: CollectionId, key: &IndexKey) -> bool {
+        self.syncs.waiting.contains(&(coll, key.clone()))
+    }
+}
+
+impl PeRuntime {
+    /// Act on the `at_sync` calls of the handler that just ran.
+    pub(super) fn apply_syncs(&mut self) {
+        while !self.core.syncs.asked.is_empty() {
+            for (coll, addr) in std::mem::take(&mut self.core.syncs.asked) {
+                self.synced(coll, addr);
+            }
+        }
+    }
+
+    /// An element reached a step boundary: resume it now if this step does not
+    /// balance, else send its record on.
+    fn synced(&mut self, coll: CollectionId, addr: ElemAddr) {
+        let me = self.core.me;
+        let Some(Members::Array { elements, .. }) =
+            self.colls.get_mut(&coll).map(|c| &mut c.members)
+        else {
+            return;
+        };
+        let Some(e) = elements.get_mut(&addr.key) else {
+            return;
+        };
+        let round = e.syncs;
+        e.syncs = e.syncs.saturating_add(1);
+        let balances = self.core.syncs.strategy.is_some() && e.syncs % self.core.syncs.period == 0;
+        if !balances {
+            e.load = 0.0;
+            return self.resume(coll, addr);
+        }
+        let comm = self
+            .core
+            .syncs
+            .comm
+            .remove(&(coll, addr.key.clone()))
+            .unwrap_or_default();
+        let obj = ObjRecord {
+            key: addr.key,
+            pe: me,
+            load: std::mem::take(&mut e.load),
+            comm,
+        };
+        if e.home == me {
+            self.gather(coll, round).objs.push(obj);
+            self.gather(coll, round).members += 1;
+            self.try_send_up(coll, round);
+        } else {
+            let home = e.home;
+            let env = self
+                .core
+                .envelope(SyncHome { coll, round, obj }, SendOpts::default());
+            self.core.post(home, env);
+        }
+    }
+
+    /// Run an element's `resume_from_sync` here; an element no longer here has
+    /// nothing to resume.
+    fn resume(&mut self, coll: CollectionId, addr: ElemAddr) {
+        self.core.syncs.waiting.remove(&(coll, addr.key.clone()));
+        let Ok((m, name)) = self.core.migrator(coll) else {
+            return;
+        };
+        let Some(Members::Array { elements, .. }) =
+            self.colls.get_mut(&coll).map(|c| &mut c.members)
+        else {
+            return;
+        };
+        let Some(e) = elements.get_mut(&addr.key) else {
+            return;
+        };
+        guarded(&mut self.core, Current::Element(coll, addr), &name, |ctx| {
+            (m.resume)(e.chare.as_mut(), ctx);
+            Ok(())
+        });
+    }
+
+    fn gather(&mut self, coll: CollectionId, round: u32) -> &mut Gather {
+        self.core.syncs.gathers.entry((coll, round)).or_default()
+    }
+
+    /// Run a load-balancing message.
+    pub(super) fn on_balance(&mut self, m: BalanceMsg, _from: Origin) {
+        match m {
+            BalanceMsg::SyncHome(SyncHome { coll, round, obj }) => {
+                let g = self.gather(coll, round);
+                g.objs.push(obj);
+                g.members += 1;
+                self.try_send_up(coll, round);
+            }
+            BalanceMsg::SyncUp(SyncUp {
+                coll,
+                round,
+                objs,
+                pes,
+            }) => {
+                let g = self.gather(coll, round);
+                g.objs.extend(objs);
+                g.pes.extend(pes);
+                g.children += 1;
+                self.try_send_up(coll, round);
+            }
+            BalanceMsg::Plan(plan) => self.follow(plan),
+            BalanceMsg::Arrived(Arrived { coll, round }) => self.receiver_done(coll, round),
+            BalanceMsg::Resume(Resume { coll, round }) => self.on_resume(coll, round),
+        }
+    }
+
+    /// Pass the step's records up once every element homed here and every child
+    /// with members below it has reported; on PE 0, decide.
+    fn try_send_up(&mut self, coll: CollectionId, round: u32) {
+        let Some(c) = self.colls.get(&coll) else {
+            return;
+        };
+        let census = &c.census;
+        let Some(g) = self.core.syncs.gathers.get(&(coll, round)) else {
+            return;
+        };
+        if !census.done || g.members < census.local || g.children < census.active_children.len() {
+            return;
+        }
+        let Some(mut g) = self.core.syncs.gathers.remove(&(coll, round)) else {
+            return;
+        };
+        let syncs = &mut self.core.syncs;
+        let background = (syncs.busy - syncs.in_elements).max(0.0);
+        (syncs.busy, syncs.in_elements) = (0.0, 0.0);
+        g.pes.push(PeRecord {
+            pe: self.core.me,
+            background,
+        });
+        match self.core.tree_parent() {
+            Some(parent) => {
+                let up = SyncUp {
+                    coll,
+                    round,
+                    objs: g.objs,
+                    pes: g.pes,
+                };
+                let env = self.core.envelope(up, SendOpts::default());
+                self.core.post(parent, env);
+            }
+            None => self.decide(coll, round, g),
+        }
+    }
+}
+
+mod plan;

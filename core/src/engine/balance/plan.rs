@@ -1,0 +1,252 @@
+//! PE 0's decision in a balancing step and the plan it sends out; the moves, the
+//! arrivals and the resume that ends the step on every PE.
+
+use super::{Gather, Underway};
+use crate::api::balance::{check_decision, CommEdge, LoadStats, Move, ObjLoad};
+use crate::base::error::RuntimeError;
+use crate::base::hash::HashMap;
+use crate::base::ids::{CollectionId, IndexKey, Pe};
+use crate::engine::report::BalanceStep;
+use crate::engine::{Members, MoveRequest, PeRuntime};
+use crate::msg::array::ElemAddr;
+use crate::msg::envelope::SendOpts;
+use crate::msg::kind::balance::{Arrived, Plan, Resume};
+use crate::trace::ns;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// The statistics a strategy decides from, from a step's records (sorted by key, so
+/// positions do not depend on the order records arrived in).
+fn stats_of(num_pes: usize, mut g: Gather) -> LoadStats {
+    g.objs.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut background = vec![0.0; num_pes];
+    for p in &g.pes {
+        if let Some(b) = background.get_mut(p.pe as usize) {
+            *b += p.background;
+        }
+    }
+    let position: HashMap<&IndexKey, u32> = g
+        .objs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (&o.key, i as u32))
+        .collect();
+    let mut comm = Vec::new();
+    for (from, o) in g.objs.iter().enumerate() {
+        for (to, messages, bytes) in &o.comm {
+            if let Some(&to) = position.get(to) {
+                comm.push(CommEdge {
+                    from: from as u32,
+                    to,
+                    messages: *messages,
+                    bytes: *bytes,
+                });
+            }
+        }
+    }
+    let objs = g
+        .objs
+        .into_iter()
+        .map(|o| ObjLoad {
+            key: o.key,
+            pe: o.pe,
+            load: o.load,
+        })
+        .collect();
+    LoadStats {
+        num_pes,
+        objs,
+        background,
+        comm,
+    }
+}
+
+/// Each PE's loads after `moves`.
+fn loads_after(stats: &LoadStats, moves: &[Move]) -> Vec<f64> {
+    let mut pes: Vec<Pe> = stats.objs.iter().map(|o| o.pe).collect();
+    for m in moves {
+        pes[m.obj as usize] = m.to;
+    }
+    let mut loads = stats.background.clone();
+    for (o, pe) in stats.objs.iter().zip(pes) {
+        loads[pe as usize] += o.load;
+    }
+    loads
+}
+
+impl PeRuntime {
+    /// PE 0 has every record of step `round`: ask the strategy and send the plan.
+    pub(super) fn decide(&mut self, coll: CollectionId, round: u32, g: Gather) {
+        let Some(strategy) = self.core.syncs.strategy.clone() else {
+            return;
+        };
+        let started = self.core.now();
+        let stats = stats_of(self.core.npes, g);
+        let clock = Instant::now();
+        let decided = strategy.decide(&stats);
+        let decide_s = clock.elapsed().as_secs_f64();
+        let moves = match check_decision(&stats, decided) {
+            Ok(moves) => moves,
+            Err(error) => {
+                self.core.fail(RuntimeError::BadLbDecision {
+                    strategy: strategy.name().to_string(),
+                    error,
+                });
+                Vec::new()
+            }
+        };
+        let report = BalanceStep {
+            round,
+            strategy: strategy.name().to_string(),
+            objects: stats.objs.len(),
+            migrations: moves.len(),
+            before: stats.max_over_avg(),
+            after: crate::api::balance::max_over_avg(&loads_after(&stats, &moves)),
+            decide_s,
+            started,
+            ended: started,
+            loads_before: stats.pe_loads(),
+            loads_after: loads_after(&stats, &moves),
+        };
+        let plans = Self::plans(coll, round, &stats, &moves);
+        let receivers = plans.iter().filter(|(_, p)| p.incoming > 0).count();
+        self.core
+            .syncs
+            .underway
+            .insert((coll, round), Underway { receivers, report });
+        for (pe, plan) in plans {
+            let env = self.core.envelope(plan, SendOpts::default());
+            self.core.post(pe, env);
+        }
+        if receivers == 0 {
+            self.finish_step(coll, round);
+        }
+    }
+
+    /// Each PE's part of the plan: what it sends and how many it receives.
+    fn plans(coll: CollectionId, round: u32, stats: &LoadStats, moves: &[Move]) -> Vec<(Pe, Plan)> {
+        let mut by_pe: BTreeMap<Pe, Plan> = BTreeMap::new();
+        let new = |_: &Pe| Plan {
+            coll,
+            round,
+            out: Vec::new(),
+            incoming: 0,
+        };
+        for m in moves {
+            let o = &stats.objs[m.obj as usize];
+            let from = by_pe.entry(o.pe).or_insert_with_key(new);
+            from.out.push((o.key.clone(), m.to));
+            by_pe.entry(m.to).or_insert_with_key(new).incoming += 1;
+        }
+        by_pe.into_iter().collect()
+    }
+
+    /// Send away the elements the plan names, and note how many will arrive.
+    pub(super) fn follow(&mut self, plan: Plan) {
+        let Plan {
+            coll,
+            round,
+            out,
+            incoming,
+        } = plan;
+        for (key, to) in out {
+            let order = match self.colls.get(&coll).map(|c| &c.members) {
+                Some(Members::Array { elements, .. }) => elements.get(&key).map(|e| e.order),
+                _ => None,
+            };
+            // An element the plan names is here: it cannot move by hand in a step.
+            let Some(order) = order else { continue };
+            self.core.syncs.waiting.remove(&(coll, key.clone()));
+            self.core.moves.push(MoveRequest {
+                coll,
+                addr: ElemAddr { key, order },
+                to,
+                balancing: true,
+            });
+        }
+        let a = self.core.syncs.arrivals.entry((coll, round)).or_default();
+        a.1 = Some(incoming);
+        self.check_arrivals(coll, round);
+    }
+
+    /// An element moving in step `round` arrived here: it waits for the resume.
+    pub(crate) fn arrived_in_step(&mut self, coll: CollectionId, key: IndexKey, round: u32) {
+        self.core.syncs.waiting.insert((coll, key));
+        self.core.syncs.arrivals.entry((coll, round)).or_default().0 += 1;
+        self.check_arrivals(coll, round);
+    }
+
+    /// Tell PE 0 once every element the plan sends here has arrived.
+    fn check_arrivals(&mut self, coll: CollectionId, round: u32) {
+        let done = match self.core.syncs.arrivals.get(&(coll, round)) {
+            Some(&(got, Some(want))) => got >= want,
+            _ => false,
+        };
+        if done {
+            self.core.syncs.arrivals.remove(&(coll, round));
+            let env = self
+                .core
+                .envelope(Arrived { coll, round }, SendOpts::default());
+            self.core.post(0, env);
+        }
+    }
+
+    /// On PE 0: a receiver has all its elements; the last one ends the step.
+    pub(super) fn receiver_done(&mut self, coll: CollectionId, round: u32) {
+        let Some(u) = self.core.syncs.underway.get_mut(&(coll, round)) else {
+            return;
+        };
+        u.receivers = u.receivers.saturating_sub(1);
+        if u.receivers == 0 {
+            self.finish_step(coll, round);
+        }
+    }
+
+    /// On PE 0: every element is in place; record the step and send the resume.
+    fn finish_step(&mut self, coll: CollectionId, round: u32) {
+        if let Some(u) = self.core.syncs.underway.remove(&(coll, round)) {
+            let mut report = u.report;
+            report.ended = self.core.now();
+            let args = [
+                ("round", u64::from(round)),
+                ("migrations", report.migrations as u64),
+                ("objects", report.objects as u64),
+            ];
+            let (t0, t1) = (ns(report.started), ns(report.ended));
+            if let Some(t) = self.core.trace_mut() {
+                t.phase(t0, t1.saturating_sub(t0), "chorus::lb_step", &args);
+            }
+            self.core.report.balance.push(report);
+        }
+        self.on_resume(coll, round);
+    }
+
+    /// Step `round` is over: pass the resume on and resume the elements here.
+    pub(super) fn on_resume(&mut self, coll: CollectionId, round: u32) {
+        for c in self.core.tree_children().collect::<Vec<_>>() {
+            let env = self
+                .core
+                .envelope(Resume { coll, round }, SendOpts::default());
+            self.core.post(c, env);
+        }
+        let mut here: Vec<IndexKey> = self
+            .core
+            .syncs
+            .waiting
+            .iter()
+            .filter(|(c, _)| *c == coll)
+            .map(|(_, k)| k.clone())
+            .collect();
+        // The same order on every run and every layer.
+        here.sort();
+        for key in here {
+            let order = match self.colls.get(&coll).map(|c| &c.members) {
+                Some(Members::Array { elements, .. }) => elements.get(&key).map(|e| e.order),
+                _ => None,
+            };
+            if let Some(order) = order {
+                self.resume(coll, ElemAddr { key, order });
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Load balancing of chare arrays: elements' load on its way up to PE 0, the plan
+//! coming down, and the resume that ends a step (handled in `engine/balance.rs`).
+
+use super::{family, Body};
+use crate::base::ids::{CollectionId, IndexKey, Pe};
+use serde::{Deserialize, Serialize};
+
+family! {
+    /// AtSync load balancing.
+    BalanceMsg {
+        SyncHome = 19 => Some("chorus::lb_sync");
+        SyncUp = 20 => Some("chorus::lb_sync");
+        Plan = 21 => Some("chorus::lb_plan");
+        Arrived = 22 => Some("chorus::lb_plan");
+        Resume = 23 => Some("chorus::lb_resume");
+    }
+}
+
+/// One element's measured load in a step, as the gather carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ObjRecord {
+    pub(crate) key: IndexKey,
+    /// The PE it called `at_sync` on (and stays on until the plan moves it).
+    pub(crate) pe: Pe,
+    /// Seconds its handlers ran since the last step.
+    pub(crate) load: f64,
+    /// Its heaviest receivers in the array: (key, messages, bytes).
+    pub(crate) comm: Vec<(IndexKey, u64, u64)>,
+}
+
+/// A PE's load outside the array's handlers in a step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PeRecord {
+    pub(crate) pe: Pe,
+    pub(crate) background: f64,
+}
+
+/// An element away from its home reports its step `round` to the home, which counts it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SyncHome {
+    pub(crate) coll: CollectionId,
+    pub(crate) round: u32,
+    pub(crate) obj: ObjRecord,
+}
+
+/// A subtree's records for step `round`, to the tree parent.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SyncUp {
+    pub(crate) coll: CollectionId,
+    pub(crate) round: u32,
+    pub(crate) objs: Vec<ObjRecord>,
+    pub(crate) pes: Vec<PeRecord>,
+}
+
+/// PE 0's plan for one PE in step `round`: the elements it sends away, and how many
+/// it receives.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Plan {
+    pub(crate) coll: CollectionId,
+    pub(crate) round: u32,
+    pub(crate) out: Vec<(IndexKey, Pe)>,
+    pub(crate) incoming: u32,
+}
+
+/// A PE has received every element the plan of step `round` sends it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Arrived {
+    pub(crate) coll: CollectionId,
+    pub(crate) round: u32,
+}
+
+/// Step `round` is over: every element of the array resumes where it is; passed down
+/// the PE tree from PE 0.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Resume {
+    pub(crate) coll: CollectionId,
+    pub(crate) round: u32,
+}
+
+impl Body for SyncHome {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn body_bytes(&self) -> u64 {
+        32 + self.obj.key.0.len() as u64 + 24 * self.obj.comm.len() as u64
+    }
+}
+
+impl Body for SyncUp {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn check(&self, npes: usize) -> Result<(), String> {
+        let outside = self.objs.iter().map(|o| o.pe);
+        match outside
+            .chain(self.pes.iter().map(|p| p.pe))
+            .find(|&pe| pe as usize >= npes)
+        {
+            Some(pe) => Err(format!("a load record names PE {pe} of {npes}")),
+            None => Ok(()),
+        }
+    }
+    fn body_bytes(&self) -> u64 {
+        16 + 24 * (self.objs.len() + self.pes.len()) as u64
+    }
+}
+
+impl Body for Plan {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn check(&self, npes: usize) -> Result<(), String> {
+        match self.out.iter().find(|(_, to)| *to as usize >= npes) {
+            Some((_, to)) => Err(format!("a plan sends an element to PE {to} of {npes}")),
+            None => Ok(()),
+        }
+    }
+    fn body_bytes(&self) -> u64 {
+        20 + 16 * self.out.len() as u64
+    }
+}
+
+impl Body for Arrived {}
+
+impl Body for Resume {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+}

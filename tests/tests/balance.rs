@@ -1,0 +1,52 @@
+//! Load balancing of chare arrays on every layer of this build (bodies in
+//! `chorus_tests::suite::balance`).
+
+use chorus_tests::{layers, suite::balance};
+
+#[test]
+fn a_step_moves_heavy_elements_and_resumes_each_once() {
+    for layer in layers() {
+        balance::a_step_moves_heavy_elements_and_resumes_each_once(layer);
+    }
+}
+
+#[test]
+fn without_a_strategy_elements_resume_at_once() {
+    for layer in layers() {
+        balance::without_a_strategy_elements_resume_at_once(layer);
+    }
+}
+
+#[test]
+fn an_impossible_decision_is_an_error_and_loses_nothing() {
+    for layer in layers() {
+        balance::an_impossible_decision_is_an_error_and_loses_nothing(layer);
+    }
+}
+
+#[test]
+fn misuse_inside_a_step_is_refused() {
+    for layer in layers() {
+        balance::misuse_inside_a_step_is_refused(layer);
+    }
+}
+
+#[test]
+fn an_unknown_strategy_is_refused_up_front() {
+    for layer in layers() {
+        balance::an_unknown_strategy_is_refused_up_front(layer);
+    }
+}
+
+/// A PE killed on sim in the middle of a balancing step: the job ends with an error
+/// naming the killed PE (the step cannot complete without its elements' records),
+/// never a hang or a clean exit.
+#[test]
+fn a_pe_killed_during_a_step_ends_the_job_with_an_error() {
+    let err = balance::run_with_kill(2, 3_000_000).expect_err("the step cannot complete");
+    let text = err.to_string();
+    assert!(
+        text.contains("failed PE 2") || text.contains("killed PEs [2]"),
+        "{text}"
+    );
+}
