@@ -28,9 +28,8 @@ pub fn strategy_names() -> Vec<String> {
 }
 
 /// From an element's `resume_from_sync`, send `msg` to the element itself, so its
-/// next step runs as a handler of its own (Charm++ programs resume the same way,
-/// with `thisProxy[thisIndex].step()`): a contribution made inside
-/// `resume_from_sync` itself waits until its PE handles another message.
+/// next step runs as a handler of its own, like every other step (Charm++ programs
+/// resume the same way, with `thisProxy[thisIndex].step()`).
 pub fn resume_by_message<C: Chare, I: ArrayIndex>(ctx: &mut Ctx, msg: C::Msg) {
     match (ctx.this_array::<C, I>(), ctx.this_index::<I>()) {
         (Some(array), Some(me)) => array.send(ctx, &me, msg),

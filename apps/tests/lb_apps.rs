@@ -213,7 +213,7 @@ fn the_binaries_print_their_exact_verdict() {
 }
 
 /// An element that contributes from `resume_from_sync` itself (the apps send
-/// themselves a message there instead).
+/// themselves a message there).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct ContributesOnResume;
 
@@ -234,12 +234,10 @@ impl chorus_core::Migratable for ContributesOnResume {
     }
 }
 
-/// For the lead (core, not this crate): `PeRuntime::process` applies a handler's
-/// contributions and moves before `apply_syncs` runs the `resume_from_sync`s, so a
-/// contribution made inside one waits for the PE's next message; with nothing else
-/// to run the job stalls.
+/// A contribution made inside `resume_from_sync` is applied at once: before the
+/// AtSync protocol (879061b) it waited for the PE's next message, and one element
+/// alone on a PE stalled the job.
 #[test]
-#[ignore = "core: contributions made in resume_from_sync wait for the PE's next message"]
 fn a_contribution_from_resume_from_sync_is_not_held_back() {
     for layer in [Layer::Threads, Layer::Sim] {
         let mut reg = chorus_core::Registry::new();
