@@ -235,7 +235,7 @@ impl chorus_core::Migratable for ContributesOnResume {
 }
 
 /// A contribution made inside `resume_from_sync` is applied at once: before the
-/// AtSync protocol (879061b) it waited for the PE's next message, and one element
+/// AtSync protocol (fd0dcab) it waited for the PE's next message, and one element
 /// alone on a PE stalled the job.
 #[test]
 fn a_contribution_from_resume_from_sync_is_not_held_back() {
