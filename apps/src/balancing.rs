@@ -2,11 +2,13 @@
 //! share: the strategies `--array-lb` offers them, the load each element charges and
 //! where, the chare that collects a run's result, and the figures read from a run.
 
+use crate::bench::report::{print, Report};
 use chorus_core::api::balance::max_over_avg;
-use chorus_core::RuntimeError;
-use chorus_core::{ArrayIndex, Callback, Chare, Ctx, Entry, Pe, Reducer, Registry, RunReport};
+use chorus_core::{ArrayIndex, Callback, Chare, Config, Ctx, Entry, Layer, Migratable, Pe};
+use chorus_core::{Reducer, Registry, RunReport, Runtime, RuntimeError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::process::ExitCode;
 use std::time::Duration;
 
 /// Register the array strategies every app offers `--array-lb` (the runtime knows
@@ -26,9 +28,8 @@ pub fn strategy_names() -> Vec<String> {
 }
 
 /// From an element's `resume_from_sync`, send `msg` to the element itself, so its
-/// next step runs as a handler of its own (Charm++ programs resume the same way,
-/// with `thisProxy[thisIndex].step()`): a contribution made inside
-/// `resume_from_sync` itself waits until its PE handles another message.
+/// next step runs as a handler of its own, like every other step (Charm++ programs
+/// resume the same way, with `thisProxy[thisIndex].step()`).
 pub fn resume_by_message<C: Chare, I: ArrayIndex>(ctx: &mut Ctx, msg: C::Msg) {
     match (ctx.this_array::<C, I>(), ctx.this_index::<I>()) {
         (Some(array), Some(me)) => array.send(ctx, &me, msg),
@@ -50,6 +51,125 @@ pub enum RunError {
         /// The figure that is missing.
         what: &'static str,
     },
+}
+
+/// Why a balancing app produced no outcome: parameters `P` refused, or the run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError<P: std::error::Error + 'static> {
+    /// The parameters cannot run.
+    #[error(transparent)]
+    Params(P),
+    /// The job failed or published no result.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// Run a balancing app under `config`: its element type `C` registered as
+/// `name` beside the collector and the strategies, its array made and started by
+/// `start` in main (with where the results go); returns the collector's figures.
+pub fn run_app<C: Migratable>(
+    config: &Config,
+    name: &str,
+    start: impl FnOnce(&mut Ctx, Results) + Send + 'static,
+) -> Result<Figures, RunError> {
+    let mut reg = Registry::new();
+    register_array_strategies(&mut reg);
+    let entries = Collector::register(&mut reg);
+    reg.migratable::<C>(name);
+    let report = Runtime::new(reg, config.clone()).run(move |ctx| {
+        let results = Collector::start(ctx, entries);
+        start(ctx, results);
+    })?;
+    Figures::read(&report)
+}
+
+/// A run's figures beside the serial reference, and how the run was made.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The layer it ran on.
+    pub layer: Layer,
+    /// The `--array-lb` strategy.
+    pub strategy: String,
+    /// The run's figures.
+    pub figures: Figures,
+    /// The serial computation's checksum.
+    pub expected: u64,
+}
+
+impl Checked {
+    /// The figures of a run under `config`, to be compared with `expected`.
+    pub fn new(config: &Config, figures: Figures, expected: u64) -> Self {
+        Checked {
+            layer: config.layer,
+            strategy: config.array_lb.clone(),
+            figures,
+            expected,
+        }
+    }
+
+    /// Whether the run's checksum equals the serial one.
+    pub fn exact(&self) -> bool {
+        self.figures.checksum == self.expected
+    }
+
+    /// Seconds per step over `steps` steps (virtual on sim).
+    pub fn step_s(&self, steps: u32) -> f64 {
+        self.figures.seconds / f64::from(steps.max(1))
+    }
+
+    /// The checksum line of a table, `what` naming what was summed.
+    pub fn verdict_line(&self, what: &str) -> String {
+        let verdict = if self.exact() { "exact" } else { "DIFFERENT" };
+        format!(
+            "{what} checksum {:016x}, serial {:016x}: {verdict}\n",
+            self.figures.checksum, self.expected
+        )
+    }
+
+    /// The load line of a table.
+    pub fn load_line(&self) -> String {
+        format!(
+            "max/avg PE load {:.2} over the run, {:.2} in the last step\n",
+            self.figures.run_max_over_avg(),
+            self.figures.last_max_over_avg()
+        )
+    }
+
+    /// The JSON fields every app prints: the job, the checksums and the loads.
+    pub fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        let f = &self.figures;
+        let pairs = [
+            ("layer", self.layer.name().into()),
+            ("pes", f.pes.into()),
+            ("array_lb", self.strategy.clone().into()),
+            ("checksum", format!("{:016x}", f.checksum).into()),
+            ("expected", format!("{:016x}", self.expected).into()),
+            ("exact", self.exact().into()),
+            ("max_over_avg_run", json_num(f.run_max_over_avg())),
+            ("max_over_avg_last", json_num(f.last_max_over_avg())),
+        ];
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+}
+
+/// An app's main after its flags are parsed: start the job's process (MPI when it
+/// runs on mpi), run, print the outcome on the process that speaks, and exit with
+/// success only if the result was exact.
+pub fn main_of<R: Report, E: std::fmt::Display>(
+    prog: &str,
+    config: &Config,
+    as_json: bool,
+    run: impl FnOnce() -> Result<R, E>,
+    exact: impl Fn(&R) -> bool,
+) -> ExitCode {
+    let outcome = crate::job::JobProcess::start(config).and_then(|job| {
+        let out = run().map_err(|e| e.to_string())?;
+        if job.speaks {
+            print(&out, as_json);
+        }
+        Ok(exact(&out))
+    });
+    crate::cli::exit_status(prog, outcome)
 }
 
 /// The load one element charged over a run: in total on each PE it ran on, and in

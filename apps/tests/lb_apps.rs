@@ -56,7 +56,7 @@ fn jacobi2d_is_exact_on_threads_and_sim() {
             let out = jacobi2d::run(&config(layer, pes), p)
                 .unwrap_or_else(|e| panic!("{layer:?} {pes} PEs {grid}/{block}: {e}"));
             assert!(out.exact(), "{layer:?} {pes} PEs {grid}/{block}: {out:?}");
-            assert_eq!(out.figures.pes, pes as usize);
+            assert_eq!(out.run.figures.pes, pes as usize);
             assert!(out.step_s() > 0.0, "{out:?}");
         }
     }
@@ -81,9 +81,9 @@ fn jacobi2d_on_sim_repeats_and_shows_the_hot_spot() {
     let run = || jacobi2d::run(&config(Layer::Sim, 4), p).expect("the run");
     let (a, b) = (run(), run());
     assert!(a.exact(), "{a:?}");
-    assert_eq!(a.figures.seconds, b.figures.seconds);
+    assert_eq!(a.run.figures.seconds, b.run.figures.seconds);
     assert!(
-        (a.figures.last_max_over_avg() - 13.0 / 6.25).abs() < 1e-9,
+        (a.run.figures.last_max_over_avg() - 13.0 / 6.25).abs() < 1e-9,
         "{a:?}"
     );
     assert!(a.step_s() >= a.ideal_step_s, "{a:?}");
@@ -102,7 +102,7 @@ fn lb_test_is_exact_for_every_graph_and_load_on_threads_and_sim() {
                 let out = lbtest::run(&config(layer, pes), p)
                     .unwrap_or_else(|e| panic!("{layer:?} {pes} PEs {p:?}: {e}"));
                 assert!(out.exact(), "{layer:?} {pes} PEs {p:?}: {out:?}");
-                let run_load: f64 = out.figures.run_loads.iter().sum();
+                let run_load: f64 = out.run.figures.run_loads.iter().sum();
                 let expected = p.mean_work_per_step_s() * f64::from(p.steps);
                 assert!((run_load - expected).abs() < 1e-9, "{run_load} {expected}");
             }
@@ -116,9 +116,9 @@ fn lb_test_on_sim_repeats_exactly() {
     let run = || lbtest::run(&config(Layer::Sim, 8), p).expect("the run");
     let (a, b) = (run(), run());
     assert!(a.exact(), "{a:?}");
-    assert_eq!(a.figures.seconds, b.figures.seconds);
-    assert_eq!(a.figures.last_loads, b.figures.last_loads);
-    assert!(a.figures.last_max_over_avg() >= 1.0);
+    assert_eq!(a.run.figures.seconds, b.run.figures.seconds);
+    assert_eq!(a.run.figures.last_loads, b.run.figures.last_loads);
+    assert!(a.run.figures.last_max_over_avg() >= 1.0);
 }
 
 #[test]
@@ -210,4 +210,66 @@ fn the_binaries_print_their_exact_verdict() {
         out.lines().nth(1).is_some_and(|l| l.ends_with(": exact")),
         "{out}"
     );
+}
+
+/// An element that contributes from `resume_from_sync` itself (the apps send
+/// themselves a message there).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContributesOnResume;
+
+impl chorus_core::Chare for ContributesOnResume {
+    type Init = ();
+    type Msg = ();
+    fn create((): (), _: &mut chorus_core::Ctx) -> Self {
+        ContributesOnResume
+    }
+    fn handle(&mut self, (): (), ctx: &mut chorus_core::Ctx) {
+        ctx.at_sync().expect("an array element");
+    }
+}
+
+impl chorus_core::Migratable for ContributesOnResume {
+    fn resume_from_sync(&mut self, ctx: &mut chorus_core::Ctx) {
+        ctx.contribute(1u64, chorus_core::Reducer::Sum, chorus_core::Callback::Exit);
+    }
+}
+
+/// A contribution made inside `resume_from_sync` is applied at once: before the
+/// AtSync protocol (fd0dcab) it waited for the PE's next message, and one element
+/// alone on a PE stalled the job.
+#[test]
+fn a_contribution_from_resume_from_sync_is_not_held_back() {
+    for layer in [Layer::Threads, Layer::Sim] {
+        let mut reg = chorus_core::Registry::new();
+        reg.migratable::<ContributesOnResume>("ContributesOnResume");
+        let r = chorus_core::Runtime::new(reg, config(layer, 1)).run(|ctx| {
+            let a = ctx.create_array_1d::<ContributesOnResume>(1, (), chorus_core::ArrayMap::Block);
+            a.broadcast(ctx, ());
+        });
+        assert!(r.is_ok(), "{layer:?}: {r:?}");
+    }
+}
+
+/// Every registered strategy balances Jacobi2D at 64 sim PEs (bgp) and the grid
+/// stays exact. For the lead: with `refine` and `distributed` this run stalls
+/// (the simulation runs out of events at 1116 us with refine; 5 steps are exact).
+#[test]
+#[ignore = "refine and distributed stall at this run's 5th balancing step"]
+fn jacobi2d_is_exact_under_every_strategy_at_64_sim_pes() {
+    let p = JacobiParams {
+        grid: 512,
+        block: 32,
+        steps: 6,
+        cell_ns: 10.0,
+        hot_factor: 4.0,
+        hot_blocks: 2,
+        drift_every: 5,
+    };
+    for lb in chorus_apps::balancing::strategy_names() {
+        let mut c = config(Layer::Sim, 64);
+        c.sim.preset = chorus_core::SimPreset::Bgp;
+        c.array_lb = lb.clone();
+        let out = jacobi2d::run(&c, p).unwrap_or_else(|e| panic!("--array-lb {lb}: {e}"));
+        assert!(out.exact(), "--array-lb {lb}: {out:?}");
+    }
 }

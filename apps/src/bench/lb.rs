@@ -88,7 +88,7 @@ pub fn measure(args: &LbArgs) -> Result<LbReport, String> {
         if !out.exact() {
             return Err(format!(
                 "--array-lb {name}: the grid's checksum {:016x} differs from the serial run's {:016x}",
-                out.figures.checksum, out.expected
+                out.run.figures.checksum, out.run.expected
             ));
         }
         runs.push(out);
@@ -108,11 +108,11 @@ impl Report for LbReport {
             .iter()
             .map(|r| {
                 json!({
-                    "array_lb": r.strategy,
+                    "array_lb": r.run.strategy,
                     "step_s": json_num(r.step_s()),
                     "ideal_step_s": json_num(r.ideal_step_s),
                     "over_ideal": json_num(r.step_s() / r.ideal_step_s),
-                    "max_over_avg_run": json_num(r.figures.run_max_over_avg()),
+                    "max_over_avg_run": json_num(r.run.figures.run_max_over_avg()),
                     "exact": r.exact(),
                 })
             })
@@ -120,7 +120,7 @@ impl Report for LbReport {
         json!({
             "bench": "lb",
             "preset": lower_debug(&self.preset),
-            "pes": self.runs.first().map_or(0, |r| r.figures.pes),
+            "pes": self.runs.first().map_or(0, |r| r.run.figures.pes),
             "grid": p.grid,
             "block": p.block,
             "steps": p.steps,
@@ -133,7 +133,7 @@ impl Report for LbReport {
 
     fn table(&self) -> String {
         let p = &self.params;
-        let pes = self.runs.first().map_or(0, |r| r.figures.pes);
+        let pes = self.runs.first().map_or(0, |r| r.run.figures.pes);
         let mut out = format!(
             "jacobi2d {g}x{g} in {b}x{b} blocks, {s} steps, hot spot {h}x{h} blocks x{k}, {pes} sim PEs ({preset})\n",
             g = p.grid,
@@ -152,11 +152,11 @@ impl Report for LbReport {
             let _ = writeln!(
                 out,
                 "{:<14} {:>12.4} {:>12.4} {:>9.2} {:>8.2}",
-                r.strategy,
+                r.run.strategy,
                 r.step_s() * 1e3,
                 r.ideal_step_s * 1e3,
                 r.step_s() / r.ideal_step_s,
-                r.figures.run_max_over_avg(),
+                r.run.figures.run_max_over_avg(),
             );
         }
         out

@@ -2,7 +2,7 @@
 //! spot, balanced by `--array-lb`, checked exactly against a serial run.
 #![forbid(unsafe_code)]
 
-use chorus_apps::bench::report::print;
+use chorus_apps::balancing::main_of;
 use chorus_apps::cli;
 use chorus_apps::jacobi2d::{self, JacobiArgs};
 use chorus_core::Config;
@@ -39,12 +39,12 @@ fn main() -> ExitCode {
         eprintln!("jacobi2d: {e}");
         return ExitCode::from(2);
     }
-    let outcome = chorus_apps::job::JobProcess::start(&args.chorus).and_then(|job| {
-        let out = jacobi2d::run(&args.chorus, params).map_err(|e| e.to_string())?;
-        if job.speaks {
-            print(&out, args.json);
-        }
-        Ok(out.exact())
-    });
-    cli::exit_status("jacobi2d", outcome)
+    let run = || jacobi2d::run(&args.chorus, params);
+    main_of(
+        "jacobi2d",
+        &args.chorus,
+        args.json,
+        run,
+        jacobi2d::JacobiOutcome::exact,
+    )
 }

@@ -3,7 +3,7 @@
 //! every object received is checked against a serial computation.
 #![forbid(unsafe_code)]
 
-use chorus_apps::bench::report::print;
+use chorus_apps::balancing::main_of;
 use chorus_apps::cli;
 use chorus_apps::lbtest::{self, LbTestParams, LoadDist, Topology};
 use chorus_core::Config;
@@ -70,12 +70,12 @@ fn main() -> ExitCode {
         eprintln!("lb-test: {e}");
         return ExitCode::from(2);
     }
-    let outcome = chorus_apps::job::JobProcess::start(&args.chorus).and_then(|job| {
-        let out = lbtest::run(&args.chorus, params).map_err(|e| e.to_string())?;
-        if job.speaks {
-            print(&out, args.json);
-        }
-        Ok(out.exact())
-    });
-    cli::exit_status("lb-test", outcome)
+    let run = || lbtest::run(&args.chorus, params);
+    main_of(
+        "lb-test",
+        &args.chorus,
+        args.json,
+        run,
+        lbtest::LbTestOutcome::exact,
+    )
 }

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! With `--array-lb none` the first prints `max/avg PE load in the last step 2.91`:
-//! PE 0 has all eight heavy elements. Once the runtime balances at `at_sync`,
+//! PE 0 has all eight heavy elements. When the runtime balances at `at_sync`,
 //! `heaviest-rr` moves them so every PE has two heavy and six light (1.00).
 
 use chorus_core::{ArrayMap, ArrayStrategy, Callback, Chare, Config, Ctx, Entry, LoadStats};
