@@ -254,7 +254,6 @@ fn a_contribution_from_resume_from_sync_is_not_held_back() {
 /// stays exact. For the lead: with `refine` and `distributed` this run stalls
 /// (the simulation runs out of events at 1116 us with refine; 5 steps are exact).
 #[test]
-#[ignore = "refine and distributed stall at this run's 5th balancing step"]
 fn jacobi2d_is_exact_under_every_strategy_at_64_sim_pes() {
     let p = JacobiParams {
         grid: 512,
