@@ -53,7 +53,7 @@ pub use migration::{Migratable, MigrateError};
 pub use msg::envelope::Envelope;
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};
-pub use registry::{Entry, Registry};
+pub use registry::{Entry, IntoRegistry, Registry};
 pub use report::{PeReport, RunReport, MAX_ERRORS_KEPT};
 pub use trace::TraceReport;
 

@@ -3,7 +3,7 @@
 
 use super::Runtime;
 use crate::api::ctx::Ctx;
-use crate::api::registry::Registry;
+use crate::api::registry::IntoRegistry;
 use crate::api::result;
 use crate::base::error::RuntimeError;
 use crate::msg::callback::Callback;
@@ -19,13 +19,14 @@ struct StandardArgs {
 }
 
 impl Runtime {
-    /// A job with the registrations taken out of `registry` (which is left empty) and
-    /// the configuration of the command line's standard flags and `CHORUS_*`
-    /// variables; a flag that does not parse or check is a usage error (exit code 2).
+    /// A job with `registrations` (a `Registry`, or a function such as the
+    /// `register` that `#[chare]` generates) and the configuration of the command
+    /// line's standard flags and `CHORUS_*` variables; a flag that does not parse or
+    /// check is a usage error (exit code 2).
     #[cfg(feature = "cli")]
-    pub fn from_args(registry: &mut Registry) -> Self {
+    pub fn from_args(registrations: impl IntoRegistry) -> Self {
         let args: StandardArgs = crate::base::config::parse_args(|a: &StandardArgs| &a.chorus);
-        Runtime::new(std::mem::take(registry), args.chorus)
+        Runtime::new(registrations.into_registry(), args.chorus)
     }
 
     /// Run `main` on PE 0 with a callback to it; the first value delivered there ends
