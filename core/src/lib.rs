@@ -67,6 +67,11 @@ pub mod __private {
     pub use serde;
 }
 
+/// What `#[chare]` refuses, as compile-fail doctests.
+#[cfg(doctest)]
+#[doc = include_str!("api/declared_errors.md")]
+pub struct DeclaredErrors;
+
 /// The README's example, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

@@ -3,7 +3,8 @@
 //! main, and the explicit API underneath, on threads and sim.
 
 use chorus_core::{
-    chare, ArrayMap, Callback, Config, Ctx, Layer, Reducer, Registry, Runtime, RuntimeError, This,
+    chare, ArrayMap, Callback, Config, Ctx, IntoRegistry, Layer, Reducer, Registry, Runtime,
+    RuntimeError, This,
 };
 
 /// A counter: adds what it is sent, reports its total to a callback.
@@ -233,4 +234,36 @@ fn this_from_main_is_reported() {
         err.to_string().contains("used from the main function"),
         "{err}"
     );
+}
+
+/// An entry that fails: its `Err` is reported under `--on-error`, naming the entry.
+#[derive(Default)]
+struct Picky;
+
+#[chare]
+impl Picky {
+    #[entry]
+    fn take(&mut self, n: u64) -> Result<(), String> {
+        if n > 10 {
+            return Err(format!("{n} is more than 10"));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn an_entry_returning_an_error_has_it_reported_with_the_entry_name() {
+    quiet();
+    let err = Runtime::new(
+        Picky::register(&mut Registry::new()).into_registry(),
+        config(Layer::Sim, 2),
+    )
+    .run(|ctx| {
+        let p = ctx.create_chare::<Picky>((), 1);
+        p.take(ctx, 3);
+        p.take(ctx, 11);
+    })
+    .expect_err("the second call fails");
+    let text = err.to_string();
+    assert!(text.contains("Picky::take: 11 is more than 10"), "{text}");
 }

@@ -120,10 +120,13 @@ fn chare_impl(d: &Decl) -> TokenStream {
         }
     };
     let arms = d.entries.iter().map(|m| {
-        let (f, v) = (&m.ident, variant_name(&m.ident));
+        let (f, v, label) = (&m.ident, variant_name(&m.ident), entry_name(d, m));
         let names: Vec<&Ident> = m.args.iter().map(|a| &a.name).collect();
         let ctx = ctx_arg(m);
-        let call = quote_spanned!(f.span()=> Self::#f(self, #(#names,)* #ctx));
+        let call = quote_spanned! {f.span()=>
+            ::chorus_core::target::EntryResult::report(
+                Self::#f(self, #(#names,)* #ctx), __chorus_ctx, #label)
+        };
         if names.is_empty() {
             quote!(#msg::#v => #call,)
         } else {

@@ -92,14 +92,14 @@ impl Decl {
             )
         })?;
         if let Some((_, path, _)) = &block.trait_ {
-            return Err(Error::new(
-                path.span(),
+            return Err(Error::new_spanned(
+                path,
                 "#[chare] goes on the chare's own impl block, not on a trait impl",
             ));
         }
         if !block.generics.params.is_empty() {
-            return Err(Error::new(
-                block.generics.span(),
+            return Err(Error::new_spanned(
+                &block.generics,
                 "a #[chare] type cannot be generic: every process registers one concrete type",
             ));
         }
@@ -111,8 +111,8 @@ impl Decl {
             let Some(mark) = take_mark(f)? else { continue };
             match mark {
                 Mark::Init if init.is_some() => {
-                    return Err(Error::new(
-                        f.sig.ident.span(),
+                    return Err(Error::new_spanned(
+                        &f.sig.ident,
                         "a chare has one #[init] constructor",
                     ))
                 }
@@ -138,15 +138,15 @@ fn type_name(ty: &Type) -> syn::Result<Ident> {
         Type::Path(p) if p.qself.is_none() => {
             let last = p.path.segments.last().expect("a path has a segment");
             if !last.arguments.is_empty() {
-                return Err(Error::new(
-                    last.arguments.span(),
+                return Err(Error::new_spanned(
+                    &last.arguments,
                     "a #[chare] type cannot be generic: every process registers one concrete type",
                 ));
             }
             Ok(last.ident.clone())
         }
-        _ => Err(Error::new(
-            ty.span(),
+        _ => Err(Error::new_spanned(
+            ty,
             "#[chare] goes on the impl block of a named struct or enum",
         )),
     }
@@ -159,7 +159,7 @@ fn take_mark(f: &mut ImplItemFn) -> syn::Result<Option<Mark>> {
     for attr in f.attrs.drain(..) {
         let this = if attr.path().is_ident("init") {
             if !matches!(attr.meta, syn::Meta::Path(_)) {
-                return Err(Error::new(attr.span(), "#[init] takes no arguments"));
+                return Err(Error::new_spanned(&attr, "#[init] takes no arguments"));
             }
             Mark::Init
         } else if attr.path().is_ident("entry") {
@@ -171,8 +171,8 @@ fn take_mark(f: &mut ImplItemFn) -> syn::Result<Option<Mark>> {
             continue;
         };
         if mark.is_some() {
-            return Err(Error::new(
-                attr.span(),
+            return Err(Error::new_spanned(
+                &attr,
                 "a method is either the #[init] constructor or one #[entry]",
             ));
         }
@@ -202,8 +202,8 @@ fn entry_options(attr: &syn::Attribute) -> syn::Result<bool> {
 /// The `#[init]` method: no receiver, returns `Self`.
 fn init_method(f: &ImplItemFn, name: &Ident) -> syn::Result<Method> {
     if let Some(recv) = f.sig.receiver() {
-        return Err(Error::new(
-            recv.span(),
+        return Err(Error::new_spanned(
+            recv,
             "#[init] builds the chare: it takes no `self` and returns `Self`",
         ));
     }
@@ -226,27 +226,22 @@ fn init_method(f: &ImplItemFn, name: &Ident) -> syn::Result<Method> {
     method(f, false)
 }
 
-/// An `#[entry]` method: takes `&mut self` (or `&self`), returns nothing.
+/// An `#[entry]` method: takes `&mut self` (or `&self`); returns nothing or a
+/// `Result<(), E>` (the compiler checks which, through `EntryResult`).
 fn entry_method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
     match f.sig.receiver() {
         Some(r) if r.colon_token.is_none() && r.reference.is_some() => {}
         _ => {
-            return Err(Error::new(
-                f.sig.ident.span(),
+            return Err(Error::new_spanned(
+                &f.sig.ident,
                 "an #[entry] method takes `&mut self` (or `&self`): it runs on a live chare",
             ))
         }
     }
-    if let ReturnType::Type(_, ty) = &f.sig.output {
-        return Err(Error::new(
-            ty.span(),
-            "an #[entry] method returns nothing: send results on with a callback or a proxy",
-        ));
-    }
     let m = method(f, callback)?;
     if callback && m.args.len() > 1 {
-        return Err(Error::new(
-            m.args[1].ty.span(),
+        return Err(Error::new_spanned(
+            &m.args[1].ty,
             "an #[entry(callback)] takes one value (or none): a callback delivers one reduction \
              result; wrap several in a Vec or an Encoded struct",
         ));
@@ -258,14 +253,14 @@ fn entry_method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
 fn method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
     let sig = &f.sig;
     if let Some(a) = &sig.asyncness {
-        return Err(Error::new(
-            a.span(),
+        return Err(Error::new_spanned(
+            a,
             "entry methods are not async: a handler runs to completion",
         ));
     }
     if !sig.generics.params.is_empty() {
-        return Err(Error::new(
-            sig.generics.span(),
+        return Err(Error::new_spanned(
+            &sig.generics,
             "entry methods cannot be generic: their arguments travel in one message type",
         ));
     }
@@ -282,14 +277,13 @@ fn method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
     let mut args = Vec::with_capacity(n);
     for (i, t) in typed[..n].iter().enumerate() {
         if is_ctx(&t.ty) {
-            return Err(Error::new(
-                t.ty.span(),
+            return Err(Error::new_spanned(
+                &t.ty,
                 "the `&mut Ctx` parameter comes last",
             ));
         }
         if let Type::Reference(r) = &*t.ty {
-            return Err(Error::new(
-                r.span(),
+            return Err(Error::new_spanned(r,
                 "entry arguments travel in messages: take owned values (String, Vec<T>), not references",
             ));
         }
@@ -330,8 +324,8 @@ fn check_names(entries: &[Method]) -> syn::Result<()> {
     for m in entries {
         let name = m.ident.to_string();
         if PROXY_METHODS.contains(&name.as_str()) {
-            return Err(Error::new(
-                m.ident.span(),
+            return Err(Error::new_spanned(
+                &m.ident,
                 format!(
                     "an entry cannot be called `{name}`: the proxies' own `{name}` would be \
                      called instead of it; rename the entry"
@@ -344,8 +338,8 @@ fn check_names(entries: &[Method]) -> syn::Result<()> {
         }
         for g in generated {
             if taken.iter().any(|(t, _)| *t == g) {
-                return Err(Error::new(
-                    m.ident.span(),
+                return Err(Error::new_spanned(
+                    &m.ident,
                     format!("two entries generate the same {}; rename one", describe(&g)),
                 ));
             }

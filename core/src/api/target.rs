@@ -168,6 +168,30 @@ impl<C: Chare> Target<C> for This<C> {
     }
 }
 
+/// What an entry method declared with `#[chare]` may return: nothing, or a
+/// `Result<(), E>` whose error is reported under the job's `--on-error` policy
+/// (as `Ctx::fail` reports it, naming the entry).
+#[diagnostic::on_unimplemented(
+    message = "an #[entry] method returns nothing or a Result<(), E> with E: Display, not `{Self}`",
+    label = "returned here; send results on with a callback or a proxy"
+)]
+pub trait EntryResult {
+    /// Report an error, if this is one, for the entry `entry`.
+    fn report(self, ctx: &mut Ctx, entry: &str);
+}
+
+impl EntryResult for () {
+    fn report(self, _: &mut Ctx, _: &str) {}
+}
+
+impl<E: std::fmt::Display> EntryResult for Result<(), E> {
+    fn report(self, ctx: &mut Ctx, entry: &str) {
+        if let Err(e) = self {
+            ctx.fail(entry, e);
+        }
+    }
+}
+
 /// The callback to the entry of `C` taking a `T` registered as `name`, at `target`
 /// (what `#[chare]`'s `<entry>_callback` methods call); when no such entry is
 /// registered, the error is reported and the callback ignores what it gets.
