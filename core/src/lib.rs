@@ -19,7 +19,7 @@ pub mod trace;
 pub mod wire;
 
 // The module paths of earlier releases, kept for users.
-pub use api::{chare, ctx, migration, proxy, registry, report};
+pub use api::{chare, ctx, migration, proxy, registry, report, target};
 pub use base::{bytes, cli, config, error, ids, logging, tree};
 /// Message values and their type-erased form.
 pub use msg::payload as message;
@@ -32,6 +32,10 @@ pub use base::trace_select::{PeList, TraceWindow};
 pub use bytes::Bytes;
 pub use callback::Callback;
 pub use chare::Chare;
+/// Declare a chare's entry methods on its impl block (`#[chare]`, with `#[init]` and
+/// `#[entry]` methods): generates its message enum, `Chare` impl, `register` and
+/// typed proxy methods. See the README's *Entry methods declared in Rust*.
+pub use chorus_macros::chare;
 pub use config::{
     is_root_process, mpi_launch_rank, mpi_launch_size, Config, ConfigError, ErrorPolicy, KillSpec,
     Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
@@ -49,11 +53,24 @@ pub use migration::{Migratable, MigrateError};
 pub use msg::envelope::Envelope;
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};
-pub use registry::{Entry, Registry};
+pub use registry::{Entry, IntoRegistry, Registry};
 pub use report::{PeReport, RunReport, MAX_ERRORS_KEPT};
 pub use trace::TraceReport;
 
+pub use target::{ElementProxy, MemberProxy, Target, This};
+
 pub use launch::Runtime;
+
+/// What the code `#[chare]` generates names; not for direct use.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+}
+
+/// What `#[chare]` refuses, as compile-fail doctests.
+#[cfg(doctest)]
+#[doc = include_str!("api/declared_errors.md")]
+pub struct DeclaredErrors;
 
 /// The README's example, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -1,5 +1,6 @@
 //! The programming interface: chares, the context handlers act through, proxies,
-//! the registry of types and entries, migration, array load balancing and run reports.
+//! the registry of types and entries, migration, array load balancing, run reports, and the
+//! targets and results of declared entry methods (`#[chare]`).
 
 pub mod balance;
 pub mod callback;
@@ -9,3 +10,5 @@ pub mod migration;
 pub mod proxy;
 pub mod registry;
 pub mod report;
+pub(crate) mod result;
+pub mod target;

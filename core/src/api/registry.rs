@@ -274,3 +274,31 @@ impl Registry {
         Ok(())
     }
 }
+
+/// What `Runtime::from_args` takes the job's registrations from: a `Registry`, a
+/// `&mut Registry` (taken, leaving it empty), or a function that registers into a
+/// new one (`Counter::register`, what `#[chare]` generates).
+pub trait IntoRegistry {
+    /// The registrations.
+    fn into_registry(self) -> Registry;
+}
+
+impl IntoRegistry for Registry {
+    fn into_registry(self) -> Registry {
+        self
+    }
+}
+
+impl IntoRegistry for &mut Registry {
+    fn into_registry(self) -> Registry {
+        std::mem::take(self)
+    }
+}
+
+impl<F: FnOnce(&mut Registry) -> &mut Registry> IntoRegistry for F {
+    fn into_registry(self) -> Registry {
+        let mut reg = Registry::new();
+        self(&mut reg);
+        reg
+    }
+}

@@ -187,6 +187,25 @@ pub enum RuntimeError {
         /// The entry's index.
         entry: u32,
     },
+    /// A callback was asked for by name (the `<entry>_callback` methods `#[chare]`
+    /// generates) for an entry that was not registered with that argument type.
+    #[error("PE {pe}: entry {name} of {chare} taking {takes} is not registered: register the type with its generated `register` (or Registry::entry) before starting the runtime")]
+    EntryNotRegistered {
+        /// The PE that asked.
+        pe: Pe,
+        /// The entry's registered name.
+        name: String,
+        /// The chare type.
+        chare: &'static str,
+        /// The entry's argument type.
+        takes: &'static str,
+    },
+    /// `Runtime::run_for` ended without exactly one value at its callback.
+    #[error("the job ended with {got} values at the result callback of run_for, not one: deliver exactly one value to it (run_for_all takes any number)")]
+    NoSingleResult {
+        /// How many values arrived.
+        got: usize,
+    },
     /// A callback to one member of a collection named no PE.
     #[error("callback to {dest} has no PE")]
     CallbackWithoutPe {

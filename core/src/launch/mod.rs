@@ -7,6 +7,7 @@
 mod mpi;
 #[cfg(feature = "mpi")]
 mod rank_start;
+mod results;
 mod sim;
 #[cfg(feature = "mpi")]
 mod smp;
