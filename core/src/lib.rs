@@ -92,6 +92,7 @@ pub use registry::{Entry, Registry};
 pub use report::{PeReport, RunReport, MAX_ERRORS_KEPT};
 pub use trace::TraceReport;
 
+pub use base::exit::exit_status;
 pub use launch::Runtime;
 
 /// The README's example, compiled and run as a doctest so it stays true.

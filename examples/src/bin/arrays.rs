@@ -120,5 +120,5 @@ fn main() -> ExitCode {
         ctx.create_chare::<Main>(counted, 0);
     });
     // The error, if any, printed once: `arrays: …`.
-    chorus_core::cli::exit_status(result)
+    chorus_core::exit_status(result)
 }

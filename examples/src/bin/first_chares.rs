@@ -97,5 +97,5 @@ fn main() -> ExitCode {
         main.send(ctx, MainMsg::Start);
     });
     // The error, if any, printed once: `first_chares: …`.
-    chorus_core::cli::exit_status(result)
+    chorus_core::exit_status(result)
 }

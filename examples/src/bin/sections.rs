@@ -102,5 +102,5 @@ fn main() -> ExitCode {
         ctx.exit_on_quiescence();
     });
     // The error, if any, printed once: `sections: …`.
-    chorus_core::cli::exit_status(result)
+    chorus_core::exit_status(result)
 }
