@@ -14,7 +14,7 @@ use std::process::ExitCode;
 /// of it, as the job will run it (none for commands without a job); exits with code
 /// 2 on a usage error.
 pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<Config>) -> A {
-    chorus_core::config::parse_checked(|args: &A| config(args).map_or(Ok(()), |c| check(&c)))
+    chorus_core::config::parse_with(config, check)
 }
 
 /// The exit status of program `prog` whose run ended in `outcome`: success for

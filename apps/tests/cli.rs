@@ -326,3 +326,43 @@ fn an_output_that_is_no_regular_file_or_is_named_twice_is_a_usage_error() {
     assert!(!Path::new(same).exists(), "nothing is written");
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+#[test]
+fn hello_takes_json_as_every_binary_does() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hello"))
+        .args(["--layer", "sim", "--pes", "6", "--json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("one JSON value and nothing else");
+    assert_eq!(
+        (&v["pes"], &v["sum"], &v["layer"]),
+        (&6.into(), &15.into(), &"sim".into()),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_pes_the_mpi_ranks_do_not_make_is_refused_even_the_defaults_value() {
+    // As `mpirun -n 2 hello --layer mpi --pes 4` starts rank 0: once the 4, the
+    // default's value, passed as no claim and the job silently ran 2 PEs.
+    for pes in ["4", "3"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hello"))
+            .args(["--layer", "mpi", "--pes", pes])
+            .env("OMPI_COMM_WORLD_SIZE", "2")
+            .env("OMPI_COMM_WORLD_RANK", "0")
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--pes {pes}: {stderr}");
+        assert!(
+            stderr.contains(&format!("--pes {pes} under mpirun -n 2")),
+            "{stderr}"
+        );
+    }
+}

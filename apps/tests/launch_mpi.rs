@@ -32,6 +32,22 @@ fn a_threads_job_under_mpirun_is_refused_with_the_flag_to_pass() {
 }
 
 #[test]
+fn a_pes_the_ranks_do_not_make_is_refused_even_the_defaults_value() {
+    if !have_mpirun() {
+        eprintln!("SKIPPED: mpirun not found");
+        return;
+    }
+    // 4 is --pes's default; given, it is a claim the 2 ranks do not make.
+    let out = mpirun_2(
+        env!("CARGO_BIN_EXE_hello"),
+        &["--layer", "mpi", "--pes", "4"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "refused\n{stderr}");
+    assert!(stderr.contains("--pes 4 under mpirun -n 2"), "{stderr}");
+}
+
+#[test]
 fn mpi_pingpong_runs_under_mpirun_without_a_layer_flag() {
     if !have_mpirun() {
         eprintln!("SKIPPED: mpirun not found");

@@ -29,3 +29,32 @@ fn on_sim_1000_pes() {
         "1000 members answered; their PE numbers add up to 499500 (expected 499500)\n"
     );
 }
+
+#[test]
+fn a_bad_flag_is_a_usage_error_naming_the_program() {
+    let out = Command::new(env!("CARGO_BIN_EXE_first_chares"))
+        .args(["--pess", "4"])
+        .output()
+        .expect("the example runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("Usage: first_chares"), "{stderr}");
+}
+
+#[test]
+fn the_standard_variables_configure_the_job() {
+    let out = Command::new(env!("CARGO_BIN_EXE_first_chares"))
+        .env("CHORUS_LAYER", "sim")
+        .env("CHORUS_PES", "10")
+        .output()
+        .expect("the example runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "10 members answered; their PE numbers add up to 45 (expected 45)\n"
+    );
+}

@@ -50,3 +50,23 @@ fn the_expectation_matches_the_issue_at_100000_pes() {
         ]
     );
 }
+
+#[test]
+fn an_error_is_reported_once_in_words_and_without_colour_on_a_pipe() {
+    // Every user message to another PE arrives damaged: the job ends with an error.
+    let out = Command::new(env!("CARGO_BIN_EXE_sections"))
+        .args(["--pes", "4", "--fault-corrupt-every", "1"])
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("the example runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the job fails: {stderr}");
+    assert!(!stderr.contains('\x1b'), "no colour on a pipe: {stderr:?}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one report: {stderr}");
+    assert!(
+        lines[0].starts_with("sections: ") && lines[0].contains("could not decode"),
+        "the program's name, then the error's words: {stderr}"
+    );
+}

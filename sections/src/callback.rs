@@ -14,11 +14,7 @@ use chorus_core::{Callback, Pe};
 /// Where a result for the member on `pe` goes, by the rule above.
 pub fn for_member(cb: &Callback, pe: Pe) -> Callback {
     match cb {
-        Callback::GroupAll { coll, entry } => Callback::GroupMember {
-            coll: *coll,
-            pe,
-            entry: *entry,
-        },
+        Callback::GroupAll { .. } => cb.with_pe(pe),
         other => other.clone(),
     }
 }

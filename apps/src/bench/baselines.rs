@@ -18,7 +18,8 @@ struct EnvelopeSized {
 }
 
 /// Words that cover a chorus envelope.
-const ENVELOPE_WORDS: usize = std::mem::size_of::<chorus_core::Envelope>().div_ceil(8);
+const ENVELOPE_WORDS: usize =
+    std::mem::size_of::<chorus_core::msg::envelope::Envelope>().div_ceil(8);
 
 /// The same ping-pong carrying an envelope-sized message with a boxed payload: the
 /// moves and the cross-thread allocation any runtime passing chorus's envelopes pays.

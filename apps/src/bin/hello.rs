@@ -13,6 +13,9 @@ use std::process::ExitCode;
     about = "chares + group broadcast + reduction + quiescence detection"
 )]
 struct Args {
+    /// Print one JSON object (PEs, layer, sum, messages, seconds) instead of lines.
+    #[arg(long, help_heading = "Output")]
+    json: bool,
     #[command(flatten)]
     chorus: Config,
 }
@@ -21,6 +24,8 @@ struct Args {
 struct Entries {
     sum: Entry<Main, u64>,
     quiet: Entry<Main, ()>,
+    /// Whether the chares print their lines (not with --json: stdout is the object).
+    speak: bool,
 }
 
 struct Main {
@@ -53,20 +58,25 @@ impl Chare for Main {
                     HelloMsg::Greet {
                         from: ctx.my_pe(),
                         done,
+                        speak: self.entries.speak,
                     },
                 );
             }
             MainMsg::Sum(total) => {
                 let n = ctx.num_pes() as u64;
-                println!(
-                    "sum of PE numbers over {n} group members: {total} (expected {})",
-                    n * (n - 1) / 2
-                );
+                if self.entries.speak {
+                    println!(
+                        "sum of PE numbers over {n} group members: {total} (expected {})",
+                        n * (n - 1) / 2
+                    );
+                }
                 ctx.publish("sum", &total);
                 ctx.start_quiescence(Callback::chare(&me, self.entries.quiet));
             }
             MainMsg::Quiet(()) => {
-                println!("quiescence detected at t = {:.6} s; exiting", ctx.now());
+                if self.entries.speak {
+                    println!("quiescence detected at t = {:.6} s; exiting", ctx.now());
+                }
                 ctx.exit();
             }
         }
@@ -77,7 +87,11 @@ struct Hello;
 
 #[derive(Clone, Serialize, Deserialize)]
 enum HelloMsg {
-    Greet { from: u32, done: Callback },
+    Greet {
+        from: u32,
+        done: Callback,
+        speak: bool,
+    },
 }
 
 impl Chare for Hello {
@@ -89,8 +103,10 @@ impl Chare for Hello {
     }
 
     fn handle(&mut self, msg: HelloMsg, ctx: &mut Ctx) {
-        let HelloMsg::Greet { from, done } = msg;
-        println!("PE {}: hello from PE {from}", ctx.my_pe());
+        let HelloMsg::Greet { from, done, speak } = msg;
+        if speak {
+            println!("PE {}: hello from PE {from}", ctx.my_pe());
+        }
         ctx.contribute(u64::from(ctx.my_pe()), Reducer::Sum, done);
     }
 }
@@ -110,6 +126,7 @@ fn main() -> ExitCode {
     let entries = Entries {
         sum: reg.entry::<Main, u64>("Main::sum", MainMsg::Sum),
         quiet: reg.entry::<Main, ()>("Main::quiet", MainMsg::Quiet),
+        speak: !args.json,
     };
     let result = Runtime::new(reg, args.chorus).run(move |ctx| {
         let main = ctx.create_chare::<Main>(entries, 0);
@@ -117,6 +134,18 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(_) if !job.speaks => ExitCode::SUCCESS,
+        Ok(report) if args.json => {
+            let sum: Option<u64> = report.output("sum");
+            let v = serde_json::json!({
+                "pes": report.pes,
+                "layer": report.layer,
+                "sum": sum,
+                "messages": report.messages_processed(),
+                "wall_s": report.wall_s,
+            });
+            println!("{v}");
+            ExitCode::SUCCESS
+        }
         Ok(report) => {
             println!(
                 "{} PEs on the {} layer: {} messages in {:.3} s",

@@ -51,6 +51,34 @@ impl Callback {
         }
     }
 
+    /// For a callback to a group (`group_all` or `group_member`), the same entry of
+    /// the group's member on `pe`; any other callback as it is.
+    pub fn with_pe(&self, pe: Pe) -> Self {
+        match self {
+            Callback::GroupAll { coll, entry } | Callback::GroupMember { coll, entry, .. } => {
+                Callback::GroupMember {
+                    coll: *coll,
+                    pe,
+                    entry: *entry,
+                }
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// For a callback to one array element (`array_element`), the same entry of the
+    /// element at `index` (of the array's index type); any other callback as it is.
+    pub fn with_element<I: ArrayIndex>(&self, index: &I) -> Self {
+        match self {
+            Callback::ArrayElement { coll, entry, .. } => Callback::ArrayElement {
+                coll: *coll,
+                addr: ElemAddr::of(index),
+                entry: *entry,
+            },
+            other => other.clone(),
+        }
+    }
+
     /// Broadcast to `entry` of every array element.
     pub fn array_all<C: Chare, I: ArrayIndex, T: Reducible>(
         proxy: &ArrayProxy<C, I>,

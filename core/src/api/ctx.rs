@@ -287,11 +287,43 @@ impl Ctx<'_> {
     }
 
     /// Index of the running array element, if the running chare is one with index type `I`.
+    ///
+    /// `I` is the index type the array was created with: `usize` for
+    /// `create_array_1d`, `(usize, usize)` for `create_array_2d`, the type of the
+    /// indices given to `create_array` (`this_index_1d` and `this_index_2d` name the
+    /// first two). Any other type, or a chare that is not an array element, is `None`.
+    ///
+    /// ```
+    /// # use chorus_core::{Chare, Ctx};
+    /// struct Cell;
+    /// impl Chare for Cell {
+    ///     type Init = ();
+    ///     type Msg = ();
+    ///     fn create(_: (), _: &mut Ctx) -> Self {
+    ///         Cell
+    ///     }
+    ///     fn handle(&mut self, _: (), ctx: &mut Ctx) {
+    ///         // An element of ctx.create_array_2d((rows, cols), (), map).
+    ///         let (row, col) = ctx.this_index::<(usize, usize)>().expect("a 2-D element");
+    ///         println!("cell ({row}, {col})");
+    ///     }
+    /// }
+    /// ```
     pub fn this_index<I: ArrayIndex>(&self) -> Option<I> {
         match self.core.current() {
             Current::Element(_, addr) => bincode::deserialize(&addr.key.0).ok(),
             _ => None,
         }
+    }
+
+    /// Index of the running element of a 1-D array (`create_array_1d`).
+    pub fn this_index_1d(&self) -> Option<usize> {
+        self.this_index()
+    }
+
+    /// Index (row, column) of the running element of a 2-D array (`create_array_2d`).
+    pub fn this_index_2d(&self) -> Option<(usize, usize)> {
+        self.this_index()
     }
 
     /// Proxy of the running singleton chare.

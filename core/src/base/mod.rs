@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub(crate) mod entry_name;
 pub mod error;
+pub mod exit;
 pub(crate) mod hash;
 pub mod ids;
 pub mod logging;

@@ -1,5 +1,6 @@
 //! A spinner on stderr for jobs that run longer than a couple of seconds, so a long
-//! run shows it is alive; never shown when stderr is not a terminal. Built with the
+//! run shows it is alive; never shown when stderr is not a terminal, nor for a
+//! configuration built in code (`Config::progress`: tests run many long jobs). Built with the
 //! `cli` feature (indicatif); `progress_off.rs` stands in without it.
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,11 +19,12 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    pub(crate) fn new(what: &'static str) -> Self {
+    /// A spinner for `what`, if `shown` (`Config::progress`) and stderr is a terminal.
+    pub(crate) fn new(what: &'static str, shown: bool) -> Self {
         Progress {
             what,
             start: Instant::now(),
-            enabled: std::io::stderr().is_terminal(),
+            enabled: shown && std::io::stderr().is_terminal(),
             bar: None,
         }
     }

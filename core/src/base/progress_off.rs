@@ -7,7 +7,7 @@ use std::time::Duration;
 pub(crate) struct Progress;
 
 impl Progress {
-    pub(crate) fn new(_what: &'static str) -> Self {
+    pub(crate) fn new(_what: &'static str, _shown: bool) -> Self {
         Progress
     }
 

@@ -111,7 +111,7 @@ impl Simulator {
             killed: 0,
             makespan: 0,
             digest: Digest::default(),
-            progress: Progress::new("sim"),
+            progress: Progress::new("sim", config.progress),
             trace,
         })
     }

@@ -99,11 +99,12 @@ impl MachineLayer for Threads {
         let npes = job.config.pes as usize;
         let trace = JobTrace::start(&job.config, "process", npes)?;
         let start = Instant::now();
+        let show_progress = job.config.progress;
         // One message per PE at most.
         let (done_tx, done_rx) = bounded::<()>(npes);
         let handles = start_pes(job, trace.as_ref(), start, &done_tx)?;
         drop(done_tx);
-        wait_for_pes(&done_rx, npes);
+        wait_for_pes(&done_rx, npes, show_progress);
         let report = RunReport {
             layer: self.name(),
             pes: npes,
@@ -155,8 +156,8 @@ fn start_pes(
 /// Wait for the PEs with a spinner that counts those done, for runs long enough to
 /// wonder whether they are alive; each PE's thread says when it ends, so the wait
 /// adds no latency.
-fn wait_for_pes(done: &Receiver<()>, npes: usize) {
-    let mut progress = Progress::new("threads");
+fn wait_for_pes(done: &Receiver<()>, npes: usize, show_progress: bool) {
+    let mut progress = Progress::new("threads", show_progress);
     let mut ended = 0;
     loop {
         match done.recv_timeout(PROGRESS_EVERY) {

@@ -9,6 +9,11 @@ use crate::msg::array::ElemAddr;
 use serde::{Deserialize, Serialize};
 
 /// A destination for a value produced by the runtime.
+///
+/// Build one with the typed constructors, which check the entry against the target
+/// chare's (`Callback::chare`, `group_member`, `group_all`, `array_element`,
+/// `array_all`), or name `Callback::Ignore` or `Callback::Exit`. The variants that
+/// carry a target cannot be built from their raw fields outside chorus-core.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Callback {
     /// Drop the value.
@@ -16,6 +21,7 @@ pub enum Callback {
     /// End the job.
     Exit,
     /// Send to a singleton chare's entry.
+    #[non_exhaustive]
     Chare {
         /// The chare.
         id: ChareId,
@@ -23,6 +29,7 @@ pub enum Callback {
         entry: u32,
     },
     /// Send to one group member's entry.
+    #[non_exhaustive]
     GroupMember {
         /// The group.
         coll: CollectionId,
@@ -32,6 +39,7 @@ pub enum Callback {
         entry: u32,
     },
     /// Broadcast to every group member's entry.
+    #[non_exhaustive]
     GroupAll {
         /// The group.
         coll: CollectionId,
@@ -39,6 +47,7 @@ pub enum Callback {
         entry: u32,
     },
     /// Send to one array element's entry.
+    #[non_exhaustive]
     ArrayElement {
         /// The array.
         coll: CollectionId,
@@ -48,6 +57,7 @@ pub enum Callback {
         entry: u32,
     },
     /// Broadcast to every array element's entry.
+    #[non_exhaustive]
     ArrayAll {
         /// The array.
         coll: CollectionId,

@@ -12,17 +12,9 @@
 
 use chorus_core::{ArrayMap, Callback, Chare, Config, Ctx, Entry, Migratable, Reducer};
 use chorus_core::{Registry, Runtime};
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 use std::time::Duration;
-
-#[derive(Parser)]
-#[command(version, about = "a 2-D chare array, migration, and a reduction")]
-struct Args {
-    #[command(flatten)]
-    chorus: Config,
-}
 
 /// The array's shape: rows (first index) by columns.
 const ROWS: usize = 6;
@@ -44,7 +36,7 @@ impl Cell {
     /// summed element-wise over the array: [1 per element, its moves, its
     /// row-major index, then a 1 in the slot of its PE].
     fn count_me(&self, ctx: &mut Ctx) {
-        let (row, col) = ctx.this_index::<(usize, usize)>().expect("a 2-D element");
+        let (row, col) = ctx.this_index_2d().expect("a 2-D element");
         let mut v = vec![1, self.moves, (row * COLS + col) as u64];
         v.extend((0..ctx.num_pes()).map(|p| u64::from(p == ctx.my_pe() as usize)));
         ctx.contribute(v, Reducer::Sum, self.done.clone());
@@ -66,7 +58,7 @@ impl Chare for Cell {
         ctx.work(Duration::from_micros(50));
         // Even rows move one PE up. The move happens once this handler returns; an
         // Err means it was refused and the element stayed.
-        let (row, _) = ctx.this_index::<(usize, usize)>().expect("a 2-D element");
+        let (row, _) = ctx.this_index_2d().expect("a 2-D element");
         let (pe, npes) = (ctx.my_pe(), ctx.num_pes() as u32);
         if row % 2 == 0 && npes > 1 {
             match ctx.migrate_me((pe + 1) % npes) {
@@ -119,17 +111,14 @@ impl Chare for Main {
 }
 
 fn main() -> ExitCode {
-    let args: Args = chorus_core::config::parse_args(|a: &Args| &a.chorus);
+    // --pes, --layer, --seed, --trace, ... and the CHORUS_* variables.
+    let config = Config::from_args();
     let mut reg = Registry::new();
     reg.migratable::<Cell>("Cell").chare::<Main>("Main");
     let counted = reg.entry::<Main, Vec<u64>>("Main::counted", |v| v);
-    match Runtime::new(reg, args.chorus).run(move |ctx| {
+    let result = Runtime::new(reg, config).run(move |ctx| {
         ctx.create_chare::<Main>(counted, 0);
-    }) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("arrays: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    });
+    // The error, if any, printed once: `arrays: …`.
+    chorus_core::exit_status(result)
 }

@@ -15,17 +15,9 @@
 use chorus_core::{Config, Layer};
 use chorus_lb::regroup::GroupLoad;
 use chorus_lb::{Collective, LbError, McmcParams, McmcReport, NoBalancing, Strategy, Workload};
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 use std::time::Duration;
-
-#[derive(Parser)]
-#[command(version, about = "a user-written load-balancing strategy against none")]
-struct Args {
-    #[command(flatten)]
-    chorus: Config,
-}
 
 /// Steps between two load exchanges, for both strategies that exchange.
 const EVERY: u32 = 8;
@@ -86,23 +78,22 @@ fn compare(c: &Config, params: McmcParams) -> Result<Vec<McmcReport>, LbError> {
 }
 
 fn main() -> ExitCode {
-    let args: Args = chorus_core::config::parse_args(|a: &Args| &a.chorus);
+    // --pes, --layer, --seed, --trace, ... and the CHORUS_* variables.
+    let config = Config::from_args();
     let params = McmcParams {
         group_size: 2,
         item: Duration::from_millis(4),
         // Chain lengths drawn from --seed: the same workload for every strategy.
-        workload: Workload::Random {
-            seed: args.chorus.seed,
-        },
+        workload: Workload::Random { seed: config.seed },
     };
     // Three whole chorus jobs in one process: fine on threads and sim; under
     // mpirun MPI would need holding across them and one rank to print (apps'
     // `mcmc --layer mpi` does both), which this example leaves out.
-    if args.chorus.layer == Layer::Mpi {
+    if config.layer == Layer::Mpi {
         eprintln!("custom_lb: runs on threads or sim; under mpirun use apps' mcmc");
         return ExitCode::FAILURE;
     }
-    let c = &args.chorus;
+    let c = &config;
     let reports = match compare(c, params) {
         Ok(r) => r,
         Err(e) => {

@@ -10,17 +10,8 @@
 //! prints `4 members answered; their PE numbers add up to 6 (expected 6)`.
 
 use chorus_core::{Callback, Chare, Config, Ctx, Entry, Reducer, Registry, Runtime};
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
-
-#[derive(Parser)]
-#[command(version, about = "a main chare, a group and a sum reduction")]
-struct Args {
-    // The flags every chorus program shares: --pes, --layer, --seed, --trace, ...
-    #[command(flatten)]
-    chorus: Config,
-}
 
 /// The main chare: one object, on PE 0, that starts the work and hears the result.
 struct Main {
@@ -93,22 +84,18 @@ impl Chare for Member {
 }
 
 fn main() -> ExitCode {
-    let args: Args = chorus_core::config::parse_args(|a: &Args| &a.chorus);
+    // --pes, --layer, --seed, --trace, ... and the CHORUS_* variables.
+    let config = Config::from_args();
     // Every process registers the same chares and entries in the same order: that
     // is how an entry named in one process is found in another.
     let mut reg = Registry::new();
     reg.chare::<Main>("Main").chare::<Member>("Member");
     let total = reg.entry::<Main, u64>("Main::total", MainMsg::Total);
     // The closure runs once, on PE 0, when every PE is up.
-    let result = Runtime::new(reg, args.chorus).run(move |ctx| {
+    let result = Runtime::new(reg, config).run(move |ctx| {
         let main = ctx.create_chare::<Main>(total, 0);
         main.send(ctx, MainMsg::Start);
     });
-    match result {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("first_chares: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    // The error, if any, printed once: `first_chares: …`.
+    chorus_core::exit_status(result)
 }

@@ -11,16 +11,8 @@
 
 use chorus_core::{Callback, Chare, Config, Ctx, Entry, GroupProxy, Reducer, Registry, Runtime};
 use chorus_sections::{Section, Sections, Split};
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
-
-#[derive(Parser)]
-#[command(about = "split by colour pe % 2 and key pe, then an allreduce per colour")]
-struct Args {
-    #[command(flatten)]
-    chorus: Config,
-}
 
 /// What every worker starts with: the sections handle and its two entries.
 #[derive(Clone, Serialize, Deserialize)]
@@ -90,14 +82,15 @@ impl Chare for Worker {
 }
 
 fn main() -> ExitCode {
-    let args: Args = chorus_core::config::parse_args(|a: &Args| &a.chorus);
+    // --pes, --layer, --seed, --trace, ... and the CHORUS_* variables.
+    let config = Config::from_args();
     // Every process registers the same things in the same order.
     let mut reg = Registry::new();
     let sections = Sections::register(&mut reg);
     reg.chare::<Worker>("Worker");
     let joined = reg.entry::<Worker, Section>("Worker::joined", Msg::Joined);
     let summed = reg.entry::<Worker, u64>("Worker::summed", Msg::Summed);
-    let result = Runtime::new(reg, args.chorus).run(move |ctx| {
+    let result = Runtime::new(reg, config).run(move |ctx| {
         // On PE 0: the section builder and collectives groups, once per job.
         let sections = sections.setup(ctx);
         let init = Init {
@@ -108,11 +101,6 @@ fn main() -> ExitCode {
         ctx.create_group::<Worker>(init).broadcast(ctx, Msg::Start);
         ctx.exit_on_quiescence();
     });
-    match result {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sections: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    // The error, if any, printed once: `sections: …`.
+    chorus_core::exit_status(result)
 }

@@ -5,7 +5,6 @@
 //! because a range member's place follows from the section and its PE in O(1).
 
 use super::topology::{Member, RangeMember, Rerooted, Topology};
-use chorus_core::array::ElemAddr;
 use chorus_core::{ArrayProxy, Callback, Chare, Entry, GroupProxy, Pe, Reducible};
 use serde::{Deserialize, Serialize};
 
@@ -30,17 +29,8 @@ impl PerMember {
     /// The callback of the member of `rank` on `pe`.
     pub fn callback(&self, rank: u32, pe: Pe) -> Callback {
         match &self.0 {
-            Callback::GroupMember { coll, entry, .. } => Callback::GroupMember {
-                coll: *coll,
-                pe,
-                entry: *entry,
-            },
-            Callback::ArrayElement { coll, entry, .. } => Callback::ArrayElement {
-                coll: *coll,
-                addr: ElemAddr::of(&(rank as usize)),
-                entry: *entry,
-            },
-            other => other.clone(),
+            cb @ Callback::GroupMember { .. } => cb.with_pe(pe),
+            cb => cb.with_element(&(rank as usize)),
         }
     }
 }

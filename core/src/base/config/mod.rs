@@ -2,9 +2,13 @@
 //! Clap turns each flag's text into its type; `check.rs` (`Config::validate`) holds
 //! every bound and rule, and `error.rs` what it reports.
 
+#[cfg(feature = "cli")]
+mod args;
 mod check;
 mod error;
 
+#[cfg(feature = "cli")]
+pub use args::parse_with;
 #[cfg(feature = "cli")]
 pub use check::{parse_args, parse_checked};
 pub use error::ConfigError;
@@ -341,6 +345,11 @@ pub struct Config {
     /// The sim layer's network model and failures.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub sim: SimArgs,
+    /// Show a spinner on stderr while a run lasts over two seconds, if stderr is a
+    /// terminal: on for a program that takes its flags from the command line, off
+    /// for a configuration built in code (a test's jobs).
+    #[cfg_attr(feature = "cli", arg(skip = true))]
+    pub progress: bool,
 }
 
 /// The `--array-lb` value that balances nothing.
@@ -370,6 +379,7 @@ impl Default for Config {
             array_lb: NO_ARRAY_LB.to_string(),
             lb_period: None,
             sim: SimArgs::default(),
+            progress: false,
         }
     }
 }
