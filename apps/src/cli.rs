@@ -14,7 +14,19 @@ use std::process::ExitCode;
 /// of it, as the job will run it (none for commands without a job); exits with code
 /// 2 on a usage error.
 pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<Config>) -> A {
-    chorus_core::config::parse_checked(|args: &A| config(args).map_or(Ok(()), |c| check(&c)))
+    parse_and(config, |_| Ok(()))
+}
+
+/// [`parse`], with the program's own usage check `own` first (contradictory flags,
+/// lists that do not parse): its refusal is a usage error too.
+pub fn parse_and<A: Parser>(
+    config: impl Fn(&A) -> Option<Config>,
+    own: impl Fn(&A) -> Result<(), String>,
+) -> A {
+    chorus_core::config::parse_checked(|args: &A| {
+        own(args)?;
+        config(args).map_or(Ok(()), |c| check(&c))
+    })
 }
 
 /// The exit status of program `prog` whose run ended in `outcome`: success for

@@ -343,7 +343,7 @@ fn sim_entries_include_their_modelled_overhead() {
     let file = out_file("overhead.json");
     let mut cfg = config(Layer::Sim, PES, ErrorPolicy::Abort);
     cfg.trace = Some(file.clone());
-    cfg.sim.preset = chorus_core::SimPreset::Ideal;
+    cfg.sim.preset = Some(chorus_core::SimPreset::Ideal);
     cfg.sim.handler_us = Some(1.0);
     cfg.sim.recv_overhead_us = Some(0.5);
     let report = run_ring(cfg);
