@@ -23,10 +23,24 @@ pub fn parse_and<A: Parser>(
     config: impl Fn(&A) -> Option<Config>,
     own: impl Fn(&A) -> Result<(), String>,
 ) -> A {
-    chorus_core::config::parse_checked(|args: &A| {
+    let args = chorus_core::config::parse_checked(|args: &A| {
         own(args)?;
         config(args).map_or(Ok(()), |c| check(&c))
-    })
+    });
+    let prog = program_name();
+    if let Err(e) = crate::signals::install(&prog) {
+        eprintln!("{prog}: cannot install the SIGINT, SIGTERM and SIGXFSZ handlers: {e}");
+        std::process::exit(1);
+    }
+    args
+}
+
+/// The program's name as it was started (`hello`), for its messages.
+pub fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| Some(Path::new(&a).file_name()?.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "chorus".into())
 }
 
 /// The exit status of program `prog` whose run ended in `outcome`: success for

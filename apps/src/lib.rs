@@ -6,4 +6,5 @@ pub mod job;
 pub mod jquick;
 pub mod mpi_model;
 pub mod radix;
+pub mod signals;
 pub mod tune;
