@@ -71,6 +71,10 @@ pub fn tagged_path(path: &Path, tag: &str) -> PathBuf {
 /// `Config::validate`, and that its output files can be created, each its own file.
 pub fn check(config: &Config) -> Result<(), String> {
     config.validate().map_err(|e| e.to_string())?;
+    if config.layer == chorus_core::Layer::Sim {
+        let need = u64::from(config.pes).saturating_mul(crate::memory::SIM_BYTES_PER_PE);
+        crate::memory::check(&format!("--pes {} on sim", config.pes), need)?;
+    }
     if let (Some(t), Some(d)) = (&config.trace, &config.debug_trace) {
         if same_file(t, d) {
             return Err(format!(

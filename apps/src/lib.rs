@@ -4,6 +4,7 @@ pub mod bench;
 pub mod cli;
 pub mod job;
 pub mod jquick;
+pub mod memory;
 pub mod mpi_model;
 pub mod radix;
 pub mod signals;

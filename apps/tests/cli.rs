@@ -168,6 +168,14 @@ fn bad_numbers_are_usage_errors_that_name_the_range() {
             vec!["--nrep-min", "100", "--nrep-max", "5"],
             "--nrep-min 100 is above --nrep-max 5",
         ),
+        // Sizes that parse but cannot fit: a panic or an abort after minutes before.
+        (jquick, vec!["--n", "1099511627776"], "is available"),
+        (
+            tune,
+            vec!["--sizes", "18446744073709551615"],
+            "1..=1099511627776",
+        ),
+        (tune, vec!["--sizes", "8,1099511627776"], "is available"),
         (hello, vec!["--trace", blocked], "cannot be created"),
         (mcmc, vec!["--trace", blocked], "cannot be created"),
         (

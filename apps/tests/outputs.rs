@@ -120,3 +120,26 @@ fn the_debug_trace_is_written_whole_under_its_name() {
     assert!(v.as_array().is_some_and(|a| !a.is_empty()), "{text}");
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+#[test]
+fn a_run_beyond_an_address_space_limit_is_refused_with_a_message_not_sigabrt() {
+    // Before, the simulator's allocations failed part way and the process aborted.
+    let dir = scratch("vlimit");
+    let out = Command::new("bash")
+        .current_dir(&dir)
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 1000000; exec {} --layer sim --pes 2000000",
+            hello()
+        ))
+        .stdout(Stdio::null())
+        .output()
+        .expect("bash runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--pes 2000000 on sim needs about") && err.contains("is available"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}

@@ -75,7 +75,12 @@ impl TuneArgs {
             ));
         }
         plan::collectives(&self.collectives)?;
-        plan::sizes(&self.sizes).map(drop)
+        let largest = plan::sizes(&self.sizes)?.last().copied().unwrap_or(0);
+        // Every member of an allgather or gather holds up to the whole section's
+        // data, and every PE of a threads or sim job lives in this process.
+        let pes = u64::from(self.chorus.pes);
+        let need = largest.saturating_mul(pes).saturating_mul(pes);
+        crate::memory::check(&format!("--sizes {largest} on {pes} PEs"), need)
     }
 }
 
