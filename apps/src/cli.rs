@@ -14,7 +14,30 @@ use std::process::ExitCode;
 /// of it, as the job will run it (none for commands without a job); exits with code
 /// 2 on a usage error.
 pub fn parse<A: Parser>(config: impl Fn(&A) -> Option<Config>) -> A {
-    chorus_core::config::parse_with(config, check)
+    parse_and(config, |_| Ok(()))
+}
+
+/// [`parse`], with the program's own usage check `own` first (contradictory flags,
+/// lists that do not parse): its refusal is a usage error too.
+pub fn parse_and<A: Parser>(
+    config: impl Fn(&A) -> Option<Config>,
+    own: impl Fn(&A) -> Result<(), String>,
+) -> A {
+    let args = chorus_core::config::parse_with(config, own, check);
+    let prog = program_name();
+    if let Err(e) = crate::signals::install(&prog) {
+        eprintln!("{prog}: cannot install the SIGINT, SIGTERM and SIGXFSZ handlers: {e}");
+        std::process::exit(1);
+    }
+    args
+}
+
+/// The program's name as it was started (`hello`), for its messages.
+pub fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| Some(Path::new(&a).file_name()?.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "chorus".into())
 }
 
 /// The exit status of program `prog` whose run ended in `outcome`: success for
@@ -45,6 +68,10 @@ pub fn tagged_path(path: &Path, tag: &str) -> PathBuf {
 /// `Config::validate`, and that its output files can be created, each its own file.
 pub fn check(config: &Config) -> Result<(), String> {
     config.validate().map_err(|e| e.to_string())?;
+    if config.layer == chorus_core::Layer::Sim {
+        let need = u64::from(config.pes).saturating_mul(crate::memory::SIM_BYTES_PER_PE);
+        crate::memory::check(&format!("--pes {} on sim", config.pes), need)?;
+    }
     if let (Some(t), Some(d)) = (&config.trace, &config.debug_trace) {
         if same_file(t, d) {
             return Err(format!(

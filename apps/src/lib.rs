@@ -7,6 +7,8 @@ pub mod jacobi2d;
 pub mod job;
 pub mod jquick;
 pub mod lbtest;
+pub mod memory;
 pub mod mpi_model;
 pub mod radix;
+pub mod signals;
 pub mod tune;

@@ -155,6 +155,27 @@ fn bad_numbers_are_usage_errors_that_name_the_range() {
             vec!["--fault-hold-long-ms", "5"],
             "needs --layer mpi",
         ),
+        (mcmc, vec!["--lb", "collective:0"], "1..=4294967295"),
+        (
+            mcmc,
+            vec!["--lb", "none,collective:99999999999"],
+            "1..=4294967295",
+        ),
+        (tune, vec!["--rse", "NaN"], "--rse"),
+        (tune, vec!["--rse=-1"], "0..=1"),
+        (
+            tune,
+            vec!["--nrep-min", "100", "--nrep-max", "5"],
+            "--nrep-min 100 is above --nrep-max 5",
+        ),
+        // Sizes that parse but cannot fit: a panic or an abort after minutes before.
+        (jquick, vec!["--n", "1099511627776"], "is available"),
+        (
+            tune,
+            vec!["--sizes", "18446744073709551615"],
+            "1..=1099511627776",
+        ),
+        (tune, vec!["--sizes", "8,1099511627776"], "is available"),
         (hello, vec!["--trace", blocked], "cannot be created"),
         (mcmc, vec!["--trace", blocked], "cannot be created"),
         (
@@ -212,6 +233,59 @@ fn a_flag_with_no_effect_in_the_mode_given_is_refused() {
         ],
     );
     assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn the_sim_model_flags_are_refused_on_other_layers_by_every_binary() {
+    // They were ignored without a word on threads, while --sim-kill was refused.
+    let bins: [(&str, &[&str]); 6] = [
+        (env!("CARGO_BIN_EXE_hello"), &[]),
+        (env!("CARGO_BIN_EXE_mcmc"), &[]),
+        (env!("CARGO_BIN_EXE_jquick"), &[]),
+        (env!("CARGO_BIN_EXE_radix"), &[]),
+        (env!("CARGO_BIN_EXE_chorus-tune"), &[]),
+        (env!("CARGO_BIN_EXE_chorus-bench"), &["replay"]),
+    ];
+    let flags: [&[&str]; 5] = [
+        &["--sim-alpha-us", "3"],
+        &["--sim-preset", "bgp"],
+        &["--sim-jitter-us", "1"],
+        &["--sim-handler-us", "0.5"],
+        &["--sim-contention"],
+    ];
+    let mut wrong = Vec::new();
+    for (bin, sub) in bins {
+        for flag in flags {
+            let args = [sub, flag, &["--layer", "threads", "--pes", "2"]].concat();
+            let (code, err) = run(bin, &args);
+            let says = format!("{} needs --layer sim", flag[0]);
+            if code != Some(2) || !err.contains(&says) {
+                wrong.push(format!("{bin} {args:?}: exit {code:?}: {err}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn usage_errors_and_version_name_the_program_run() {
+    // They said `chorus-apps`, the package the binaries share.
+    for (bin, name) in [
+        (env!("CARGO_BIN_EXE_hello"), "hello"),
+        (env!("CARGO_BIN_EXE_jquick"), "jquick"),
+        (env!("CARGO_BIN_EXE_chorus-tune"), "chorus-tune"),
+        (env!("CARGO_BIN_EXE_chorus-bench"), "chorus-bench"),
+    ] {
+        let (code, err) = run(bin, &["--tree-arity", "1"]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.contains(&format!("Usage: {name}")) && !err.contains("chorus-apps"),
+            "{name}: {err}"
+        );
+        let out = Command::new(bin).arg("--version").output().expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.starts_with(&format!("{name} ")), "{name}: {stdout}");
+    }
 }
 
 #[test]

@@ -266,7 +266,7 @@ fn jacobi2d_is_exact_under_every_strategy_at_64_sim_pes() {
     };
     for lb in chorus_apps::balancing::strategy_names() {
         let mut c = config(Layer::Sim, 64);
-        c.sim.preset = chorus_core::SimPreset::Bgp;
+        c.sim.preset = Some(chorus_core::SimPreset::Bgp);
         c.array_lb = lb.clone();
         let out = jacobi2d::run(&c, p).unwrap_or_else(|e| panic!("--array-lb {lb}: {e}"));
         assert!(out.exact(), "--array-lb {lb}: {out:?}");

@@ -147,7 +147,7 @@ fn sim_runs_repeat_exactly_by_seed() {
 #[test]
 fn overlap_hides_the_allgather_on_sim() {
     let mut cfg = config(Layer::Sim, 16, 1);
-    cfg.sim.preset = SimPreset::Bgp;
+    cfg.sim.preset = Some(SimPreset::Bgp);
     for a in [Allgather::Bruck(1), Allgather::StandardExchange(1)] {
         let p = RadixParams {
             key_ns: 200.0,

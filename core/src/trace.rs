@@ -520,12 +520,12 @@ mod tests {
         let report = root.finish().unwrap();
         let trace = chorus_traces::read_chrome(&report.file).unwrap();
         let names = |pe: u32| -> Vec<String> {
-            let t = trace.tracks.iter().find(|t| t.tid == pe).unwrap();
+            let t = trace.tracks.iter().find(|t| t.pe() == pe).unwrap();
             t.slices.iter().map(|s| s.name.clone()).collect()
         };
         assert_eq!(names(0), ["setup", "Alpha::Go"]);
         assert_eq!(names(1), ["setup", "Beta::Stop", "Alpha::Go"]);
-        let setup1 = &trace.tracks.iter().find(|t| t.tid == 1).unwrap().slices[0];
+        let setup1 = &trace.tracks.iter().find(|t| t.pe() == 1).unwrap().slices[0];
         assert_eq!(setup1.arg_u64("rounds"), Some(3));
         std::fs::remove_dir_all(&dir).ok();
     }

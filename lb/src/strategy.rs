@@ -118,10 +118,24 @@ impl StrategySpec {
 
 /// Why a strategy name does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error(
-    "unknown load-balancing strategy {0:?}: use none, collective:I (I >= 1 steps), async or all"
-)]
-pub struct BadStrategy(pub String);
+pub enum BadStrategy {
+    /// A name that is no strategy.
+    #[error(
+        "unknown load-balancing strategy {0:?}: use none, collective:I (I >= 1 steps), async or all"
+    )]
+    Unknown(String),
+    /// `collective:I` with an interval that is no whole number of steps in range.
+    #[error("{given:?}: collective:I needs a whole number of steps I: {why}")]
+    Interval {
+        /// The strategy as given.
+        given: String,
+        /// What is wrong with I, naming its range.
+        why: String,
+    },
+}
+
+/// The most steps between two regroupings of `collective:I`.
+pub const MAX_INTERVAL: u32 = u32::MAX;
 
 impl FromStr for StrategySpec {
     type Err = BadStrategy;
@@ -129,12 +143,20 @@ impl FromStr for StrategySpec {
         match s {
             "none" => Ok(StrategySpec::None),
             "async" => Ok(StrategySpec::Async),
-            _ => s
-                .strip_prefix("collective:")
-                .and_then(|i| i.parse().ok())
-                .filter(|&i| i >= 1)
-                .map(StrategySpec::Collective)
-                .ok_or_else(|| BadStrategy(s.into())),
+            _ => {
+                let i = s
+                    .strip_prefix("collective:")
+                    .ok_or_else(|| BadStrategy::Unknown(s.into()))?;
+                let steps =
+                    chorus_core::cli::u64_in(i, 1, u64::from(MAX_INTERVAL)).map_err(|why| {
+                        BadStrategy::Interval {
+                            given: s.into(),
+                            why,
+                        }
+                    })?;
+                // In range: u64_in held it to MAX_INTERVAL.
+                Ok(StrategySpec::Collective(steps as u32))
+            }
         }
     }
 }
@@ -151,8 +173,17 @@ mod tests {
             StrategySpec::parse_list("none,collective:4").expect("parses"),
             vec![StrategySpec::None, StrategySpec::Collective(4)]
         );
-        let e = StrategySpec::parse_list("collective:0").expect_err("I = 0");
-        assert!(e.to_string().contains("collective:I"), "{e}");
+        for bad in [
+            "collective:0",
+            "collective:4294967296",
+            "collective:-1",
+            "collective:",
+        ] {
+            let e = StrategySpec::parse_list(bad).expect_err(bad);
+            // It once said "unknown strategy", as if collective were no name.
+            assert!(matches!(e, BadStrategy::Interval { .. }), "{bad}: {e}");
+            assert!(e.to_string().contains("1..=4294967295"), "{bad}: {e}");
+        }
         assert!(StrategySpec::parse_list("greedy").is_err());
     }
 }

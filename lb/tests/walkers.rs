@@ -14,7 +14,7 @@ fn sim(pes: u32, seed: u64, jitter_us: Option<f64>) -> Config {
         on_error: ErrorPolicy::Abort,
         ..Config::with_pes(pes)
     };
-    c.sim.preset = SimPreset::Bgp;
+    c.sim.preset = Some(SimPreset::Bgp);
     c.sim.jitter_us = jitter_us;
     c
 }

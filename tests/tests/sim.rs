@@ -92,7 +92,7 @@ fn a_two_pe_ping_pong_takes_exactly_what_the_model_says() {
     for gamma in [0.0f64, 0.5] {
         for n in [0usize, 1, 1000, 65_536] {
             let args = SimArgs {
-                preset: SimPreset::Ideal,
+                preset: Some(SimPreset::Ideal),
                 alpha_us: Some(alpha as f64 / 1e3),
                 beta_ns_per_byte: Some(beta),
                 send_overhead_us: Some(o_send as f64 / 1e3),
@@ -122,7 +122,7 @@ fn a_two_pe_ping_pong_takes_exactly_what_the_model_says() {
 #[test]
 fn presets_order_as_their_machines_do() {
     let preset = |p| SimArgs {
-        preset: p,
+        preset: Some(p),
         ..SimArgs::default()
     };
     let bgp = pingpong_rtt_ns(1024, preset(SimPreset::Bgp));
@@ -675,7 +675,7 @@ fn sim_flags_parse_and_wrong_ones_are_named() {
     .expect("valid");
     let c = ok.chorus;
     assert_eq!(c.layer, Layer::Sim);
-    assert_eq!(c.sim.preset, SimPreset::Bgp);
+    assert_eq!(c.sim.preset, Some(SimPreset::Bgp));
     assert_eq!(
         c.sim.kill,
         vec![

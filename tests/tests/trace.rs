@@ -97,7 +97,7 @@ fn token_slices(trace: &Trace) -> Vec<(u32, u64)> {
             t.slices
                 .iter()
                 .filter(|s| s.name == "Ringer::Token")
-                .map(move |s| (t.tid, s.ts_ns))
+                .map(move |s| (t.pe(), s.ts_ns))
         })
         .collect();
     out.sort_by_key(|&(_, ts)| ts);
@@ -142,12 +142,12 @@ fn traces_are_well_formed_and_complete() {
         assert_eq!(into_tokens.len(), HOPS as usize + 1, "{layer:?}");
         let from_main = into_tokens
             .iter()
-            .filter(|f| f.from.tid == 0 && f.to.tid == 0)
+            .filter(|f| f.from.pe() == 0 && f.to.pe() == 0)
             .count();
         assert_eq!(from_main, 1, "{layer:?}: main's first send");
         for f in &into_tokens {
-            let ring_step = (f.from.tid + 1) % PES == f.to.tid;
-            let first = f.from.tid == 0 && f.to.tid == 0;
+            let ring_step = (f.from.pe() + 1) % PES == f.to.pe();
+            let first = f.from.pe() == 0 && f.to.pe() == 0;
             assert!(ring_step || first, "{layer:?}: arrow {f:?}");
             assert!(
                 f.from.ts_ns <= f.to.ts_ns,
@@ -192,12 +192,12 @@ fn traces_are_well_formed_and_complete() {
             let usage = sum
                 .pes
                 .iter()
-                .find(|p| p.pe == t.tid)
+                .find(|p| p.pe == t.pe())
                 .expect("PE usage row");
-            assert_eq!(usage.entries, entries.len() as u64, "PE {}", t.tid);
+            assert_eq!(usage.entries, entries.len() as u64, "PE {}", t.pe());
             for s in entries {
                 if let Some(src) = s.arg_u64("src_pe") {
-                    *matrix.entry((src as u32, t.tid)).or_default() += 1;
+                    *matrix.entry((src as u32, t.pe())).or_default() += 1;
                 }
             }
         }
@@ -326,7 +326,7 @@ fn migrations_are_traced_as_arrivals_with_arrows_from_the_old_pe() {
                 t.slices
                     .iter()
                     .filter(|s| s.name == "chorus::migrate")
-                    .map(move |s| (s.ts_ns, t.tid))
+                    .map(move |s| (s.ts_ns, t.pe()))
             })
             .collect::<BTreeMap<_, _>>()
             .into_values()
@@ -343,7 +343,7 @@ fn sim_entries_include_their_modelled_overhead() {
     let file = out_file("overhead.json");
     let mut cfg = config(Layer::Sim, PES, ErrorPolicy::Abort);
     cfg.trace = Some(file.clone());
-    cfg.sim.preset = chorus_core::SimPreset::Ideal;
+    cfg.sim.preset = Some(chorus_core::SimPreset::Ideal);
     cfg.sim.handler_us = Some(1.0);
     cfg.sim.recv_overhead_us = Some(0.5);
     let report = run_ring(cfg);
@@ -360,7 +360,7 @@ fn sim_entries_include_their_modelled_overhead() {
             t.slices
                 .iter()
                 .filter(|s| s.name == "Ringer::Token")
-                .map(move |s| (t.tid, s))
+                .map(move |s| (t.pe(), s))
         })
         .collect();
     assert_eq!(tokens.len(), HOPS as usize + 1);
@@ -394,8 +394,8 @@ fn trace_pes_records_only_those_pes() {
         let trace = read_chrome(&file).expect("the trace parses");
         let problems = validate(&trace);
         assert!(problems.is_empty(), "{layer:?}: {problems:?}");
-        let tids: Vec<u32> = trace.tracks.iter().map(|t| t.tid).collect();
-        assert_eq!(tids, [1, 2, 4], "{layer:?}");
+        let pes: Vec<u32> = trace.tracks.iter().map(|t| t.pe()).collect();
+        assert_eq!(pes, [1, 2, 4], "{layer:?}");
         // Every hop on a traced PE is there, and the arrows between traced PEs.
         let tokens = token_slices(&trace);
         let want = (0..=HOPS)
@@ -403,7 +403,10 @@ fn trace_pes_records_only_those_pes() {
             .count();
         assert_eq!(tokens.len(), want, "{layer:?}");
         assert!(
-            trace.flows.iter().any(|f| f.from.tid == 1 && f.to.tid == 2),
+            trace
+                .flows
+                .iter()
+                .any(|f| f.from.pe() == 1 && f.to.pe() == 2),
             "{layer:?}: the 1 -> 2 arrows"
         );
     }

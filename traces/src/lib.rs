@@ -40,6 +40,7 @@ pub mod analysis;
 pub mod capture;
 pub mod config;
 pub mod error;
+pub mod ids;
 pub mod names;
 pub mod proto;
 pub mod record;

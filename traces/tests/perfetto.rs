@@ -109,6 +109,39 @@ fn json_and_perfetto_read_back_the_same() {
 }
 
 #[test]
+fn no_pe_or_rank_is_written_as_id_0_and_the_summary_still_says_pe_0() {
+    // Perfetto takes pid 0 for the kernel's swapper and renames its threads; PE 0 of
+    // rank 0 was written as pid 0, tid 0 in both formats.
+    let dir = scratch("perfetto_ids");
+    let s = scenario(4, 300, 11);
+    for name in ["t.json", "t.perfetto-trace"] {
+        let out = dir.join(name);
+        record(&s, TraceConfig::new(&out))
+            .write(&s.names, &out)
+            .unwrap();
+        let trace = read_chrome(&out).unwrap();
+        assert!(!trace.tracks.is_empty());
+        for t in &trace.tracks {
+            assert!(
+                t.pid != 0 && t.tid != 0,
+                "{name}: pid {} tid {}",
+                t.pid,
+                t.tid
+            );
+            let pe = t.thread_name.as_deref().unwrap_or_default();
+            assert_eq!(pe, format!("PE {}", t.tid - 1), "{name}");
+        }
+        let sum = summarize(&trace, 4);
+        let pes: Vec<u32> = sum.pes.iter().map(|p| p.pe).collect();
+        assert_eq!(pes, [0, 1, 2, 3], "{name}: the PEs shown are the run's");
+        assert!(
+            sum.pes.iter().all(|p| p.pid == 0),
+            "{name}: one rank, rank 0"
+        );
+    }
+}
+
+#[test]
 fn a_damaged_perfetto_trace_is_a_clear_error() {
     let dir = scratch("perfetto_bad");
     let s = scenario(2, 100, 1);

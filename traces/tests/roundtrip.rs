@@ -31,7 +31,9 @@ fn check_raw(text: &str) {
         let ph = e["ph"].as_str().unwrap();
         if ph == "M" {
             if e["name"] == "thread_name" {
-                assert_eq!(e["args"]["name"], format!("PE {}", key.1));
+                // PE n is thread n + 1: Perfetto takes thread 0 for the swapper.
+                assert_eq!(e["args"]["name"], format!("PE {}", key.1 - 1));
+                assert_ne!(key.0, 0, "no process is pid 0");
                 named.insert(key);
             }
             continue;
@@ -144,17 +146,16 @@ fn round_trip_matches_the_simulation() {
 
     // Tracks: one per PE, named, in processes of 4 PEs.
     assert_eq!(trace.tracks.len(), 6);
+    // Rank r is process r + 1 and PE n thread n + 1 (`chorus_traces::ids`).
     for t in &trace.tracks {
-        assert_eq!(t.pid, t.tid / 4);
-        assert_eq!(
-            t.thread_name.as_deref(),
-            Some(format!("PE {}", t.tid).as_str())
-        );
+        let (rank, pe) = (t.pid - 1, t.tid - 1);
+        assert_eq!(rank, pe / 4);
+        assert_eq!(t.thread_name.as_deref(), Some(format!("PE {pe}").as_str()));
         assert_eq!(
             t.process_name.as_deref(),
-            Some(format!("rank {}", t.pid).as_str())
+            Some(format!("rank {rank}").as_str())
         );
-        assert_eq!(t.sort_index, Some(i64::from(t.tid)));
+        assert_eq!(t.sort_index, Some(i64::from(pe)));
     }
 
     // Summary figures equal the simulation's own bookkeeping.
@@ -298,7 +299,7 @@ fn untidy_input_still_nests() {
     let trace = read_chrome(&out).unwrap();
     assert_eq!(validate(&trace), Vec::<String>::new());
     check_raw(&std::fs::read_to_string(&out).unwrap());
-    let t = trace.track(1, 3).unwrap();
+    let t = trace.track(2, 4).unwrap(); // PE 3 of node 1, one more each in the file
     let entries: Vec<(u64, u64)> = t
         .slices
         .iter()
@@ -346,9 +347,9 @@ fn flows_need_both_ends_and_forward_time() {
     // so that it is not at the boundary the entry shares with what came before.
     assert_eq!(trace.flows[0].from.ts_ns, 10);
     assert_eq!(trace.flows[0].to.ts_ns, 51);
-    assert!(trace.track(0, 2).unwrap().thread_name.is_some());
+    assert!(trace.track(1, 3).unwrap().thread_name.is_some());
     let idle = trace
-        .track(0, 1)
+        .track(1, 2)
         .unwrap()
         .slices
         .iter()

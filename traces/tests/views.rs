@@ -10,20 +10,21 @@ use chorus_traces::{
 };
 use common::scratch;
 
+/// Written as chorus writes it (PE n is tid n + 1, rank r pid r + 1).
 /// PE 0 runs A [0, 10) us, which sends to PE 1 at 5 us; PE 1 runs B [6, 12), which
 /// sends back at 9 us, and D [14, 16); PE 0 then runs C [13, 20), started by B's
 /// message. Received sizes: A 0 B, B 64 B, C 100 B, D 3 B.
 const TRACE: &str = r#"{"traceEvents":[
-{"ph":"M","name":"thread_name","pid":0,"tid":0,"args":{"name":"PE 0"}},
-{"ph":"M","name":"thread_name","pid":0,"tid":1,"args":{"name":"PE 1"}},
-{"ph":"X","cat":"entry","name":"A","pid":0,"tid":0,"ts":0,"dur":10,"args":{"src_pe":1,"bytes":0}},
-{"ph":"X","cat":"entry","name":"C","pid":0,"tid":0,"ts":13,"dur":7,"args":{"src_pe":1,"bytes":100}},
-{"ph":"X","cat":"entry","name":"B","pid":0,"tid":1,"ts":6,"dur":6,"args":{"src_pe":0,"bytes":64}},
-{"ph":"X","cat":"entry","name":"D","pid":0,"tid":1,"ts":14,"dur":2,"args":{"src_pe":0,"bytes":3}},
-{"ph":"s","cat":"msg","name":"msg","id":"0x1","pid":0,"tid":0,"ts":5},
-{"ph":"f","cat":"msg","name":"msg","id":"0x1","pid":0,"tid":1,"ts":7,"bp":"e"},
-{"ph":"s","cat":"msg","name":"msg","id":"0x2","pid":0,"tid":1,"ts":9},
-{"ph":"f","cat":"msg","name":"msg","id":"0x2","pid":0,"tid":0,"ts":14,"bp":"e"}
+{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"PE 0"}},
+{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"PE 1"}},
+{"ph":"X","cat":"entry","name":"A","pid":1,"tid":1,"ts":0,"dur":10,"args":{"src_pe":1,"bytes":0}},
+{"ph":"X","cat":"entry","name":"C","pid":1,"tid":1,"ts":13,"dur":7,"args":{"src_pe":1,"bytes":100}},
+{"ph":"X","cat":"entry","name":"B","pid":1,"tid":2,"ts":6,"dur":6,"args":{"src_pe":0,"bytes":64}},
+{"ph":"X","cat":"entry","name":"D","pid":1,"tid":2,"ts":14,"dur":2,"args":{"src_pe":0,"bytes":3}},
+{"ph":"s","cat":"msg","name":"msg","id":"0x1","pid":1,"tid":1,"ts":5},
+{"ph":"f","cat":"msg","name":"msg","id":"0x1","pid":1,"tid":2,"ts":7,"bp":"e"},
+{"ph":"s","cat":"msg","name":"msg","id":"0x2","pid":1,"tid":2,"ts":9},
+{"ph":"f","cat":"msg","name":"msg","id":"0x2","pid":1,"tid":1,"ts":14,"bp":"e"}
 ]}"#;
 
 fn close(a: &[f64], b: &[f64]) -> bool {
@@ -108,7 +109,7 @@ fn the_cli_prints_the_views() {
 fn the_critical_path_is_the_longest_chain_not_the_last_entry() {
     // E ends last but starts a chain of its own (no arrow leads to it): 3 us against
     // the 20 us of A -> B -> C.
-    let late = r#"{"ph":"X","cat":"entry","name":"E","pid":0,"tid":1,"ts":18,"dur":3},"#;
+    let late = r#"{"ph":"X","cat":"entry","name":"E","pid":1,"tid":2,"ts":18,"dur":3},"#;
     let text = TRACE.replacen("\n{\"ph\":\"s\"", &format!("\n{late}\n{{\"ph\":\"s\""), 1);
     assert!(text.contains("\"E\""));
     let file = scratch("views_longest").join("t.json");

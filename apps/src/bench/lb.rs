@@ -94,7 +94,7 @@ pub fn measure(args: &LbArgs) -> Result<LbReport, String> {
         runs.push(out);
     }
     Ok(LbReport {
-        preset: args.config.sim.preset,
+        preset: args.config.sim.chosen_preset(),
         params,
         runs,
     })

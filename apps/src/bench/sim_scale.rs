@@ -134,7 +134,7 @@ pub struct SimScaleReport {
 
 /// Run the broadcast and reduction; a sum other than the PE count is an error.
 pub fn measure(args: &SimScaleArgs) -> Result<SimScaleReport, String> {
-    let preset = args.config.sim.preset;
+    let preset = args.config.sim.chosen_preset();
     let r = run(args.config.clone()).map_err(|e| e.to_string())?;
     if r.sum != r.pes {
         return Err(format!(

@@ -26,13 +26,20 @@ struct Args {
     #[arg(long, default_value = "cyclic")]
     workload: String,
     /// Strategies: none, collective:I, async, or all (none, collective:1,16,128, async).
-    #[arg(long, default_value = "all")]
+    #[arg(long, default_value = "all", value_parser = strategies)]
     lb: String,
     /// Print one JSON object instead of a table.
     #[arg(long, help_heading = "Output")]
     json: bool,
     #[command(flatten)]
     chorus: Config,
+}
+
+/// `--lb` checked as it is parsed, so a bad strategy is a usage error.
+fn strategies(s: &str) -> Result<String, String> {
+    StrategySpec::parse_list(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

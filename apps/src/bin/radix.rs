@@ -104,7 +104,7 @@ fn parse_algorithms(list: &str, ports: u32) -> Result<Vec<Allgather>, String> {
 }
 
 fn default_key_ns(config: &Config) -> f64 {
-    match (config.layer, config.sim.preset) {
+    match (config.layer, config.sim.chosen_preset()) {
         (Layer::Sim, SimPreset::Bgp) => 10.0,
         (Layer::Sim, _) => 2.0,
         (Layer::Threads | Layer::Mpi, _) => 0.0,

@@ -4,7 +4,8 @@ use chorus_apps::tune::{report, run, TuneArgs};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: TuneArgs = chorus_apps::cli::parse(|a: &TuneArgs| Some(a.chorus.clone()));
+    let args: TuneArgs =
+        chorus_apps::cli::parse_and(|a: &TuneArgs| Some(a.chorus.clone()), TuneArgs::check);
     chorus_apps::cli::exit_status("chorus-tune", tune(&args).map(|()| true))
 }
 

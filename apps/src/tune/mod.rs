@@ -50,7 +50,7 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub nrep_max: u32,
     /// Stop repeating a case once the relative standard error of its latencies is this low.
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, default_value_t = 0.02, value_parser = |s: &str| crate::cli::f64_in(s, 0.0, 1.0))]
     pub rse: f64,
     /// Tuning passes: after a re-measurement that finds the tuned runtime still
     /// beaten by a mock-up, the profile is repaired there and re-measured again, at
@@ -62,6 +62,26 @@ pub struct TuneArgs {
     pub json: bool,
     #[command(flatten)]
     pub chorus: Config,
+}
+
+impl TuneArgs {
+    /// The usage errors clap cannot see alone: repetition bounds that contradict each
+    /// other, and lists that do not parse.
+    pub fn check(&self) -> Result<(), String> {
+        if self.nrep_min > self.nrep_max {
+            return Err(format!(
+                "--nrep-min {} is above --nrep-max {}: the fewest repetitions of a case cannot exceed the most",
+                self.nrep_min, self.nrep_max
+            ));
+        }
+        plan::collectives(&self.collectives)?;
+        let largest = plan::sizes(&self.sizes)?.last().copied().unwrap_or(0);
+        // Every member of an allgather or gather holds up to the whole section's
+        // data, and every PE of a threads or sim job lives in this process.
+        let pes = u64::from(self.chorus.pes);
+        let need = largest.saturating_mul(pes).saturating_mul(pes);
+        crate::memory::check(&format!("--sizes {largest} on {pes} PEs"), need)
+    }
 }
 
 /// What a tuning session found.
@@ -92,7 +112,7 @@ fn runs(
     let nrep = Nrep {
         warmup: args.warmup,
         min: args.nrep_min,
-        max: args.nrep_max.max(args.nrep_min),
+        max: args.nrep_max,
         rse: args.rse,
     };
     (0..args.runs)

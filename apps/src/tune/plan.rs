@@ -25,15 +25,14 @@ pub fn collectives(spec: &str) -> Result<Vec<Collective>, String> {
     Ok(out)
 }
 
+/// The largest `--sizes` value, bytes per member (1 TiB; memory is checked apart).
+pub const MAX_SIZE: u64 = 1 << 40;
+
 /// The message sizes of `--sizes`, as the bytes the values really have, increasing.
 pub fn sizes(spec: &str) -> Result<Vec<u64>, String> {
     let mut out = Vec::new();
     for s in spec.split(',').map(str::trim) {
-        let b: u64 = s
-            .parse()
-            .ok()
-            .filter(|&b| b > 0)
-            .ok_or_else(|| format!("--sizes: {s:?} is not a positive number of bytes"))?;
+        let b = crate::cli::u64_in(s, 1, MAX_SIZE).map_err(|e| format!("--sizes {s:?}: {e}"))?;
         out.push(message_bytes(b));
     }
     out.sort_unstable();

@@ -347,6 +347,15 @@ pub enum RuntimeError {
         /// What went wrong, as chorus-traces says it.
         reason: String,
     },
+    /// The runtime's own debug trace could not be written (a full disk, a file-size
+    /// limit); nothing was left at its path.
+    #[error("--debug-trace {}: {reason}; nothing was written there", .out.display())]
+    DebugTrace {
+        /// The debug trace file.
+        out: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// Trace records gathered from another process are not whole or name unknown
     /// entries.
     #[error("--trace {}: the trace records from {from} are malformed: {why}", .out.display())]

@@ -1,5 +1,6 @@
 //! The runtime's own logs: `RUST_LOG` filtered text on stderr and, with
-//! `--debug-trace FILE`, a Chrome trace of the runtime's tracing spans per thread.
+//! `--debug-trace FILE`, a Chrome trace of the runtime's tracing spans per thread,
+//! staged: written to a temporary file and renamed onto FILE only once whole.
 //!
 //! The text is written with `eprint!`, as a program's own messages are, so a test
 //! harness captures it with the output of the test that logged it (shown only if
@@ -8,18 +9,89 @@
 
 use crate::base::config::Config;
 use crate::base::error::RuntimeError;
+use chorus_traces::capture::staged::StagedFile;
 use std::ffi::OsString;
+use std::fs::File;
 use std::io::IsTerminal;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use tracing::{Level, Metadata};
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{fmt, EnvFilter, Layer};
 
-/// Keeps the debug trace open; the file is complete once this is dropped.
-#[must_use = "the debug trace is written when the guard is dropped"]
+/// Keeps the debug trace open; [`LogGuard::finish`] completes it.
+#[must_use = "the debug trace is written by LogGuard::finish"]
 pub struct LogGuard {
-    _chrome: Option<tracing_chrome::FlushGuard>,
+    chrome: Option<DebugTrace>,
+}
+
+/// A debug trace being written to its temporary file.
+struct DebugTrace {
+    guard: tracing_chrome::FlushGuard,
+    staged: StagedFile,
+    file: File,
+    failed: Arc<Mutex<Option<std::io::Error>>>,
+    out: PathBuf,
+}
+
+/// The writer tracing-chrome gets: it panics on a write error in its own thread, so
+/// the first error is kept here for [`LogGuard::finish`] and later writes are dropped.
+struct Keep {
+    file: File,
+    failed: Arc<Mutex<Option<std::io::Error>>>,
+}
+
+impl Keep {
+    fn attempt(&mut self, op: impl FnOnce(&mut File) -> std::io::Result<()>) {
+        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if failed.is_none() {
+            if let Err(e) = op(&mut self.file) {
+                *failed = Some(e);
+            }
+        }
+    }
+}
+
+impl Write for Keep {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.attempt(|f| f.write_all(buf));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.attempt(|f| f.flush());
+        Ok(())
+    }
+}
+
+impl LogGuard {
+    /// Ends the debug trace, if any: renames it onto its path once every byte is
+    /// written and synced, or removes it and says why.
+    pub fn finish(mut self) -> Result<(), RuntimeError> {
+        let Some(t) = self.chrome.take() else {
+            return Ok(());
+        };
+        // Dropping the guard joins tracing-chrome's writer thread: the file is whole.
+        drop(t.guard);
+        let failed = t
+            .failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let written = match failed {
+            Some(e) => Err(e),
+            None => t.file.sync_all(),
+        };
+        let fail = |reason: String| RuntimeError::DebugTrace {
+            out: t.out.clone(),
+            reason,
+        };
+        written.map_err(|e| fail(e.to_string()))?;
+        t.staged.commit().map_err(|e| fail(e.to_string()))
+    }
 }
 
 /// Install the process-wide log subscriber for a program run with `cfg`: warnings and
@@ -38,22 +110,10 @@ pub fn init(cfg: &Config) -> Result<LogGuard, RuntimeError> {
         ))
         .with_filter(filter)
         .with_filter(filter_fn(move |meta| !(quiet_abort && is_abort(meta))));
-    let (chrome, guard) = match &cfg.debug_trace {
+    let (chrome, trace) = match &cfg.debug_trace {
         Some(path) => {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                if !dir.is_dir() {
-                    return Err(RuntimeError::NoOutputDir {
-                        flag: "--debug-trace",
-                        path: path.clone(),
-                        dir: dir.to_path_buf(),
-                    });
-                }
-            }
-            let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
-                .file(path)
-                .include_args(true)
-                .build();
-            (Some(layer), Some(guard))
+            let (layer, trace) = debug_trace(path)?;
+            (Some(layer), Some(trace))
         }
         None => (None, None),
     };
@@ -62,7 +122,46 @@ pub fn init(cfg: &Config) -> Result<LogGuard, RuntimeError> {
         .with(text)
         .with(chrome)
         .try_init();
-    Ok(LogGuard { _chrome: guard })
+    Ok(LogGuard { chrome: trace })
+}
+
+/// The tracing-chrome layer writing to a staged file for `path`.
+fn debug_trace<S>(path: &Path) -> Result<(tracing_chrome::ChromeLayer<S>, DebugTrace), RuntimeError>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a> + Send + Sync,
+{
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(RuntimeError::NoOutputDir {
+                flag: "--debug-trace",
+                path: path.to_path_buf(),
+                dir: dir.to_path_buf(),
+            });
+        }
+    }
+    let fail = |reason: String| RuntimeError::DebugTrace {
+        out: path.to_path_buf(),
+        reason,
+    };
+    let (staged, file) = StagedFile::create(path).map_err(|e| fail(e.to_string()))?;
+    let writer = file.try_clone().map_err(|e| fail(e.to_string()))?;
+    let failed = Arc::new(Mutex::new(None));
+    let keep = Keep {
+        file: writer,
+        failed: failed.clone(),
+    };
+    let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
+        .writer(keep)
+        .include_args(true)
+        .build();
+    let trace = DebugTrace {
+        guard,
+        staged,
+        file,
+        failed,
+        out: path.to_path_buf(),
+    };
+    Ok((layer, trace))
 }
 
 /// Whether log text is coloured: on a terminal, unless `NO_COLOR` is set to anything

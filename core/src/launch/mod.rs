@@ -54,8 +54,8 @@ impl Runtime {
     ) -> Result<RunReport, RuntimeError> {
         self.config.validate()?;
         self.check_balancer()?;
-        let _log = crate::base::logging::init(&self.config)?;
-        let _job = tracing::info_span!("chorus_job", layer = ?self.config.layer).entered();
+        let log = crate::base::logging::init(&self.config)?;
+        let job = tracing::info_span!("chorus_job", layer = ?self.config.layer).entered();
         let layer: Box<dyn MachineLayer> = match self.config.layer {
             Layer::Threads => Box::new(threads::Threads),
             Layer::Sim => Box::new(sim::Sim),
@@ -73,7 +73,12 @@ impl Runtime {
         if let (Some(format), Ok(report)) = (stats, &result) {
             eprintln!("{}", report.stats(format));
         }
-        result
+        drop(job);
+        // The run's own error comes first; a debug trace that could not be written
+        // fails a run that succeeded.
+        let logged = log.finish();
+        let report = result?;
+        logged.map(|()| report)
     }
 }
 

@@ -2,6 +2,7 @@
 //! ([`Scan`]) finds the span and the tracks, the second ([`SummaryAcc`]) counts per
 //! PE, per bin and per entry name, and turns its counts into a [`Summary`] at the end.
 
+use crate::ids::run_id;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::analysis::compact::{CompactTrack, Span, Strings};
@@ -343,7 +344,7 @@ impl SummaryAcc {
         e.max_ns = e.max_ns.max(dur_ns);
         e.bytes = e.bytes.saturating_add(bytes);
         if let Some(src) = src_pe.and_then(|v| u32::try_from(v).ok()) {
-            let cell = self.matrix.entry((src, pe.tid)).or_default();
+            let cell = self.matrix.entry((src, run_id(pe.tid))).or_default();
             cell.0 += 1;
             cell.1 = cell.1.saturating_add(bytes);
             let size = &mut self.sizes[size_bucket(bytes)];
@@ -446,7 +447,7 @@ impl SummaryAcc {
                 for b in &mut busy {
                     *b = ratio(*b, self.bin_ns * pes as f64);
                 }
-                let tid = |k: usize| self.pes[self.order[k]].tid;
+                let tid = |k: usize| run_id(self.pes[self.order[k]].tid);
                 HeatRow {
                     first_pe: tid(range.start),
                     last_pe: tid(range.end - 1),
@@ -463,8 +464,8 @@ impl SummaryAcc {
             .iter()
             .map(|&i| &self.pes[i])
             .map(|p| PeUsage {
-                pe: p.tid,
-                pid: p.pid,
+                pe: run_id(p.tid),
+                pid: run_id(p.pid),
                 busy_ns: p.busy_ns,
                 idle_ns: p.idle_ns,
                 entries: p.entries,

@@ -234,7 +234,7 @@ const MAX_PACKED_SLICE: usize = 81;
 pub struct CompactTrack {
     /// Chrome process id.
     pub pid: u32,
-    /// Chrome thread id (the PE).
+    /// Chrome thread id (PE n is tid n + 1: `crate::ids`).
     pub tid: u32,
     /// `process_name` metadata, if present.
     pub process_name: Option<String>,

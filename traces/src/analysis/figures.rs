@@ -69,9 +69,9 @@ impl SummaryOptions {
 /// How one PE spent the trace span.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PeUsage {
-    /// PE number (the track's tid).
+    /// PE number (the track's tid less 1: `crate::ids`).
     pub pe: u32,
-    /// Process (rank or node group).
+    /// Process (rank or node group), as the run numbers it (the pid less 1).
     pub pid: u32,
     /// Time in outermost entry slices.
     pub busy_ns: u64,

@@ -182,6 +182,13 @@ pub struct FlowEnd {
     pub seq: usize,
 }
 
+impl FlowEnd {
+    /// The PE of the end's track, as the run numbers it.
+    pub fn pe(&self) -> u32 {
+        crate::ids::run_id(self.tid)
+    }
+}
+
 /// The two file formats chorus writes and reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Format {

@@ -33,9 +33,9 @@ pub struct Trace {
 /// One thread track; for chorus traces, one PE (tid = PE number).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Track {
-    /// Chrome process id (MPI rank or node group).
+    /// Chrome process id (MPI rank or node group r is r + 1: `crate::ids`).
     pub pid: u32,
-    /// Chrome thread id (the PE).
+    /// Chrome thread id (PE n is n + 1).
     pub tid: u32,
     /// `process_name` metadata, if present.
     pub process_name: Option<String>,
@@ -64,6 +64,13 @@ pub struct Slice {
     pub args: Map<String, Value>,
     /// Position of its event in the file's `traceEvents` (the `B` event for a pair).
     pub seq: usize,
+}
+
+impl Track {
+    /// The PE this track shows, as the run numbers it.
+    pub fn pe(&self) -> u32 {
+        crate::ids::run_id(self.tid)
+    }
 }
 
 impl Slice {

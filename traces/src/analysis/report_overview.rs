@@ -3,6 +3,7 @@
 //! is binned into columns first (the accumulation below) and then drawn as runs of
 //! shaded columns.
 
+use crate::ids::run_id;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::ops::Range;
@@ -71,7 +72,7 @@ pub(crate) fn overview(
     for (r, range) in rows.iter().enumerate() {
         let y = r as f64 * row_h;
         let tracks = &trace.tracks[range.clone()];
-        let (first, last) = (tracks[0].tid, tracks[tracks.len() - 1].tid);
+        let (first, last) = (run_id(tracks[0].tid), run_id(tracks[tracks.len() - 1].tid));
         let data = format!("{first}-{last}");
         let _ = write!(o, "<g class=\"pe-row\" data-pes=\"{}\">", esc(&data));
         row_label(o, y, row_h, &pe_label(first, last, per_pe));

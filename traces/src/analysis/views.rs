@@ -3,6 +3,7 @@
 //! critical path through the message arrows ([`critical_path`], which needs every
 //! entry and so a [`CompactTrace`]).
 
+use crate::ids::run_id;
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -198,7 +199,7 @@ impl Nodes {
                 let s = spans[node - self.offsets[t]];
                 PathEntry {
                     name: trace.strings.get(s.name).to_owned(),
-                    pe: trace.tracks[t].tid,
+                    pe: run_id(trace.tracks[t].tid),
                     start_ns: s.ts_ns,
                     dur_ns: s.dur_ns,
                 }

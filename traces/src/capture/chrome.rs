@@ -1,8 +1,9 @@
 //! Writes the spooled records as one Chrome Trace Event JSON file.
 //!
 //! Shape of the output (opens in ui.perfetto.dev and chrome://tracing):
-//! - one process per pid (`"rank N"` / `"node group N"`), one thread per PE (`"PE n"`,
-//!   tid = PE number), sorted by pid and PE;
+//! - one process per rank or node group (`"rank N"` / `"node group N"`, pid N + 1),
+//!   one thread per PE (`"PE n"`, tid n + 1: `crate::ids`, no id is 0), sorted by pid
+//!   and PE;
 //! - entries, user spans, phases and idle periods are `X` slices with categories
 //!   `entry`, `user`, `phase` and `idle` (idle is a grey-able slice named `idle` on the
 //!   PE's own track, so busy and idle read off one row);
@@ -42,6 +43,7 @@ use crate::capture::layout::{At, FlowPlan, Slice, SliceKind, TrackEvents};
 use crate::capture::spool::{read_chunk, Chunk, SpoolView};
 use crate::capture::staged::StagedFile;
 use crate::error::TraceError;
+use crate::ids::file_id;
 use crate::names::{NameId, Names};
 use crate::record::{flow_kept, Event, Record};
 
@@ -379,30 +381,32 @@ fn write_metadata(w: &mut JsonOut, view: &SpoolView) -> std::io::Result<()> {
     for (&pe, &pid) in &view.tracks {
         first_pe.entry(pid).or_insert(pe);
     }
-    for (&pid, &pe) in &first_pe {
+    for (&rank, &pe) in &first_pe {
+        let (pid, tid) = (file_id(rank), file_id(pe));
         let o = w.next()?;
         write!(
             o,
-            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":{pe},\"args\":{{\"name\":"
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":"
         )?;
-        write_str(o, &format!("{} {pid}", view.process_label))?;
+        write_str(o, &format!("{} {rank}", view.process_label))?;
         o.write_all(b"}}")?;
         let o = w.next()?;
         write!(
             o,
-            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{pid},\"tid\":{pe},\"args\":{{\"sort_index\":{pid}}}}}"
+            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{rank}}}}}"
         )?;
     }
-    for (&pe, &pid) in &view.tracks {
+    for (&pe, &rank) in &view.tracks {
+        let (pid, tid) = (file_id(rank), file_id(pe));
         let o = w.next()?;
         write!(
             o,
-            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{pe},\"args\":{{\"name\":\"PE {pe}\"}}}}"
+            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":\"PE {pe}\"}}}}"
         )?;
         let o = w.next()?;
         write!(
             o,
-            "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{pid},\"tid\":{pe},\"args\":{{\"sort_index\":{pe}}}}}"
+            "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{pe}}}}}"
         )?;
     }
     Ok(())
@@ -432,7 +436,12 @@ fn write_x(
     let o = w.next()?;
     write!(o, "{{\"ph\":\"X\",\"cat\":\"{cat}\",\"name\":")?;
     write_str(o, name)?;
-    write!(o, ",\"pid\":{pid},\"tid\":{pe},\"ts\":")?;
+    write!(
+        o,
+        ",\"pid\":{},\"tid\":{},\"ts\":",
+        file_id(pid),
+        file_id(pe)
+    )?;
     write_us(o, start)?;
     o.write_all(b",\"dur\":")?;
     write_us(o, end - start)
@@ -450,7 +459,9 @@ fn write_flow(
     let o = w.next()?;
     write!(
         o,
-        "{{\"ph\":\"{ph}\",\"cat\":\"msg\",\"name\":\"msg\",\"id\":\"0x{msg_id:x}\",\"pid\":{pid},\"tid\":{pe},\"ts\":"
+        "{{\"ph\":\"{ph}\",\"cat\":\"msg\",\"name\":\"msg\",\"id\":\"0x{msg_id:x}\",\"pid\":{},\"tid\":{},\"ts\":",
+        file_id(pid),
+        file_id(pe)
     )?;
     write_us(o, ts)?;
     if ph == 'f' {
@@ -585,7 +596,12 @@ fn emit_track(
                 let out = w.next()?;
                 out.write_all(b"{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"user\",\"name\":")?;
                 write_str(out, name_of(o.names, p.name, &mut fallback))?;
-                write!(out, ",\"pid\":{pid},\"tid\":{pe},\"ts\":")?;
+                write!(
+                    out,
+                    ",\"pid\":{},\"tid\":{},\"ts\":",
+                    file_id(pid),
+                    file_id(pe)
+                )?;
                 write_us(out, p.t)?;
                 out.write_all(b"}")?;
                 stats.instants += 1;

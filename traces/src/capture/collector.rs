@@ -78,6 +78,7 @@ impl Collector {
             std::process::id(),
             SPOOL_SEQ.fetch_add(1, Ordering::Relaxed)
         ));
+        crate::capture::scratch::track(&spool_path);
         let spool_path = SpoolGuard(spool_path);
         let file = OpenOptions::new()
             .create(true)
@@ -277,5 +278,6 @@ struct SpoolGuard(PathBuf);
 impl Drop for SpoolGuard {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        crate::capture::scratch::untrack(&self.0);
     }
 }

@@ -10,6 +10,7 @@ pub mod collector;
 pub(crate) mod layout;
 pub mod perfetto;
 pub mod recorder;
+pub mod scratch;
 pub mod spool;
 pub mod staged;
 pub mod stats;

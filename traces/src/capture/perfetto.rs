@@ -3,8 +3,8 @@
 //!
 //! The same layout as the Chrome writer ([`crate::capture::chrome`]), as packets of
 //! one sequence: a `TrackDescriptor` per process (`"node group N"`) and per PE thread
-//! (`"PE n"`, tid = PE), then each PE's events in time order as `TrackEvent`s on its
-//! thread track: `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs for entries, user spans,
+//! (`"PE n"`; tid n + 1 and pid N + 1, `crate::ids`), then each PE's events in time
+//! order as `TrackEvent`s on its thread track: `TYPE_SLICE_BEGIN`/`TYPE_SLICE_END` pairs for entries, user spans,
 //! phases, idle and send slices (categories as in the JSON; entry and phase
 //! arguments as debug annotations), `TYPE_INSTANT` for user events. A message arrow
 //! goes from the send's 1 ns holder slice (`flow_ids`) to the receive's
@@ -26,6 +26,7 @@ use crate::capture::layout::TrackEvents;
 use crate::capture::spool::SpoolView;
 use crate::capture::stats::WriteStats;
 use crate::error::TraceError;
+use crate::ids::file_id;
 use crate::names::Names;
 use crate::proto::{annotation, event, interned, packet, track, TRACE_PACKET};
 use crate::wire::{put_bytes, put_fixed64, put_message, put_uint};
@@ -207,7 +208,7 @@ impl Output for PerfettoOut {
             self.descriptor(|d| {
                 put_uint(d, track::UUID, process_uuid(pid));
                 put_message(d, track::PROCESS, |p| {
-                    put_uint(p, track::PID, u64::from(pid));
+                    put_uint(p, track::PID, u64::from(file_id(pid)));
                     put_bytes(p, track::PROCESS_NAME, name.as_bytes());
                 });
             })?;
@@ -218,8 +219,8 @@ impl Output for PerfettoOut {
                 put_uint(d, track::UUID, thread_uuid(pe));
                 put_uint(d, track::PARENT_UUID, process_uuid(pid));
                 put_message(d, track::THREAD, |t| {
-                    put_uint(t, track::PID, u64::from(pid));
-                    put_uint(t, track::TID, u64::from(pe));
+                    put_uint(t, track::PID, u64::from(file_id(pid)));
+                    put_uint(t, track::TID, u64::from(file_id(pe)));
                     put_bytes(t, track::THREAD_NAME, name.as_bytes());
                 });
             })?;

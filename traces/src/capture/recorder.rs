@@ -318,8 +318,9 @@ mod tests {
         assert_eq!(stats.stray_ends, 3);
         let trace = read_chrome(&out).unwrap();
         assert_eq!(validate(&trace), Vec::<String>::new());
+        // PE n is thread n + 1 (`crate::ids`): PEs 0, 2 and 3.
         let tids: Vec<u32> = trace.tracks.iter().map(|t| t.tid).collect();
-        assert_eq!(tids, [0, 2, 3]);
+        assert_eq!(tids, [1, 3, 4]);
         let slices: Vec<(&str, u64, u64)> = trace.tracks[0]
             .slices
             .iter()

@@ -58,6 +58,7 @@ impl StagedFile {
             STAGED_SEQ.fetch_add(1, Ordering::Relaxed)
         ));
         let file = File::create_new(&tmp).map_err(|e| TraceError::io(out, e))?;
+        super::scratch::track(&tmp);
         let staged = StagedFile {
             tmp,
             out: dest,
@@ -73,7 +74,9 @@ impl StagedFile {
 
     /// Renames the temporary file onto the final path (the caller has flushed it).
     pub fn commit(mut self) -> Result<(), TraceError> {
-        std::fs::rename(&self.tmp, &self.out).map_err(|e| TraceError::io(&self.out, e))?;
+        super::scratch::finishing(|| std::fs::rename(&self.tmp, &self.out))
+            .map_err(|e| TraceError::io(&self.out, e))?;
+        super::scratch::untrack(&self.tmp);
         self.committed = true;
         Ok(())
     }
@@ -83,6 +86,7 @@ impl Drop for StagedFile {
     fn drop(&mut self) {
         if !self.committed {
             let _ = std::fs::remove_file(&self.tmp);
+            super::scratch::untrack(&self.tmp);
         }
     }
 }

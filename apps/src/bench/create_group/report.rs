@@ -61,7 +61,7 @@ pub struct CreateGroupReport {
 /// Run every method for every group size `args` asks for.
 pub fn measure(args: &CreateGroupArgs) -> Result<CreateGroupReport, String> {
     let config: Config = args.config.clone();
-    let preset = config.sim.preset;
+    let preset = config.sim.chosen_preset();
     let result = run(config, &args.sizes(), args.k).map_err(|e| e.to_string())?;
     Ok(CreateGroupReport {
         preset,

@@ -5,6 +5,7 @@
 //! the ranks do not make, the default's value included: `Config::validate` cannot
 //! tell `--pes 4` from the default 4, and so let `mpirun -n 2 … --pes 4` run 2 PEs.
 
+use super::check::program_command;
 use super::{mpi_launch_size, Config, ConfigError, Layer};
 use clap::error::ErrorKind;
 use clap::parser::ValueSource;
@@ -43,7 +44,13 @@ impl Config {
                 .display_name(name)
                 .about("a chorus program"),
         );
-        parse_from(cmd, args, |c: &Config| Some(c.clone()), validated)
+        parse_from(
+            cmd,
+            args,
+            |c: &Config| Some(c.clone()),
+            |_| Ok(()),
+            validated,
+        )
     }
 
     /// A `--pes` given (on the command line or in `CHORUS_PES`) to an mpi job under
@@ -71,10 +78,11 @@ impl Config {
 /// claim a `--pes` mpirun's ranks do not make. A refusal is a usage error: exit code 2.
 pub fn parse_with<A: Parser>(
     config: impl Fn(&A) -> Option<Config>,
+    own: impl Fn(&A) -> Result<(), String>,
     check: impl Fn(&Config) -> Result<(), String>,
 ) -> A {
-    parse_from(A::command(), std::env::args_os().collect(), config, check)
-        .unwrap_or_else(|e| e.exit())
+    let args = std::env::args_os().collect();
+    parse_from(program_command::<A>(), args, config, own, check).unwrap_or_else(|e| e.exit())
 }
 
 /// `Config::validate`, its error as words.
@@ -87,10 +95,12 @@ fn parse_from<A: FromArgMatches>(
     mut cmd: Command,
     args: Vec<OsString>,
     config: impl Fn(&A) -> Option<Config>,
+    own: impl Fn(&A) -> Result<(), String>,
     check: impl Fn(&Config) -> Result<(), String>,
 ) -> Result<A, clap::Error> {
     let matches = cmd.try_get_matches_from_mut(args)?;
     let parsed = A::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))?;
+    own(&parsed).map_err(|e| cmd.error(ErrorKind::ValueValidation, e))?;
     if let Some(job) = config(&parsed) {
         // The claim first: it is the mistake even where the mpi layer is not built.
         job.check_pes_given(pes_given(&matches), mpi_launch_size())

@@ -194,6 +194,13 @@ impl Config {
                 instead: "pass --layer sim, or drop it",
             },
             LayerRule {
+                flag: self.sim.model_flag_given().map(str::to_string),
+                layers: &[Sim],
+                needs: "--layer sim",
+                why: "it sets the simulated machine's network and CPU model",
+                instead: "drop it, or pass --layer sim",
+            },
+            LayerRule {
                 flag: given("--fault-corrupt-every", self.fault_corrupt_every.is_some()),
                 layers: &[Threads, Mpi],
                 needs: "a layer whose PEs exchange bytes, threads or mpi",
@@ -269,13 +276,31 @@ impl Config {
 /// usage error (exit code 2), as the flags clap cannot parse are.
 #[cfg(feature = "cli")]
 pub fn parse_checked<A: clap::Parser>(check: impl Fn(&A) -> Result<(), String>) -> A {
-    let args = A::parse();
+    let mut cmd = program_command::<A>();
+    let args = cmd
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|m| A::from_arg_matches(&m))
+        .unwrap_or_else(|e| e.format(&mut cmd).exit());
     if let Err(e) = check(&args) {
-        A::command()
-            .error(clap::error::ErrorKind::ValueValidation, e)
-            .exit();
+        cmd.error(clap::error::ErrorKind::ValueValidation, e).exit();
     }
     args
+}
+
+/// `A`'s command named after the program as it was started, so usage errors and
+/// `--version` say `hello`, not the package (`chorus-apps`) the binaries share.
+#[cfg(feature = "cli")]
+pub(super) fn program_command<A: clap::CommandFactory>() -> clap::Command {
+    let cmd = A::command();
+    let name = std::env::args_os().next().and_then(|a| {
+        let file = std::path::Path::new(&a).file_name()?.to_str()?.to_string();
+        Some(file)
+    });
+    match name {
+        // Leaked once per process: clap keeps a command's name as `&'static str`.
+        Some(name) => cmd.name(name.leak() as &'static str),
+        None => cmd,
+    }
 }
 
 /// Parse a program's flags with clap, the job configuration `config` finds among
@@ -287,7 +312,7 @@ pub fn parse_args<A: clap::Parser>(config: impl Fn(&A) -> &Config) -> A {
 
 #[cfg(test)]
 mod tests {
-    use super::super::KillSpec;
+    use super::super::{KillSpec, SimArgs};
     use super::*;
 
     #[test]
@@ -389,6 +414,37 @@ mod tests {
             e.contains("--sim-jitter-us") && e.contains("0..=1000000"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_sim_model_flags_are_refused_on_layers_that_ignore_them() {
+        // They were accepted without a word on threads, while --sim-kill was refused.
+        let set: [fn(&mut SimArgs); 4] = [
+            |s| s.alpha_us = Some(2.0),
+            |s| s.jitter_us = Some(1.0),
+            |s| s.preset = Some(super::super::SimPreset::Cluster),
+            |s| s.contention = true,
+        ];
+        for layer in [Layer::Threads, Layer::Mpi] {
+            for f in set {
+                let mut c = Config::with_pes(2);
+                c.layer = layer;
+                f(&mut c.sim);
+                let flag = c.sim.model_flag_given().expect("given");
+                let e = c.validate_in(Some(2).filter(|_| layer == Layer::Mpi));
+                if layer == Layer::Mpi && !cfg!(feature = "mpi") {
+                    assert_eq!(e, Err(ConfigError::MpiNotBuilt));
+                    continue;
+                }
+                let e = e.expect_err(flag).to_string();
+                assert!(
+                    e.starts_with(flag) && e.contains("needs --layer sim"),
+                    "{e}"
+                );
+                c.layer = Layer::Sim;
+                assert_eq!(c.validate_in(None), Ok(()), "{flag} on sim");
+            }
+        }
     }
 
     #[test]

@@ -130,9 +130,12 @@ impl std::fmt::Display for KillSpec {
     command(next_help_heading = "Simulation")
 )]
 pub struct SimArgs {
-    /// Machine the network model starts from.
-    #[cfg_attr(feature = "cli", arg(long = "sim-preset", env = "CHORUS_SIM_PRESET", value_enum, default_value_t = SimPreset::Cluster))]
-    pub preset: SimPreset,
+    /// Machine the network model starts from [default: cluster].
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "sim-preset", env = "CHORUS_SIM_PRESET", value_enum)
+    )]
+    pub preset: Option<SimPreset>,
     /// Network latency per message, microseconds (alpha).
     #[cfg_attr(feature = "cli", arg(long = "sim-alpha-us", value_parser = crate::base::cli::sim_us))]
     pub alpha_us: Option<f64>,
@@ -168,6 +171,37 @@ pub struct SimArgs {
     /// run's SimStats; costs one encoding per message.
     #[cfg_attr(feature = "cli", arg(long = "sim-digest"))]
     pub digest: bool,
+}
+
+impl SimArgs {
+    /// The preset the network model starts from: `--sim-preset`, or the default.
+    pub fn chosen_preset(&self) -> SimPreset {
+        self.preset.unwrap_or_default()
+    }
+
+    /// The first flag of the sim layer's model given (a cost, a preset, contention
+    /// or the digest), which no other layer reads.
+    pub fn model_flag_given(&self) -> Option<&'static str> {
+        let costs = [
+            ("--sim-alpha-us", self.alpha_us),
+            ("--sim-beta-ns-per-byte", self.beta_ns_per_byte),
+            ("--sim-overhead-us", self.overhead_us),
+            ("--sim-send-overhead-us", self.send_overhead_us),
+            ("--sim-recv-overhead-us", self.recv_overhead_us),
+            ("--sim-gamma-ns-per-byte", self.gamma_ns_per_byte),
+            ("--sim-handler-us", self.handler_us),
+            ("--sim-jitter-us", self.jitter_us),
+        ];
+        let switches = [
+            ("--sim-preset", self.preset.is_some()),
+            ("--sim-contention", self.contention),
+            ("--sim-digest", self.digest),
+        ];
+        costs
+            .into_iter()
+            .find_map(|(flag, v)| v.map(|_| flag))
+            .or_else(|| switches.into_iter().find_map(|(f, set)| set.then_some(f)))
+    }
 }
 
 /// Most PEs the threads layer runs (one OS thread each).

@@ -86,7 +86,7 @@ impl NetworkModel {
     /// The preset with the flags that were given applied over it.
     pub fn from_args(a: &SimArgs) -> Self {
         let us = |v: f64| (v * 1e3).round() as u64;
-        let mut m = Self::preset(a.preset);
+        let mut m = Self::preset(a.chosen_preset());
         if let Some(v) = a.alpha_us {
             m.alpha_ns = us(v);
         }
@@ -166,7 +166,7 @@ mod tests {
     #[test]
     fn flags_override_the_preset() {
         let a = SimArgs {
-            preset: SimPreset::Bgp,
+            preset: Some(SimPreset::Bgp),
             alpha_us: Some(3.0),
             overhead_us: Some(0.5),
             recv_overhead_us: Some(0.25),

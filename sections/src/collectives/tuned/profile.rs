@@ -37,6 +37,10 @@ pub enum ProfileError {
         /// The error.
         source: std::io::Error,
     },
+    /// The profile cannot be written whole (the message names the file); whatever
+    /// was at the path is left as it was.
+    #[error(transparent)]
+    Write(#[from] chorus_traces::TraceError),
     /// A line does not parse.
     #[error("profile line {line}: {reason}")]
     Line {
@@ -201,11 +205,10 @@ impl Profile {
         Self::parse(&text)
     }
 
-    /// Write the profile to a file.
+    /// Write the profile to a file: a temporary file beside it, synced and renamed
+    /// onto `path`, so a failed write never leaves half a profile there.
     pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
-        std::fs::write(path, self.to_text()).map_err(|source| ProfileError::Io {
-            path: path.display().to_string(),
-            source,
-        })
+        chorus_traces::capture::staged::write_atomic(path, self.to_text().as_bytes())?;
+        Ok(())
     }
 }

@@ -360,8 +360,10 @@ pub fn stream(layer: Layer, p: u32, seed: u64) -> RunReport {
     let (reg, e) = registry();
     let mut cfg = config(layer, p, ErrorPolicy::Abort);
     cfg.seed = seed;
-    // On sim, random extra latency reorders messages on purpose.
-    cfg.sim.jitter_us = Some(3.0);
+    // On sim, random extra latency reorders messages on purpose (no other layer has it).
+    if layer == Layer::Sim {
+        cfg.sim.jitter_us = Some(3.0);
+    }
     Runtime::new(reg, cfg)
         .run(move |ctx| {
             let arr = ctx.create_array_1d::<Roamer>(ELEMENTS, 7, ArrayMap::Block);
@@ -441,7 +443,9 @@ pub fn quiescence_waits_for_chains_of_moves_and_forwarding(layer: Layer) {
     let p = pes(layer, 4);
     let (reg, e) = registry();
     let mut cfg = config(layer, p, ErrorPolicy::Abort);
-    cfg.sim.jitter_us = Some(2.0);
+    if layer == Layer::Sim {
+        cfg.sim.jitter_us = Some(2.0);
+    }
     // Element i starts at home i % p and visits home + 1, + 2, ..., wrapping around.
     let route =
         move |i: usize| -> Vec<u32> { (1..=HOPS).map(|h| ((i + h) % p as usize) as u32).collect() };

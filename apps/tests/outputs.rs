@@ -1,0 +1,145 @@
+//! Outputs appear whole or not at all, whatever stops the run: SIGINT or SIGTERM at
+//! any point of a traced run leaves no partial file at the final path and no spool,
+//! and a file-size limit (`ulimit -f`) is an error naming the file, not a SIGXFSZ
+//! death.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn hello() -> &'static str {
+    env!("CARGO_BIN_EXE_hello")
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("chorus-outputs-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// The names of the files in `dir`.
+fn files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_signal_at_any_point_of_a_traced_run_leaves_no_partial_file_and_no_spool() {
+    // Before, SIGINT left a truncated trace at the final name and the spool behind,
+    // and printed nothing.
+    for (sig, code) in [("INT", 130), ("TERM", 143)] {
+        for after_ms in [300u64, 1500, 3000] {
+            let dir = scratch(&format!("{sig}-{after_ms}"));
+            let out = dir.join("big.json");
+            let child = Command::new(hello())
+                .args(["--layer", "sim", "--pes", "20000", "--trace"])
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("hello starts");
+            std::thread::sleep(Duration::from_millis(after_ms));
+            let sent = Command::new("kill")
+                .arg(format!("-{sig}"))
+                .arg(child.id().to_string())
+                .status()
+                .expect("kill runs");
+            assert!(sent.success());
+            let run = child.wait_with_output().expect("hello ends");
+            let err = String::from_utf8_lossy(&run.stderr);
+            let left = files(&dir);
+            match run.status.code() {
+                // The run ended before the signal came: the trace is whole.
+                Some(0) => assert_eq!(left, ["big.json"], "{sig} at {after_ms} ms: {err}"),
+                Some(c) => {
+                    assert_eq!(c, code, "SIG{sig} at {after_ms} ms: {err}");
+                    assert!(left.is_empty(), "SIG{sig} at {after_ms} ms left {left:?}");
+                    assert!(
+                        err.contains(&format!("hello: stopped by SIG{sig}")),
+                        "{err}"
+                    );
+                    assert_eq!(err.matches("stopped by").count(), 1, "{err}");
+                }
+                None => panic!("SIG{sig} at {after_ms} ms killed hello unhandled: {err}"),
+            }
+            std::fs::remove_dir_all(&dir).expect("clean up");
+        }
+    }
+}
+
+/// `hello args` under `ulimit -f blocks` (1 KiB blocks): its exit code and stderr.
+fn under_file_limit(blocks: u32, dir: &Path, args: &str) -> (Option<i32>, String) {
+    let out = Command::new("bash")
+        .current_dir(dir)
+        .arg("-c")
+        .arg(format!("ulimit -f {blocks}; exec {} {args}", hello()))
+        .stdout(Stdio::null())
+        .output()
+        .expect("bash runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn a_file_size_limit_is_an_error_naming_the_file_not_a_sigxfsz_death() {
+    // Before, the limit killed the process with SIGXFSZ and no message.
+    let cases = [
+        (100, "--layer sim --pes 20000 --trace big.json", "big.json"),
+        (
+            1,
+            "--pes 4 --debug-trace debug.json",
+            "--debug-trace debug.json",
+        ),
+    ];
+    for (blocks, args, names) in cases {
+        let dir = scratch(&format!("fsize-{blocks}"));
+        let (code, err) = under_file_limit(blocks, &dir, args);
+        assert_eq!(code, Some(1), "{args}: {err}");
+        assert!(
+            err.contains(names) && err.contains("File too large"),
+            "{args}: {err}"
+        );
+        assert!(files(&dir).is_empty(), "{args} left {:?}", files(&dir));
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+}
+
+#[test]
+fn the_debug_trace_is_written_whole_under_its_name() {
+    let dir = scratch("debug-trace");
+    let (code, err) = under_file_limit(100_000, &dir, "--pes 4 --debug-trace debug.json");
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(files(&dir), ["debug.json"]);
+    let text = std::fs::read_to_string(dir.join("debug.json")).expect("written");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON array");
+    assert!(v.as_array().is_some_and(|a| !a.is_empty()), "{text}");
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn a_run_beyond_an_address_space_limit_is_refused_with_a_message_not_sigabrt() {
+    // Before, the simulator's allocations failed part way and the process aborted.
+    let dir = scratch("vlimit");
+    let out = Command::new("bash")
+        .current_dir(&dir)
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 1000000; exec {} --layer sim --pes 2000000",
+            hello()
+        ))
+        .stdout(Stdio::null())
+        .output()
+        .expect("bash runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--pes 2000000 on sim needs about") && err.contains("is available"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
