@@ -27,12 +27,15 @@ fn run(
     run_counted(members, ops, choices).map(|(done, _)| done)
 }
 
+/// Every member's result, and the number of messages the members sent.
+type Counted = (Vec<Option<RedData>>, usize);
+
 /// `run`, also giving the number of messages the members sent.
 fn run_counted(
     members: Vec<Member>,
     ops: Vec<Op>,
     mut choices: impl FnMut(usize) -> usize,
-) -> Result<(Vec<Option<RedData>>, usize), (usize, CollectiveError)> {
+) -> Result<Counted, (usize, CollectiveError)> {
     let n = members.len();
     let rank_of = |pe: Pe| {
         members

@@ -4,6 +4,7 @@
 //! the root and nothing goes up), then down the k-ary tree, each member passing on
 //! to each child only the blocks of that child's subtree: n − 1 messages down.
 
+use super::alltoall::check_blocks;
 use super::error::CollectiveError;
 use super::machine::{children, relays_up, send_up_to_root, Machine, Out, Received, Step, Stepped};
 use super::topology::Topology;
@@ -61,12 +62,7 @@ impl Machine for Scatter {
         }
         // `Collectives::scatter` refuses a root without one block per member.
         let blocks = self.blocks.take().expect("the root holds the blocks");
-        if blocks.len() != me.size() as usize {
-            return Err(CollectiveError::BlockCount {
-                got: blocks.len(),
-                size: me.size(),
-            });
-        }
+        check_blocks(blocks.len(), me.size())?;
         let ranked = (0..).zip(blocks).collect();
         if me.rank() == 0 {
             return Self::down(me, ranked, out);
