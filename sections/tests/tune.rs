@@ -8,7 +8,7 @@ use chorus_core::{
     Reducer, Registry, Runtime,
 };
 use chorus_sections::collectives::{
-    Allgather, Collectives, Member, RangeMember, Topology, TreeMember,
+    Allgather, Alltoall, Collectives, Member, RangeMember, Topology, TreeMember,
 };
 use chorus_sections::kary;
 use chorus_sections::range::RangeSection;
@@ -127,6 +127,13 @@ impl Probe {
             let r = match self.mock_up.collective() {
                 Collective::Allgather => c.allgather(ctx, m, v, Allgather::Auto, cb),
                 Collective::Allreduce => c.allreduce(ctx, m, v, self.reducer, cb),
+                Collective::Alltoall => {
+                    // Blocks of different lengths: an alltoallv.
+                    let blocks = (0..m.size())
+                        .map(|j| self.value(rank * 64 + j + j % 2))
+                        .collect();
+                    c.alltoall(ctx, m, blocks, Alltoall::Auto, cb)
+                }
                 Collective::Gather => c.gather(ctx, m, self.root, v, cb),
                 Collective::Reduce => c.reduce(ctx, m, self.root, v, self.reducer, cb),
                 Collective::Scan => c.scan(ctx, m, v, self.reducer, cb),
@@ -193,7 +200,8 @@ fn probes() -> Vec<Probe> {
                 i += 1;
                 let seed = mix(i);
                 let k = 2 + (seed % 3) as u32;
-                let shape = if seed % 4 == 3 {
+                // Alltoall needs a roster, which tree-only sections lack.
+                let shape = if seed % 4 == 3 && c != Collective::Alltoall {
                     let mut pes: Vec<Pe> = (0..WORLD).collect();
                     for j in (1..pes.len()).rev() {
                         pes.swap(j, (mix(seed ^ j as u64) % (j as u64 + 1)) as usize);
@@ -212,7 +220,9 @@ fn probes() -> Vec<Probe> {
                     Shape::Range(w.split(first, first + (size - 1) * stride, stride).unwrap())
                 };
                 let reducer = match c {
-                    Collective::Allgather | Collective::Gather => Reducer::Concat,
+                    Collective::Allgather | Collective::Gather | Collective::Alltoall => {
+                        Reducer::Concat
+                    }
                     _ => [Reducer::Sum, Reducer::Min, Reducer::Or][(seed >> 20) as usize % 3],
                 };
                 out.push(Probe {

@@ -53,9 +53,17 @@ pub enum CollectiveError {
     /// The value does not suit the reducer (e.g. `Sum` over booleans).
     #[error("{0}")]
     Value(String),
-    /// The root of a broadcast started without the value.
-    #[error("the root of a broadcast must give the value")]
+    /// The root of a broadcast or scatter started without the value.
+    #[error("the root of a broadcast or scatter must give the value (a scatter's root: one block per member)")]
     MissingValue,
+    /// An alltoall member gave a number of blocks other than the section's size.
+    #[error("an alltoall needs one block per member: {got} blocks for a section of {size}")]
+    BlockCount {
+        /// Blocks given.
+        got: usize,
+        /// Members of the section.
+        size: u32,
+    },
     /// The k-port exchange needs at least one port.
     #[error("a k-port exchange needs k >= 1, got {0}")]
     BadPorts(u32),

@@ -2,6 +2,7 @@
 //! start in random order and messages arrive in random order (early ones wait for the
 //! start, as the host keeps them), against a sequential computation.
 
+use super::alltoall::Alltoall;
 use super::choice::Allgather;
 use super::error::CollectiveError;
 use super::machine::{Machine, Out, Received, Step};
@@ -21,8 +22,20 @@ use proptest::prelude::*;
 fn run(
     members: Vec<Member>,
     ops: Vec<Op>,
-    mut choices: impl FnMut(usize) -> usize,
+    choices: impl FnMut(usize) -> usize,
 ) -> Result<Vec<Option<RedData>>, (usize, CollectiveError)> {
+    run_counted(members, ops, choices).map(|(done, _)| done)
+}
+
+/// Every member's result, and the number of messages the members sent.
+type Counted = (Vec<Option<RedData>>, usize);
+
+/// `run`, also giving the number of messages the members sent.
+fn run_counted(
+    members: Vec<Member>,
+    ops: Vec<Op>,
+    mut choices: impl FnMut(usize) -> usize,
+) -> Result<Counted, (usize, CollectiveError)> {
     let n = members.len();
     let rank_of = |pe: Pe| {
         members
@@ -40,8 +53,10 @@ fn run(
     let mut started = vec![false; n];
     let mut done: Vec<Option<Option<RedData>>> = vec![None; n];
     let mut inbox: Vec<(usize, u32, u32, Piece)> = vec![];
-    let post = |inbox: &mut Vec<_>, from: u32, out: Out| {
+    let mut sent = 0;
+    let mut post = |inbox: &mut Vec<_>, from: u32, out: Out| {
         for (pe, tag, piece) in out.sends {
+            sent += 1;
             inbox.push((rank_of(pe), from, tag, piece));
         }
     };
@@ -81,10 +96,11 @@ fn run(
         }
     }
     assert!(inbox.is_empty(), "messages left over");
-    Ok(done
+    let done = done
         .into_iter()
         .map(|d| d.expect("every member finished"))
-        .collect())
+        .collect();
+    Ok((done, sent))
 }
 
 /// Choices in 0..m drawn from `seed`: a schedule for `run`, or a shuffle.
@@ -386,6 +402,130 @@ fn a_scan_with_f64_members_below_integer_ones_ends_with_a_mismatch() {
                 "seed {seed}: {what}"
             ),
             other => panic!("seed {seed} n {n} floats {floats}: {other:?}"),
+        }
+    }
+}
+
+/// The block member `r` addresses to rank `j` in an alltoallv: lengths differ.
+fn block(r: u32, j: u32, seed: u64) -> Vec<u64> {
+    let len = (u64::from(r) * 7 + u64::from(j) * 3 + seed) % 4;
+    (0..len)
+        .map(|i| seed ^ (u64::from(r) << 40 | u64::from(j) << 20 | i))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, rng_seed: proptest::test_runner::RngSeed::Fixed(11), ..ProptestConfig::default() })]
+
+    #[test]
+    fn alltoall_matches_the_sequential_exchange(
+        n in 1u32..40,
+        bruck in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let algorithm = if bruck { Alltoall::Bruck } else { Alltoall::Pairwise };
+        let ops = (0..n)
+            .map(|r| Op::Alltoall {
+                algorithm,
+                blocks: (0..n).map(|j| RedData::U64(block(r, j, seed))).collect(),
+            })
+            .collect();
+        let (got, sent) = run_counted(members(n, 3, false, seed), ops, picks(seed)).unwrap();
+        for (j, got) in got.into_iter().enumerate() {
+            let want: Vec<u64> = (0..n).flat_map(|r| block(r, j as u32, seed)).collect();
+            prop_assert_eq!(got, Some(RedData::U64(want)), "rank {}", j);
+        }
+        prop_assert_eq!(sent as u64, algorithm.messages(n));
+    }
+}
+
+#[test]
+fn alltoall_messages_follow_each_algorithm() {
+    assert_eq!(Alltoall::Pairwise.messages(8), 56);
+    assert_eq!(Alltoall::Bruck.messages(8), 24);
+    assert_eq!(Alltoall::Bruck.messages(9), 36);
+    assert_eq!(Alltoall::Bruck.messages(1), 0);
+}
+
+#[test]
+fn alltoall_refuses_a_wrong_block_count() {
+    let ops = (0..4)
+        .map(|_| Op::Alltoall {
+            algorithm: Alltoall::Pairwise,
+            blocks: vec![RedData::U64(vec![1]); 3],
+        })
+        .collect();
+    let err = run(members(4, 2, false, 1), ops, picks(1)).unwrap_err();
+    assert_eq!(err.1, CollectiveError::BlockCount { got: 3, size: 4 });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, rng_seed: proptest::test_runner::RngSeed::Fixed(13), ..ProptestConfig::default() })]
+
+    #[test]
+    fn scatter_gives_each_rank_its_block(
+        n in 1u32..40,
+        k in 2u32..6,
+        tree in any::<bool>(),
+        root_pick in any::<u32>(),
+        seed in any::<u64>(),
+    ) {
+        let root = root_pick % n;
+        let ops = (0..n)
+            .map(|r| Op::Scatter {
+                root,
+                blocks: (r == root)
+                    .then(|| (0..n).map(|j| RedData::U64(block(root, j, seed))).collect()),
+            })
+            .collect();
+        let (got, sent) = run_counted(members(n, k, tree, seed), ops, picks(seed)).unwrap();
+        for (j, got) in got.into_iter().enumerate() {
+            prop_assert_eq!(got, Some(RedData::U64(block(root, j as u32, seed))), "rank {}", j);
+        }
+        // n - 1 down the tree, plus the hops up to rank 0 without a roster.
+        let mut up = 0;
+        let mut r = root;
+        while let Some(p) = kary::parent(r, k).filter(|_| tree) {
+            up += 1;
+            r = p;
+        }
+        prop_assert_eq!(sent as u32, n - 1 + up);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, rng_seed: proptest::test_runner::RngSeed::Fixed(17), ..ProptestConfig::default() })]
+
+    #[test]
+    fn reduce_scatter_gives_each_rank_its_block_of_the_reduction(
+        n in 1u32..34,
+        k in 2u32..6,
+        tree in any::<bool>(),
+        min in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let counts: Vec<u32> = (0..n).map(|j| ((u64::from(j) + seed) % 3) as u32).collect();
+        let len: u32 = counts.iter().sum();
+        let value = |r: u32| -> Vec<u64> {
+            (0..len).map(|i| (seed ^ (u64::from(r) * 131 + u64::from(i))) % 100_000).collect()
+        };
+        let reducer = if min { Reducer::Min } else { Reducer::Sum };
+        let fold = Fold::new(reducer, &RedData::U64(value(0))).unwrap();
+        let ops = (0..n)
+            .map(|r| Op::ReduceScatter { fold, value: RedData::U64(value(r)), counts: counts.clone() })
+            .collect();
+        let got = run(members(n, k, tree, seed), ops, picks(seed)).unwrap();
+        let reduced: Vec<u64> = (0..len as usize)
+            .map(|i| {
+                let column = (0..n).map(|r| value(r)[i]);
+                if min { column.min().unwrap() } else { column.sum() }
+            })
+            .collect();
+        let mut at = 0;
+        for (j, got) in got.into_iter().enumerate() {
+            let c = counts[j] as usize;
+            prop_assert_eq!(got, Some(RedData::U64(reduced[at..at + c].to_vec())), "rank {}", j);
+            at += c;
         }
     }
 }

@@ -42,6 +42,9 @@
 //! | gather | the concatenation of every member's vector, in rank order, at the root | tree |
 //! | gatherv | one item per rank (lengths may differ), at the root | tree |
 //! | allgather | the concatenation, at every member | tree (`Tree`) or roster (Bruck, standard exchange, ring) |
+//! | scatter / scatterv | at rank j, block j of the root's blocks | tree |
+//! | reduce-scatter | at rank j, block j (`counts[j]` elements) of the element-wise reduction | tree (reduce, then scatter) |
+//! | alltoall / alltoallv | at member j, the blocks every member gave for rank j, concatenated in rank order | roster (pairwise exchange, Bruck) |
 //!
 //! "Tree" collectives only talk to tree neighbours, so they run on any section;
 //! sections built by an algorithm need a rank→PE table ([`TreeMember::with_roster`])
@@ -56,6 +59,7 @@
 pub mod allgather_bruck;
 pub mod allgather_kport;
 pub mod allgather_ring;
+pub mod alltoall;
 pub mod broadcast;
 pub mod choice;
 pub mod error;
@@ -66,13 +70,16 @@ pub mod machine;
 pub mod multicast;
 mod op;
 pub mod reduce;
+mod reduce_scatter;
 mod rounds;
 pub mod scan;
 pub mod scan_doubling;
+pub mod scatter;
 pub mod topology;
 pub(crate) mod tuned;
 pub mod value;
 
+pub use alltoall::Alltoall;
 pub use choice::Allgather;
 pub use error::CollectiveError;
 pub use host::{CollectivesHost, FailedCollective, REPORTER};
@@ -454,6 +461,85 @@ impl Collectives {
         Fold::new(Reducer::Concat, &value)?;
         let op = Op::Allgather { algorithm, value };
         self.start_as(ctx, member, op, callback, pin)
+    }
+
+    /// Scatter (`MPI_Scatter`, or `MPI_Scatterv` with blocks of different lengths):
+    /// the root gives `blocks` (one per rank, `Some` at the root, `None` elsewhere) and
+    /// every member's `callback` gets its block, down the section's tree.
+    pub fn scatter<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        root: u32,
+        blocks: Option<Vec<T>>,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let member = member.into();
+        check_root(&member, root)?;
+        let blocks = blocks.map(|b| b.into_iter().map(T::into_data).collect::<Vec<_>>());
+        match &blocks {
+            Some(b) => alltoall::check_blocks(b.len(), member.size())?,
+            None if member.rank() == root => return Err(CollectiveError::MissingValue),
+            None => {}
+        }
+        self.start(ctx, member, Op::Scatter { root, blocks }, callback)
+    }
+
+    /// Reduce-scatter (`MPI_Reduce_scatter`): every member gives a vector of the same
+    /// length, `counts[j]` elements for rank j (the same `counts` at every member);
+    /// every member's `callback` gets its block of the element-wise reduction.
+    pub fn reduce_scatter<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        value: T,
+        counts: Vec<u32>,
+        reducer: Reducer,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let member = member.into();
+        let value = value.into_data();
+        reduce_scatter::check(reducer, &value, &counts, member.size())?;
+        let fold = Fold::new(reducer, &value)?;
+        let op = Op::ReduceScatter {
+            fold,
+            value,
+            counts,
+        };
+        self.start(ctx, member, op, callback)
+    }
+
+    /// Alltoall (`MPI_Alltoall`, or `MPI_Alltoallv` with blocks of different
+    /// lengths): `blocks[j]` goes to rank j, and every member's `callback` gets the
+    /// blocks addressed to it concatenated in the senders' rank order, by `algorithm`
+    /// (`Alltoall::Auto` takes Bruck for blocks of at most
+    /// [`alltoall::BRUCK_MAX_BLOCK_BYTES`], the pairwise exchange otherwise; every
+    /// member must resolve to the same algorithm, so give `Auto` equal block lengths
+    /// or pick one). Needs a roster.
+    pub fn alltoall<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        member: impl Into<Member>,
+        blocks: Vec<T>,
+        algorithm: Alltoall,
+        callback: Callback,
+    ) -> Result<(), CollectiveError> {
+        let member = member.into();
+        alltoall::check_blocks(blocks.len(), member.size())?;
+        let blocks: Vec<RedData> = blocks.into_iter().map(T::into_data).collect();
+        for block in &blocks {
+            // Checks each block concatenates, as the result is their concatenation.
+            Fold::new(Reducer::Concat, block)?;
+        }
+        let block_bytes = blocks.iter().map(value::approx_bytes).max().unwrap_or(0);
+        let auto = algorithm == Alltoall::Auto;
+        let algorithm = algorithm.resolve(block_bytes, member.has_roster())?;
+        let op = Op::Alltoall { algorithm, blocks };
+        if auto {
+            // The tuning profile may choose another algorithm.
+            return self.start(ctx, member, op, callback);
+        }
+        self.start_as(ctx, member, op, callback, self.pin.or(Some(Impl::Default)))
     }
 
     /// Allgather by the algorithm `Allgather::Auto` picks, or by the tuning profile's

@@ -5,12 +5,15 @@
 use super::allgather_bruck::Bruck;
 use super::allgather_kport::StandardExchange;
 use super::allgather_ring::Ring;
+use super::alltoall::{self, Alltoall};
 use super::broadcast::Broadcast;
 use super::choice::Allgather;
 use super::machine::Machine;
 use super::reduce::{Delivery, Reduce};
+use super::reduce_scatter;
 use super::scan::Scan;
 use super::scan_doubling::DoublingScan;
+use super::scatter::Scatter;
 use super::tuned::{self, MockUp};
 use super::value::Fold;
 use chorus_core::{RedData, Reducer};
@@ -51,6 +54,29 @@ pub enum Op {
         /// This member's block.
         value: RedData,
     },
+    /// Scatter from `root`: the root gives one block per rank.
+    Scatter {
+        /// Rank of the root.
+        root: u32,
+        /// The blocks, by rank, at the root.
+        blocks: Option<Vec<RedData>>,
+    },
+    /// Reduce-scatter: reduce to rank 0, then scatter blocks of `counts` elements.
+    ReduceScatter {
+        /// How values combine (element-wise).
+        fold: Fold,
+        /// This member's vector.
+        value: RedData,
+        /// Elements of each rank's block.
+        counts: Vec<u32>,
+    },
+    /// An alltoall by a roster algorithm (pairwise exchange, Bruck).
+    Alltoall {
+        /// The resolved algorithm.
+        algorithm: Alltoall,
+        /// This member's blocks, one per rank.
+        blocks: Vec<RedData>,
+    },
     /// A collective run by a mock-up of the tuner (a composition of others).
     MockUp {
         /// The mock-up.
@@ -77,6 +103,9 @@ impl Op {
             .into(),
             Op::Scan { exclusive, .. } => if *exclusive { "exscan" } else { "scan" }.into(),
             Op::Allgather { algorithm, .. } => format!("allgather ({})", algorithm.name()),
+            Op::Scatter { .. } => "scatter".into(),
+            Op::ReduceScatter { .. } => "reduce-scatter".into(),
+            Op::Alltoall { algorithm, .. } => format!("alltoall ({})", algorithm.name()),
             Op::MockUp { mock_up, op } => format!("{} (as {})", op.name(), mock_up.name()),
         }
     }
@@ -88,6 +117,28 @@ impl Op {
             Op::Broadcast { root, value } if has_roster && root != 0 => {
                 (root, Op::Broadcast { root: 0, value })
             }
+            Op::Scatter {
+                root,
+                blocks: Some(mut blocks),
+            } if has_roster && root != 0 => {
+                // The view's rank v is rank v + root: its block moves with it.
+                let n = blocks.len();
+                blocks.rotate_left(root as usize % n.max(1));
+                (
+                    root,
+                    Op::Scatter {
+                        root: 0,
+                        blocks: Some(blocks),
+                    },
+                )
+            }
+            Op::Scatter { root, blocks: None } if has_roster && root != 0 => (
+                root,
+                Op::Scatter {
+                    root: 0,
+                    blocks: None,
+                },
+            ),
             Op::Reduce {
                 fold,
                 value,
@@ -138,6 +189,17 @@ impl Op {
                     "allgather {} is not resolved to a roster algorithm",
                     other.name()
                 ),
+            },
+            Op::Scatter { root, blocks } => Box::new(Scatter::new(root, blocks)),
+            Op::ReduceScatter {
+                fold,
+                value,
+                counts,
+            } => reduce_scatter::machine(fold, value, counts, rank),
+            Op::Alltoall { algorithm, blocks } => match algorithm {
+                Alltoall::Bruck => Box::new(alltoall::Bruck::new(rank, blocks)),
+                Alltoall::Pairwise => Box::new(alltoall::Pairwise::new(rank, blocks)),
+                Alltoall::Auto => panic!("alltoall auto is not resolved to an algorithm"),
             },
             Op::MockUp { mock_up, op } => tuned::machine(mock_up, *op, rank, has_roster),
         }

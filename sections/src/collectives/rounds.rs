@@ -74,13 +74,19 @@ impl Rounds {
     /// rounds this member never ran are a `Protocol` error (a peer ran another
     /// algorithm).
     pub(crate) fn done(&mut self) -> Stepped {
+        let have = self.finish()?;
+        Ok(Step::Done(Some(concat(have.into_iter().collect())?)))
+    }
+
+    /// Take every held block, by key, after the last round; messages of rounds this
+    /// member never ran are a `Protocol` error (a peer ran another algorithm).
+    pub(crate) fn finish(&mut self) -> Result<BTreeMap<u32, RedData>, CollectiveError> {
         if let Some(tag) = self.early.keys().next() {
             return Err(CollectiveError::Protocol(format!(
                 "a message of round {tag} is left over after the last round"
             )));
         }
-        let have = std::mem::take(&mut self.have);
-        Ok(Step::Done(Some(concat(have.into_iter().collect())?)))
+        Ok(std::mem::take(&mut self.have))
     }
 }
 

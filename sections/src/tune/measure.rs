@@ -15,7 +15,7 @@
 use super::stats;
 use crate::collectives::tuned::mockups::{Collective, Impl};
 use crate::collectives::tuned::profile::Profile;
-use crate::collectives::{Allgather, Collectives, RangeMember, Topology};
+use crate::collectives::{Allgather, Alltoall, Collectives, RangeMember, Topology};
 use crate::range::RangeSection;
 use chorus_core::{
     Callback, Chare, Config, Ctx, Entry, RedData, Reducer, Registry, Runtime, RuntimeError,
@@ -31,7 +31,8 @@ pub struct Case {
     pub collective: Collective,
     /// What runs it; None lets the run's profile choose (the tuned runtime).
     pub choice: Option<Impl>,
-    /// Bytes per member (u64 elements of 8 bytes; at least one).
+    /// Bytes per member (u64 elements of 8 bytes; at least one); an alltoall's
+    /// member gives a block of this size to every member.
     pub bytes: u64,
 }
 
@@ -162,6 +163,10 @@ impl Bench {
         let r = match case.collective {
             Collective::Allgather => coll.allgather(ctx, m, value, Allgather::Auto, cb),
             Collective::Allreduce => coll.allreduce(ctx, m, value, Reducer::Sum, cb),
+            Collective::Alltoall => {
+                let blocks = vec![value; m.size() as usize];
+                coll.alltoall(ctx, m, blocks, Alltoall::Auto, cb)
+            }
             Collective::Gather => coll.gather(ctx, m, 0, value.into_data(), cb),
             Collective::Reduce => coll.reduce(ctx, m, 0, value, Reducer::Sum, cb),
             Collective::Scan => coll.scan(ctx, m, value, Reducer::Sum, cb),

@@ -7,8 +7,8 @@ pub(crate) use chorus_core::{
     RedData, Reducer, Registry, Runtime, RuntimeError,
 };
 pub(crate) use chorus_sections::collectives::{
-    Allgather, CollectiveError, Collectives, Member, PerMember, RangeMember, Topology, TreeMember,
-    REPORTER,
+    Allgather, Alltoall, CollectiveError, Collectives, Member, PerMember, RangeMember, Topology,
+    TreeMember, REPORTER,
 };
 pub(crate) use chorus_sections::kary;
 pub(crate) use chorus_sections::range::RangeSection;
@@ -144,6 +144,9 @@ pub(crate) enum Coll {
     Gather,
     Gatherv,
     Allgather(Allgather),
+    Scatter,
+    ReduceScatter(Kind),
+    Alltoall(Alltoall),
 }
 
 /// How the members of a case see their section.
@@ -228,9 +231,24 @@ impl Case {
                 k.value(seed, self.count)
             }
             Coll::Gatherv => Kind::U64Sum.value(seed, self.count + rank % 3),
+            Coll::ReduceScatter(k) => k.value(seed, self.counts().iter().sum()),
             Coll::Allgather(_) if self.seed % 2 == 1 => Kind::I64Min.value(seed, self.count),
             _ => Kind::U64Sum.value(seed, self.count),
         }
+    }
+
+    /// The block rank `from` gives rank `to` in a scatter (from the root) or an
+    /// alltoall: lengths differ (scatterv, alltoallv).
+    pub(crate) fn block(&self, from: u32, to: u32) -> RedData {
+        let seed = self.seed ^ (u64::from(from) << 40) ^ (u64::from(to) << 20);
+        Kind::U64Sum.value(seed, self.count + (from + to) % 3)
+    }
+
+    /// Each rank's elements in a reduce-scatter.
+    pub(crate) fn counts(&self) -> Vec<u32> {
+        (0..self.shape.size())
+            .map(|j| (self.count + j) % 3)
+            .collect()
     }
 
     /// What each rank's callback must receive (None: nothing).
@@ -285,6 +303,20 @@ impl Case {
                 _ => concat(),
             }),
             Coll::Gatherv => at_root(RedData::List(vals.clone())),
+            Coll::Scatter => (0..n).map(|j| Some(self.block(self.root, j))).collect(),
+            Coll::Alltoall(_) => (0..n)
+                .map(|j| {
+                    let mut acc = self.block(0, j);
+                    for r in 1..n {
+                        acc = Kind::U64Concat.combine(&acc, &self.block(r, j));
+                    }
+                    Some(acc)
+                })
+                .collect(),
+            Coll::ReduceScatter(k) => cut(fold(k, n as usize), &self.counts())
+                .into_iter()
+                .map(Some)
+                .collect(),
             Coll::Allgather(_) => everywhere(match vals[0] {
                 RedData::I64(_) => RedData::I64(
                     vals.iter()
@@ -320,6 +352,19 @@ impl Case {
             Coll::Gather => coll.gather(ctx, member, self.root, v, cb),
             Coll::Gatherv => coll.gatherv(ctx, member, self.root, v, cb),
             Coll::Allgather(a) => coll.allgather(ctx, member, v, a, cb),
+            Coll::Scatter => {
+                let n = member.size();
+                let blocks =
+                    (rank == self.root).then(|| (0..n).map(|j| self.block(self.root, j)).collect());
+                coll.scatter(ctx, member, self.root, blocks, cb)
+            }
+            Coll::ReduceScatter(k) => {
+                coll.reduce_scatter(ctx, member, v, self.counts(), k.reducer(), cb)
+            }
+            Coll::Alltoall(a) => {
+                let blocks = (0..member.size()).map(|j| self.block(rank, j)).collect();
+                coll.alltoall(ctx, member, blocks, a, cb)
+            }
         };
         r.unwrap_or_else(|e| panic!("starting {self:?}: {e}"));
         true
@@ -537,13 +582,41 @@ pub(crate) fn all_colls(i: u64) -> Vec<Coll> {
         Allgather::Ring,
     ];
     v.extend(a.iter().map(|&a| Coll::Allgather(a)));
+    let element_wise = match kind(4) {
+        Kind::U64Concat => Kind::U64Sum,
+        k => k,
+    };
+    v.extend([
+        Coll::Scatter,
+        Coll::ReduceScatter(element_wise),
+        Coll::Alltoall(Alltoall::Pairwise),
+        Coll::Alltoall(Alltoall::Bruck),
+        Coll::Alltoall(Alltoall::Auto),
+    ]);
     v
+}
+
+/// `v` cut into blocks of `counts` elements (a reduce-scatter's blocks).
+fn cut(v: RedData, counts: &[u32]) -> Vec<RedData> {
+    fn blocks<T>(xs: Vec<T>, counts: &[u32], wrap: fn(Vec<T>) -> RedData) -> Vec<RedData> {
+        let mut it = xs.into_iter();
+        let mut take = |c: u32| wrap(it.by_ref().take(c as usize).collect());
+        counts.iter().map(|&c| take(c)).collect()
+    }
+    match v {
+        RedData::I64(x) => blocks(x, counts, RedData::I64),
+        RedData::U64(x) => blocks(x, counts, RedData::U64),
+        RedData::F64(x) => blocks(x, counts, RedData::F64),
+        RedData::Bool(x) => blocks(x, counts, RedData::Bool),
+        other => unreachable!("a reduce-scatter of {other:?}"),
+    }
 }
 
 pub(crate) fn needs_roster(c: Coll) -> bool {
     matches!(
         c,
         Coll::Allgather(Allgather::Bruck(_) | Allgather::StandardExchange(_) | Allgather::Ring)
+            | Coll::Alltoall(_)
     )
 }
 

@@ -16,6 +16,11 @@ pub(crate) fn choose(profile: Option<&Profile>, op: &Op, size: u32) -> Impl {
     };
     let value = match op {
         Op::Reduce { value, .. } | Op::Scan { value, .. } | Op::Allgather { value, .. } => value,
+        // An alltoall's message size is its block's (the profile's sizes are per block).
+        Op::Alltoall { blocks, .. } => match blocks.first() {
+            Some(block) => block,
+            None => return Impl::Default,
+        },
         _ => return Impl::Default,
     };
     profile.choose(collective, size, approx_bytes(value) as u64)

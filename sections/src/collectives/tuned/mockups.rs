@@ -6,6 +6,7 @@
 //! | --- | --- | --- |
 //! | allgather | gather + broadcast | GL1 |
 //! | allgather | tree, bruck/k, standard-exchange/k, ring (another algorithm) | — |
+//! | alltoall | pairwise, bruck (another algorithm) | — |
 //! | allreduce | reduce + broadcast | GL5 |
 //! | allreduce | allgather (Bruck) + local reduce | inverse of GL3 |
 //! | gather | allgather, kept at the root | GL11 |
@@ -14,7 +15,8 @@
 //! | scan | exscan + local reduce | GL20 |
 //!
 //! Left out: the guidelines through scatter, reduce-scatter and alltoall (chorus has
-//! none of them: GL2, GL6–GL8, GL10, GL15–GL19, GL21, GL22), GL3 and GL13 (they place
+//! no scatter or reduce-scatter, and alltoall's composition guidelines need equal,
+//! known block lengths: GL2, GL6–GL8, GL10, GL15–GL19, GL21, GL22), GL3 and GL13 (they place
 //! each block at rank × length, which needs every member's length to be equal and
 //! known, while section values may differ in length), GL4 and GL9 (chorus's allgather
 //! already takes blocks of any length; a broadcast's non-roots do not know the message
@@ -24,6 +26,7 @@
 //! correct for every section; the tuner measures root 0.
 
 use super::chain::Chain;
+use crate::collectives::alltoall::Alltoall;
 use crate::collectives::choice::Allgather;
 use crate::collectives::error::CollectiveError;
 use crate::collectives::machine::Machine;
@@ -41,6 +44,8 @@ pub enum Collective {
     Allgather,
     /// Allreduce.
     Allreduce,
+    /// Alltoall (with `Alltoall::Auto`).
+    Alltoall,
     /// Gather.
     Gather,
     /// Reduce.
@@ -50,9 +55,10 @@ pub enum Collective {
 }
 
 /// Every tuned collective.
-pub const COLLECTIVES: [Collective; 5] = [
+pub const COLLECTIVES: [Collective; 6] = [
     Collective::Allgather,
     Collective::Allreduce,
+    Collective::Alltoall,
     Collective::Gather,
     Collective::Reduce,
     Collective::Scan,
@@ -64,6 +70,7 @@ impl Collective {
         match self {
             Collective::Allgather => "allgather",
             Collective::Allreduce => "allreduce",
+            Collective::Alltoall => "alltoall",
             Collective::Gather => "gather",
             Collective::Reduce => "reduce",
             Collective::Scan => "scan",
@@ -92,6 +99,10 @@ impl Collective {
                 MockUp::AllgatherBy(Allgather::Ring),
             ],
             Collective::Allreduce => vec![MockUp::ReduceBroadcast, MockUp::AllgatherReduceLocal],
+            Collective::Alltoall => vec![
+                MockUp::AlltoallBy(Alltoall::Pairwise),
+                MockUp::AlltoallBy(Alltoall::Bruck),
+            ],
             Collective::Gather => vec![MockUp::GatherAsAllgather, MockUp::GatherAsGatherv],
             Collective::Reduce => vec![MockUp::ReduceAsAllreduce],
             Collective::Scan => vec![MockUp::ExscanReduceLocal],
@@ -103,6 +114,7 @@ impl Collective {
     pub(crate) fn of(op: &Op) -> Option<Self> {
         match op {
             Op::Allgather { .. } => Some(Collective::Allgather),
+            Op::Alltoall { .. } => Some(Collective::Alltoall),
             Op::Reduce { fold, delivery, .. } => match (fold.reducer(), delivery) {
                 (Reducer::Gather, _) | (_, Delivery::Barrier) => None,
                 (Reducer::Concat, Delivery::All) => Some(Collective::Allgather),
@@ -131,6 +143,8 @@ pub enum MockUp {
     GatherBroadcast,
     /// Allgather by this algorithm instead of the automatic choice.
     AllgatherBy(Allgather),
+    /// Alltoall by this algorithm instead of the automatic choice.
+    AlltoallBy(Alltoall),
     /// Allreduce as reduce to rank 0 + broadcast (GL5).
     ReduceBroadcast,
     /// Allreduce as a Bruck allgather of the values + a local fold in rank order.
@@ -151,6 +165,7 @@ impl MockUp {
         match self {
             MockUp::GatherBroadcast | MockUp::AllgatherBy(_) => Collective::Allgather,
             MockUp::ReduceBroadcast | MockUp::AllgatherReduceLocal => Collective::Allreduce,
+            MockUp::AlltoallBy(_) => Collective::Alltoall,
             MockUp::GatherAsAllgather | MockUp::GatherAsGatherv => Collective::Gather,
             MockUp::ReduceAsAllreduce => Collective::Reduce,
             MockUp::ExscanReduceLocal => Collective::Scan,
@@ -162,6 +177,7 @@ impl MockUp {
         match self {
             MockUp::GatherBroadcast => "gather+broadcast".into(),
             MockUp::AllgatherBy(a) => a.name(),
+            MockUp::AlltoallBy(a) => a.name().into(),
             MockUp::ReduceBroadcast => "reduce+broadcast".into(),
             MockUp::AllgatherReduceLocal => "allgather+local-reduce".into(),
             MockUp::GatherAsAllgather => "allgather".into(),
@@ -180,7 +196,7 @@ impl MockUp {
             MockUp::GatherAsGatherv => Some("GL12"),
             MockUp::ReduceAsAllreduce => Some("GL14"),
             MockUp::ExscanReduceLocal => Some("GL20"),
-            MockUp::AllgatherBy(_) | MockUp::AllgatherReduceLocal => None,
+            MockUp::AllgatherBy(_) | MockUp::AlltoallBy(_) | MockUp::AllgatherReduceLocal => None,
         }
     }
 
@@ -189,6 +205,7 @@ impl MockUp {
         matches!(
             self,
             MockUp::AllgatherReduceLocal
+                | MockUp::AlltoallBy(_)
                 | MockUp::AllgatherBy(
                     Allgather::Bruck(_) | Allgather::StandardExchange(_) | Allgather::Ring
                 )
@@ -244,6 +261,9 @@ pub(crate) fn apply(choice: Impl, op: Op, has_roster: bool) -> Op {
             delivery: Delivery::All,
         },
         (MockUp::AllgatherBy(Allgather::Tree), op) => op,
+        (MockUp::AlltoallBy(algorithm), Op::Alltoall { blocks, .. }) => {
+            Op::Alltoall { algorithm, blocks }
+        }
         (MockUp::AllgatherBy(algorithm), Op::Allgather { value, .. })
         | (MockUp::AllgatherBy(algorithm), Op::Reduce { value, .. }) => {
             Op::Allgather { algorithm, value }
@@ -321,7 +341,9 @@ pub(crate) fn machine(mock_up: MockUp, op: Op, rank: u32, has_roster: bool) -> B
             });
             fold_own_in(exscan, fold, own, rank)
         }
-        MockUp::AllgatherBy(_) => panic!("an allgather algorithm is not a composition"),
+        MockUp::AllgatherBy(_) | MockUp::AlltoallBy(_) => {
+            panic!("an allgather or alltoall algorithm is not a composition")
+        }
     }
 }
 

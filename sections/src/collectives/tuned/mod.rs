@@ -15,6 +15,7 @@ mod dispatch;
 pub mod mockups;
 pub mod profile;
 
+pub(crate) use chain::Chain;
 pub(crate) use dispatch::choose;
 pub(crate) use mockups::{apply, machine};
 pub use mockups::{Collective, Impl, MockUp, COLLECTIVES};
