@@ -6,6 +6,7 @@
 //! keeps the plain `Chare` bounds.
 
 use crate::api::chare::{AnyChare, Cell, Chare};
+use crate::api::checkpoint::{decode_state, load_state, save_state};
 use crate::api::ctx::Ctx;
 use crate::api::registry::Migrator;
 use crate::base::bytes::Bytes;
@@ -41,6 +42,8 @@ impl Migrator {
             pack: pack::<C>,
             unpack: unpack::<C>,
             resume: resume::<C>,
+            save: save_state::<C>,
+            load: load_state::<C>,
         }
     }
 }
@@ -53,7 +56,7 @@ fn pack<C: Migratable>(chare: &mut dyn AnyChare, ctx: &mut Ctx) -> Result<Payloa
         ));
     };
     c.about_to_migrate(ctx);
-    let state = bincode::serialize(c).map_err(|e| e.to_string())?;
+    let state = save_state::<C>(chare)?;
     // `Bytes` crosses a process boundary without being copied into the envelope.
     Ok(Payload::new(Bytes::from(state)))
 }
@@ -66,13 +69,7 @@ fn resume<C: Migratable>(chare: &mut dyn AnyChare, ctx: &mut Ctx) {
 
 fn unpack<C: Migratable>(state: Payload, ctx: &mut Ctx) -> Result<Box<dyn AnyChare>, String> {
     let bytes = state.take::<Bytes>()?;
-    let mut c: C = bincode::deserialize(bytes.as_slice()).map_err(|e| {
-        format!(
-            "{} bytes are not a {}: {e}",
-            bytes.len(),
-            std::any::type_name::<C>()
-        )
-    })?;
+    let mut c: C = decode_state(bytes.as_slice())?;
     c.migrated(ctx);
     Ok(Box::new(Cell(c)))
 }

@@ -12,6 +12,7 @@ mod sim;
 mod smp;
 mod threads;
 
+use crate::api::checkpoint::files::Restart;
 use crate::api::ctx::Ctx;
 use crate::api::registry::Registry;
 use crate::api::report::RunReport;
@@ -24,6 +25,8 @@ pub struct Job {
     pub(crate) registry: Arc<Registry>,
     pub(crate) config: Config,
     pub(crate) main: Box<dyn FnOnce(&mut Ctx) + Send>,
+    /// The checkpoint of `--restart`, read and checked whole before any PE starts.
+    pub(crate) restart: Option<Arc<Restart>>,
 }
 
 /// A way of running PEs: threads, simulation or MPI ranks.
@@ -63,11 +66,13 @@ impl Runtime {
             #[cfg(not(feature = "mpi"))]
             Layer::Mpi => unreachable!("validate() rejects --layer mpi without the mpi feature"),
         };
+        let restart = self.load_restart()?;
         let stats = self.config.stats;
         let result = layer.run(Job {
             registry: Arc::new(self.registry),
             config: self.config,
             main: Box::new(main),
+            restart,
         });
         if let (Some(format), Ok(report)) = (stats, &result) {
             eprintln!("{}", report.stats(format));
@@ -77,6 +82,19 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// The checkpoint `--restart` names, for the job's PE count (on mpi, every
+    /// rank's PEs), or a typed error before anything runs.
+    fn load_restart(&self) -> Result<Option<Arc<Restart>>, RuntimeError> {
+        let Some(dir) = &self.config.restart else {
+            return Ok(None);
+        };
+        let npes = match (self.config.layer, crate::base::config::mpi_launch_size()) {
+            (Layer::Mpi, Some(ranks)) => ranks as usize * self.config.pes_per_rank as usize,
+            _ => self.config.pes as usize,
+        };
+        Ok(Some(Arc::new(Restart::load(dir, &self.registry, npes)?)))
+    }
+
     /// `--array-lb` names a registered strategy (or none).
     fn check_balancer(&self) -> Result<(), RuntimeError> {
         let name = &self.config.array_lb;
