@@ -8,6 +8,7 @@ use chorus_core::Layer;
 pub mod arrays;
 pub mod bad_input;
 pub mod balance;
+pub mod checkpoint;
 pub mod faults;
 pub mod ledger;
 pub mod messaging;
@@ -24,6 +25,7 @@ pub fn all() -> Vec<Test> {
     [
         arrays::TESTS,
         balance::TESTS,
+        checkpoint::TESTS,
         bad_input::TESTS,
         faults::TESTS,
         ledger::TESTS,
