@@ -27,6 +27,7 @@ pub use msg::{array, callback, reduction};
 
 pub use api::balance::{ArrayStrategy, LoadStats, Move, ObjLoad};
 pub use array::{ArrayIndex, ArrayMap};
+pub use base::checkpoint_error::CheckpointError;
 pub use base::hash::mix64;
 pub use base::trace_select::{PeList, TraceWindow};
 pub use bytes::Bytes;
@@ -45,7 +46,7 @@ pub use machine::mpi::MpiSession;
 pub use machine::sim::network::NetworkModel;
 pub use machine::sim::stats::SimStats;
 pub use message::Message;
-pub use migration::{Migratable, MigrateError};
+pub use migration::{Checkpointable, Migratable, MigrateError, Restarted};
 pub use msg::envelope::Envelope;
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};

@@ -2,7 +2,7 @@
 //! exit, and ask where and when it is.
 
 use crate::api::chare::Chare;
-use crate::api::checkpoint::Restarted;
+use crate::api::migration::Restarted;
 use crate::api::proxy::{ArrayProxy, ChareProxy, GroupProxy};
 use crate::api::registry::Entry;
 use crate::base::config::ErrorPolicy;

@@ -4,7 +4,6 @@
 pub mod balance;
 pub mod callback;
 pub mod chare;
-pub mod checkpoint;
 pub mod ctx;
 pub mod migration;
 pub mod proxy;

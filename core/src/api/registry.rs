@@ -5,9 +5,8 @@
 
 use crate::api::balance::ArrayStrategy;
 use crate::api::chare::{construct, AnyChare, Chare};
-use crate::api::checkpoint::{Checkpointable, Checkpointer, LoadFn, SaveFn};
 use crate::api::ctx::Ctx;
-use crate::api::migration::Migratable;
+use crate::api::migration::{Checkpointable, Checkpointer, LoadFn, Migratable, SaveFn};
 use crate::base::error::{panic_message, RegistryMismatch, RuntimeError};
 use crate::base::ids::{IndexKey, Pe};
 use crate::msg::array::{ArrayIndex, ArrayMap};

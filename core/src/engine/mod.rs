@@ -3,7 +3,6 @@
 //! tells this code when its PE is idle.
 
 use crate::api::chare::AnyChare;
-use crate::api::checkpoint::files::Restart;
 use crate::api::ctx::Ctx;
 use crate::api::registry::Registry;
 use crate::base::config::{Config, ErrorPolicy, WorkMode};
@@ -45,9 +44,9 @@ mod pe_core;
 pub(crate) mod quiescence;
 mod reduce;
 pub(crate) mod report;
-mod restore;
 pub(crate) mod scheduler;
 
+pub(crate) use checkpoint::files::Restart;
 pub(crate) use checkpoint::Resumed;
 use create::describe_index;
 pub(crate) use dispatch::Origin;

@@ -12,12 +12,12 @@ mod sim;
 mod smp;
 mod threads;
 
-use crate::api::checkpoint::files::Restart;
 use crate::api::ctx::Ctx;
 use crate::api::registry::Registry;
 use crate::api::report::RunReport;
 use crate::base::config::{Config, Layer};
 use crate::base::error::RuntimeError;
+use crate::engine::Restart;
 use std::sync::Arc;
 
 /// A program ready to run: its registry, configuration and main function.

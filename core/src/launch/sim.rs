@@ -11,7 +11,6 @@
 //! memory only for the PEs it uses.
 
 use super::{finish_run, Job, MachineLayer};
-use crate::api::checkpoint::files::Restart;
 use crate::api::registry::Registry;
 use crate::api::report::{PeReport, RunReport};
 use crate::base::config::Config;
@@ -20,7 +19,7 @@ use crate::base::ids::Pe;
 use crate::base::progress::Progress;
 use crate::engine::flow::windowed;
 use crate::engine::scheduler::SpareBuffers;
-use crate::engine::{PeRuntime, PeSetup};
+use crate::engine::{PeRuntime, PeSetup, Restart};
 use crate::machine::sim::events::{EventList, What};
 use crate::machine::sim::network::NetworkModel;
 use crate::machine::sim::port::{Cursor, SimPort};

@@ -6,11 +6,9 @@
 //! before any PE starts, with an error naming the file.
 
 use crate::{config, pes};
-use chorus_core::api::checkpoint::Checkpointable;
-use chorus_core::base::checkpoint_error::CheckpointError;
 use chorus_core::{
-    ArrayMap, Callback, Chare, Ctx, Entry, ErrorPolicy, Layer, Migratable, Pe, Reducer, Registry,
-    Runtime, RuntimeError,
+    ArrayMap, Callback, Chare, CheckpointError, Checkpointable, Ctx, Entry, ErrorPolicy, Layer,
+    Migratable, Pe, Reducer, Registry, Runtime, RuntimeError,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -10,23 +10,23 @@ use serde::{Deserialize, Serialize};
 family! {
     /// Disk checkpoints.
     CkptMsg {
-        CkptRequest = 24 => Some("chorus::checkpoint");
-        CkptWrite = 25 => Some("chorus::checkpoint");
-        CkptWritten = 26 => Some("chorus::checkpoint");
+        CheckpointRequest = 24 => Some("chorus::checkpoint");
+        WriteState = 25 => Some("chorus::checkpoint");
+        StateWritten = 26 => Some("chorus::checkpoint");
     }
 }
 
 /// Checkpoint the job into `dir` at the next quiescence, then fire `callback`
 /// (sent to PE 0, counted so quiescence waits for it).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct CkptRequest {
+pub(crate) struct CheckpointRequest {
     pub(crate) dir: String,
     pub(crate) callback: Callback,
 }
 
 /// Write this PE's state as part of checkpoint `epoch` into `dir` (from PE 0).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct CkptWrite {
+pub(crate) struct WriteState {
     pub(crate) dir: String,
     pub(crate) epoch: u64,
 }
@@ -34,7 +34,7 @@ pub(crate) struct CkptWrite {
 /// PE `pe` wrote its file of checkpoint `epoch` (`bytes` long, FNV-1a `checksum`),
 /// or could not (`error`).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct CkptWritten {
+pub(crate) struct StateWritten {
     pub(crate) epoch: u64,
     pub(crate) pe: Pe,
     pub(crate) bytes: u64,
@@ -42,8 +42,8 @@ pub(crate) struct CkptWritten {
     pub(crate) error: Option<crate::base::checkpoint_error::CheckpointError>,
 }
 
-impl Body for CkptRequest {}
+impl Body for CheckpointRequest {}
 
-impl Body for CkptWrite {}
+impl Body for WriteState {}
 
-impl Body for CkptWritten {}
+impl Body for StateWritten {}

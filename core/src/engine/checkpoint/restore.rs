@@ -4,20 +4,20 @@
 //! when the PE count changed), the array elements the map places here, and this PE's
 //! sequence numbers.
 
-use super::checkpoint::Resumed;
-use super::{Census, Collection, Element, Members, PeRuntime, Pending};
-use crate::api::checkpoint::files::{
+use super::files::{
     address, PeRestore, PeState, Restart, SavedCollection, SavedElement, SavedKind,
 };
+use super::Resumed;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::CollectionId;
+use crate::engine::{Census, Collection, Element, Members, PeRuntime, Pending};
 use std::sync::Arc;
 
 impl PeRuntime {
     /// Rebuild this PE from `restart` (before its layer drives it).
-    pub(super) fn restore(&mut self, restart: &Restart) {
+    pub(in crate::engine) fn restore(&mut self, restart: &Restart) {
         let me = self.core.me;
         let PeRestore {
             collections,

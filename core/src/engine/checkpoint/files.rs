@@ -7,7 +7,7 @@
 //! files carry the next epoch), and only after the new manifest is in place are the
 //! old epoch's files removed.
 
-use super::Restarted;
+use crate::api::migration::Restarted;
 use crate::api::registry::Registry;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::hash::Fnv64;

@@ -1,22 +1,25 @@
 //! Disk checkpoints and restarts, the engine's side. A `ctx.checkpoint` request
 //! travels to PE 0, which asks quiescence detection for a point where no message is
-//! in flight; there it tells every PE to write its state (`CkptWrite`), collects
+//! in flight; there it tells every PE to write its state (`WriteState`), collects
 //! their answers, commits the manifest and fires the request's callback. Callbacks
 //! of other quiescence requests found at the same point are held until the state is
 //! saved, so none of their messages can change it. A restarted PE rebuilds its
 //! collections from the `Restart` its layer read before the job started.
 
 use super::{Members, Origin, PeRuntime};
-use crate::api::checkpoint::files::{
-    self, FileEntry, Manifest, PeState, SavedCollection, SavedElement, SavedKind, FORMAT_VERSION,
-};
-use crate::api::checkpoint::Restarted;
+
+pub(crate) mod files;
+mod restore;
+use crate::api::migration::Restarted;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
 use crate::base::ids::{CollectionId, Pe};
 use crate::msg::callback::Callback;
-use crate::msg::kind::checkpoint::{CkptMsg, CkptRequest, CkptWrite, CkptWritten};
+use crate::msg::kind::checkpoint::{CheckpointRequest, CkptMsg, StateWritten, WriteState};
 use crate::msg::reduction::RedData;
+use files::{
+    FileEntry, Manifest, PeState, SavedCollection, SavedElement, SavedKind, FORMAT_VERSION,
+};
 use std::collections::VecDeque;
 use std::path::Path;
 
@@ -25,7 +28,7 @@ use std::path::Path;
 pub(crate) struct Checkpoints {
     /// Requests not started, oldest first: one per `ctx.checkpoint` call, each
     /// started at the next quiescence, so the program's own calls bound it.
-    waiting: VecDeque<CkptRequest>,
+    waiting: VecDeque<CheckpointRequest>,
     /// Quiescence was asked for on behalf of `waiting`'s first request.
     asked: bool,
     active: Option<Box<Active>>,
@@ -33,7 +36,7 @@ pub(crate) struct Checkpoints {
 
 /// A checkpoint being written.
 struct Active {
-    request: CkptRequest,
+    request: CheckpointRequest,
     epoch: u64,
     files: Vec<FileEntry>,
     error: Option<CheckpointError>,
@@ -46,7 +49,7 @@ impl crate::engine::PeCore {
     /// Counted like any message, so quiescence cannot be found before it arrives.
     pub(crate) fn request_checkpoint(&mut self, dir: String, callback: Callback) {
         let env = self.envelope(
-            CkptRequest { dir, callback },
+            CheckpointRequest { dir, callback },
             crate::msg::envelope::SendOpts::expedited(),
         );
         self.post(0, env);
@@ -68,14 +71,14 @@ pub(crate) struct Resumed {
 
 impl PeRuntime {
     /// Run a checkpoint message.
-    pub(super) fn on_checkpoint(&mut self, m: CkptMsg, _from: Origin) {
+    pub(in crate::engine) fn on_checkpoint(&mut self, m: CkptMsg, _from: Origin) {
         match m {
-            CkptMsg::CkptRequest(r) => {
+            CkptMsg::CheckpointRequest(r) => {
                 self.checkpoints.waiting.push_back(r);
                 self.ask_quiescence_for_checkpoint();
             }
-            CkptMsg::CkptWrite(w) => self.write_checkpoint(w),
-            CkptMsg::CkptWritten(w) => self.checkpoint_written(w),
+            CkptMsg::WriteState(w) => self.write_checkpoint(w),
+            CkptMsg::StateWritten(w) => self.checkpoint_written(w),
         }
     }
 
@@ -95,7 +98,10 @@ impl PeRuntime {
 
     /// Quiescence was found with these callbacks due: start the waiting checkpoint,
     /// if any, and hold them until it is saved; otherwise they are due now.
-    pub(super) fn checkpoint_at_quiescence(&mut self, callbacks: Vec<Callback>) -> Vec<Callback> {
+    pub(in crate::engine) fn checkpoint_at_quiescence(
+        &mut self,
+        callbacks: Vec<Callback>,
+    ) -> Vec<Callback> {
         let c = &mut self.checkpoints;
         if !c.asked {
             return callbacks;
@@ -115,13 +121,13 @@ impl PeRuntime {
         }));
         for pe in 0..self.core.npes as Pe {
             let dir = dir.clone();
-            self.core.uncounted(pe, CkptWrite { dir, epoch });
+            self.core.uncounted(pe, WriteState { dir, epoch });
         }
         Vec::new()
     }
 
     /// Save this PE's state as PE 0 asked and tell it how that went.
-    fn write_checkpoint(&mut self, w: CkptWrite) {
+    fn write_checkpoint(&mut self, w: WriteState) {
         let me = self.core.me;
         let written = self
             .save_pe_state()
@@ -130,7 +136,7 @@ impl PeRuntime {
             Ok((bytes, sum)) => (bytes, sum, None),
             Err(e) => (0, 0, Some(e)),
         };
-        let answer = CkptWritten {
+        let answer = StateWritten {
             epoch: w.epoch,
             pe: me,
             bytes,
@@ -141,7 +147,7 @@ impl PeRuntime {
     }
 
     /// PE 0 hears a PE's answer; with the last, it commits or reports the checkpoint.
-    fn checkpoint_written(&mut self, w: CkptWritten) {
+    fn checkpoint_written(&mut self, w: StateWritten) {
         let npes = self.core.npes;
         let Some(a) = self
             .checkpoints
