@@ -199,7 +199,7 @@ fn restarted(layer: Layer, p: u32, reg: Registry, dir: &Path) -> Result<Option<u
     cfg.restart = Some(dir.to_path_buf());
     let report = Runtime::new(reg, cfg).run(|ctx| {
         let info = ctx.restarted().expect("started with --restart");
-        ctx.publish("saved_pes", &(info.saved_pes as u64));
+        ctx.publish("epoch", &info.epoch);
         for ring in ctx.restored_arrays::<Ring, usize>() {
             ring.broadcast(ctx, RingMsg::Go);
         }
@@ -219,11 +219,32 @@ pub fn a_restart_on_the_same_fewer_or_more_pes_gives_the_uninterrupted_answer(la
     assert_eq!(with, Some(whole), "a checkpoint changes nothing");
     let stopped = fresh(layer, p, AtStep::Stop, &dir).expect("a run");
     assert_eq!(stopped, None, "the stopped run ends at the checkpoint");
+    // The second checkpoint in the directory replaced the first: its files alone
+    // remain, beside the manifest.
+    let names = files_in(&dir);
+    assert_eq!(names.len(), p as usize + 1, "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| n == "manifest.json" || n.ends_with(".e2.ckpt")),
+        "{names:?}"
+    );
     for now in [p, pes(layer, 5), pes(layer, 16)] {
         let answer = restarted(layer, now, registry().0, &dir).expect("a restart");
         assert_eq!(answer, Some(whole), "restarted on {now} PEs from {p}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The names of the files in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("the checkpoint directory")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// A checkpoint of `p` PEs stopped at step `AT`, for the bad-input tests to damage.
@@ -307,6 +328,10 @@ pub fn a_damaged_incomplete_or_foreign_checkpoint_is_refused_naming_the_file(lay
     );
     std::fs::write(&manifest, text).expect("restore");
 
+    // What a checkpoint that crashed before its manifest leaves: a half-written
+    // temporary file and a whole file of the next epoch. The manifest names neither.
+    std::fs::write(dir.join("pe-00000.e2.ckpt.partial-1-0"), b"half").expect("stray");
+    std::fs::write(dir.join("pe-00001.e2.ckpt"), b"never committed").expect("stray");
     let answer = restarted(layer, p, registry().0, &dir).expect("the repaired checkpoint");
     assert!(answer.is_some(), "the intact checkpoint restarts");
     let _ = std::fs::remove_dir_all(&dir);
@@ -400,6 +425,34 @@ pub fn groups_restore_per_pe_and_a_fixed_count_group_refuses_another_count(layer
             .collect();
         assert_eq!(pooled, want, "Pool::restore ran on every new PE");
     }
+    // A checkpoint that cannot be taken (a singleton chare) fails the job with a
+    // typed error and leaves the one in the directory as it was.
+    let before = files_in(&pool);
+    let manifest = std::fs::read(pool.join("manifest.json")).expect("the manifest");
+    let d = pool.clone();
+    let failed =
+        Runtime::new(group_registry(), config(layer, p, ErrorPolicy::Abort)).run(move |ctx| {
+            ctx.create_group::<Pool>(());
+            ctx.create_chare::<Tally>((), 0);
+            ctx.checkpoint(&d, Callback::Exit);
+        });
+    match failed {
+        Err(RuntimeError::Checkpoint(CheckpointError::Unsaveable { what, .. })) => {
+            assert!(what.contains("singleton"), "{what}");
+        }
+        r => panic!("a checkpoint with a singleton: {:?}", r.map(|_| ())),
+    }
+    let after: Vec<String> = files_in(&pool)
+        .into_iter()
+        .filter(|n| before.contains(n))
+        .collect();
+    assert_eq!(
+        after, before,
+        "the previous checkpoint's files are all there"
+    );
+    let now = std::fs::read(pool.join("manifest.json")).expect("the manifest");
+    assert_eq!(now, manifest, "the previous manifest is untouched");
+    restart_groups(layer, p, &pool).expect("the previous checkpoint restarts");
     let _ = std::fs::remove_dir_all(&both);
     let _ = std::fs::remove_dir_all(&pool);
 }
