@@ -11,7 +11,7 @@ use super::Resumed;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
-use crate::base::ids::CollectionId;
+use crate::base::ids::{CollectionId, Pe};
 use crate::engine::{Census, Collection, Element, Members, PeRuntime, Pending};
 use std::sync::Arc;
 
@@ -63,21 +63,13 @@ impl PeRuntime {
         let (me, npes) = (self.core.me, self.core.npes);
         let reg = self.core.reg.clone();
         let ty = reg.chares.get(c.ty as usize);
-        let name = ty.map_or_else(|| format!("#{}", c.ty), |t| t.name.clone());
-        let fail = |reason: String| CheckpointError::Restore {
-            pe: me,
-            collection: c.id.to_string(),
-            chare: name.clone(),
-            reason,
-        };
+        let fail = failing(me, c, ty.map(|t| t.name.as_str()));
         let k = ty
             .and_then(|t| t.checkpoint)
             .ok_or_else(|| fail("the type is not registered as checkpointable".into()))?;
         // Every saved PE's member, in PE order.
-        let saved: Vec<(&[u8], u64)> = states
-            .iter()
-            .filter_map(|s| s.collections.iter().find(|x| x.id == c.id))
-            .filter_map(|x| match &x.kind {
+        let saved: Vec<(&[u8], u64)> = saved_parts(states, c.id)
+            .filter_map(|kind| match kind {
                 SavedKind::Group { state, contributed } => Some((state.as_slice(), *contributed)),
                 SavedKind::Array { .. } => None,
             })
@@ -129,22 +121,14 @@ impl PeRuntime {
         let me = self.core.me;
         let reg = self.core.reg.clone();
         let ty = reg.chares.get(c.ty as usize);
-        let name = ty.map_or_else(|| format!("#{}", c.ty), |t| t.name.clone());
-        let fail = |reason: String| CheckpointError::Restore {
-            pe: me,
-            collection: c.id.to_string(),
-            chare: name.clone(),
-            reason,
-        };
+        let fail = failing(me, c, ty.map(|t| t.name.as_str()));
         let m = ty
             .and_then(|t| t.migrate)
             .ok_or_else(|| fail("the type is not registered as migratable".into()))?;
         self.core
             .register_array(c.id, c.ty, Arc::new(shape.clone()), *map);
-        let seq_floor = states
-            .iter()
-            .filter_map(|s| s.collections.iter().find(|x| x.id == c.id))
-            .filter_map(|x| match &x.kind {
+        let seq_floor = saved_parts(states, c.id)
+            .filter_map(|kind| match kind {
                 SavedKind::Array { seq_floor, .. } => Some(*seq_floor),
                 SavedKind::Group { .. } => None,
             })
@@ -152,7 +136,7 @@ impl PeRuntime {
             .unwrap_or(0);
         let mut restored = HashMap::default();
         for e in elements {
-            let chare = (m.load)(&e.state).map_err(fail)?;
+            let chare = (m.load)(&e.state).map_err(&fail)?;
             let addr = address(&e);
             let element = Element {
                 chare,
@@ -185,4 +169,24 @@ impl PeRuntime {
         self.advance_census(c.id);
         Ok(())
     }
+}
+
+/// The words of a failure to restore collection `c` of type `name` on PE `pe`.
+fn failing(pe: Pe, c: &SavedCollection, name: Option<&str>) -> impl Fn(String) -> CheckpointError {
+    let collection = c.id.to_string();
+    let chare = name.map_or_else(|| format!("#{}", c.ty), str::to_string);
+    move |reason| CheckpointError::Restore {
+        pe,
+        collection: collection.clone(),
+        chare: chare.clone(),
+        reason,
+    }
+}
+
+/// Collection `id`'s part in every saved PE's state, in PE order.
+fn saved_parts(states: &[PeState], id: CollectionId) -> impl Iterator<Item = &SavedKind> {
+    states
+        .iter()
+        .filter_map(move |s| s.collections.iter().find(|x| x.id == id))
+        .map(|x| &x.kind)
 }
