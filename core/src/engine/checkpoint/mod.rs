@@ -69,6 +69,13 @@ pub(crate) struct Resumed {
     pub(crate) collections: Vec<(CollectionId, u32)>,
 }
 
+impl Checkpoints {
+    /// True while PE 0 waits for PEs to write a checkpoint.
+    pub(crate) fn writing(&self) -> bool {
+        self.active.is_some()
+    }
+}
+
 impl PeRuntime {
     /// Run a checkpoint message.
     pub(in crate::engine) fn on_checkpoint(&mut self, m: CkptMsg, _from: Origin) {

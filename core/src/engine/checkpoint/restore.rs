@@ -44,7 +44,8 @@ impl PeRuntime {
                 }
             };
             if let Err(e) = result {
-                return self.core.fail(RuntimeError::Checkpoint(e));
+                // Never a partial restart, whatever the --on-error policy.
+                return self.core.abort(RuntimeError::Checkpoint(e));
             }
         }
         self.core.resumed = Some(Box::new(Resumed {
