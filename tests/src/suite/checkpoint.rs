@@ -491,7 +491,7 @@ fn restart_groups(
     })
 }
 
-/// Every checkpoint test, for the suite runner.
+/// Every checkpoint test (not in `suite::all`: threads and sim only, see there).
 pub const TESTS: &[crate::suite::Test] = &[
     (
         "a_restart_on_the_same_fewer_or_more_pes_gives_the_uninterrupted_answer",

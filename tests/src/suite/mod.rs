@@ -21,11 +21,12 @@ pub mod slow_sender;
 pub type Test = (&'static str, fn(Layer));
 
 /// Every module's tests, in a fixed order (test names are unique across modules).
+/// `checkpoint`'s are left out: their scratch directories are per process, so they
+/// run on threads and sim only (`tests/tests/checkpoint.rs`) until mpi ranks share one.
 pub fn all() -> Vec<Test> {
     [
         arrays::TESTS,
         balance::TESTS,
-        checkpoint::TESTS,
         bad_input::TESTS,
         faults::TESTS,
         ledger::TESTS,
