@@ -65,6 +65,7 @@ pub use msg::{array, callback, reduction};
 
 pub use api::balance::{ArrayStrategy, LoadStats, Move, ObjLoad};
 pub use array::{ArrayIndex, ArrayMap};
+pub use base::checkpoint_error::CheckpointError;
 /// The runtime's fixed 64-bit mixing hash, shared with the other chorus crates.
 #[doc(hidden)]
 pub use base::hash::mix64;
@@ -89,7 +90,7 @@ pub use machine::mpi::MpiSession;
 pub use machine::sim::network::NetworkModel;
 pub use machine::sim::stats::SimStats;
 pub use message::Message;
-pub use migration::{Migratable, MigrateError};
+pub use migration::{Checkpointable, Migratable, MigrateError, Restarted};
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};
 pub use registry::{Entry, IntoRegistry, Registry};

@@ -2,6 +2,7 @@
 //! exit, and ask where and when it is.
 
 use crate::api::chare::Chare;
+use crate::api::migration::Restarted;
 use crate::api::proxy::{ArrayProxy, ChareProxy, GroupProxy};
 use crate::api::registry::Entry;
 use crate::base::config::ErrorPolicy;
@@ -225,6 +226,50 @@ impl Ctx<'_> {
     /// Deliver to `callback` once no message is in flight or being processed anywhere.
     pub fn start_quiescence(&mut self, callback: Callback) {
         self.core.request_quiescence(callback);
+    }
+
+    /// Save the job to `dir` at the next quiescence (every PE writes its array
+    /// elements and group members, PE 0 the manifest last), then deliver to
+    /// `callback`; a program started with `--restart dir` continues from there. A
+    /// checkpoint that cannot be written is a `RuntimeError::Checkpoint` under the
+    /// job's `--on-error` policy, and the previous one in `dir` stays intact.
+    pub fn checkpoint(&mut self, dir: impl AsRef<std::path::Path>, callback: Callback) {
+        let dir = dir.as_ref().to_string_lossy().into_owned();
+        self.core.request_checkpoint(dir, callback);
+    }
+
+    /// What the job was restarted from, if it was started with `--restart`: main
+    /// then finds its collections with `restored_arrays` and `restored_groups`
+    /// instead of creating them, and sends the messages that resume the work.
+    pub fn restarted(&self) -> Option<Restarted> {
+        self.core.resumed().map(|r| r.info.clone())
+    }
+
+    /// The restored arrays of element type `C`, in the order they were created.
+    pub fn restored_arrays<C: Chare, I: ArrayIndex>(&self) -> Vec<ArrayProxy<C, I>> {
+        self.restored_of::<C>()
+            .into_iter()
+            .map(ArrayProxy::new)
+            .collect()
+    }
+
+    /// The restored groups of member type `C`, in the order they were created.
+    pub fn restored_groups<C: Chare>(&self) -> Vec<GroupProxy<C>> {
+        self.restored_of::<C>()
+            .into_iter()
+            .map(GroupProxy::new)
+            .collect()
+    }
+
+    fn restored_of<C: Chare>(&self) -> Vec<CollectionId> {
+        let (Some(r), Ok(ty)) = (self.core.resumed(), self.core.reg().type_index::<C>()) else {
+            return Vec::new();
+        };
+        r.collections
+            .iter()
+            .filter(|c| c.1 == ty)
+            .map(|c| c.0)
+            .collect()
     }
 
     /// End the job once the system is quiescent.

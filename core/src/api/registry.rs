@@ -6,7 +6,7 @@
 use crate::api::balance::ArrayStrategy;
 use crate::api::chare::{construct, AnyChare, Chare};
 use crate::api::ctx::Ctx;
-use crate::api::migration::Migratable;
+use crate::api::migration::{Checkpointable, Checkpointer, LoadFn, Migratable, SaveFn};
 use crate::base::error::{panic_message, RegistryMismatch, RuntimeError};
 use crate::base::ids::{IndexKey, Pe};
 use crate::msg::array::{ArrayIndex, ArrayMap};
@@ -36,6 +36,10 @@ pub(crate) struct Migrator {
     pub(crate) pack: PackFn,
     pub(crate) unpack: UnpackFn,
     pub(crate) resume: ResumeFn,
+    /// Serialize an element for a checkpoint (no hook runs).
+    pub(crate) save: SaveFn,
+    /// Rebuild an element from a checkpoint (no hook runs).
+    pub(crate) load: LoadFn,
 }
 
 pub(crate) struct ChareType {
@@ -43,6 +47,8 @@ pub(crate) struct ChareType {
     pub(crate) construct: Constructor,
     /// How its elements move, if the type was registered as migratable.
     pub(crate) migrate: Option<Migrator>,
+    /// How its group members are checkpointed, if registered as checkpointable.
+    pub(crate) checkpoint: Option<Checkpointer>,
 }
 
 pub(crate) struct EntryInfo {
@@ -102,6 +108,7 @@ impl Registry {
             name: name.to_string(),
             construct: construct::<C>,
             migrate: None,
+            checkpoint: None,
         });
         self.manifest.push(format!(
             "chare {name} ({}, msg {}, init {})",
@@ -121,6 +128,20 @@ impl Registry {
             if t.migrate.is_none() {
                 t.migrate = Some(Migrator::of::<C>());
                 self.manifest.push(format!("migratable {name}"));
+            }
+        }
+        self
+    }
+
+    /// Register group type `C` as one a checkpoint saves and a restart rebuilds
+    /// (`Ctx::checkpoint`); registering it with `chare` first is allowed.
+    pub fn checkpointable<C: Checkpointable>(&mut self, name: &str) -> &mut Self {
+        self.chare::<C>(name);
+        let t = self.by_type.get(&TypeId::of::<C>()).copied();
+        if let Some(t) = t.and_then(|t| self.chares.get_mut(t as usize)) {
+            if t.checkpoint.is_none() {
+                t.checkpoint = Some(Checkpointer::of::<C>());
+                self.manifest.push(format!("checkpointable {name}"));
             }
         }
         self

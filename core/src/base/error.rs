@@ -105,6 +105,9 @@ pub enum RuntimeError {
     /// Two processes registered different types.
     #[error(transparent)]
     Registry(#[from] RegistryMismatch),
+    /// A checkpoint could not be written, or a restart was refused.
+    #[error(transparent)]
+    Checkpoint(#[from] crate::base::checkpoint_error::CheckpointError),
     /// A chare handler panicked.
     #[error("PE {pe}: handler of {chare} panicked: {message}")]
     HandlerPanic {

@@ -2,6 +2,7 @@
 //! spanning tree every PE computes alike. Imports nothing else of the crate.
 
 pub mod bytes;
+pub mod checkpoint_error;
 pub mod cli;
 pub mod config;
 pub(crate) mod entry_name;

@@ -84,6 +84,7 @@ impl PeRuntime {
             Kind::Move(m) => self.on_move(m, from),
             Kind::Flow(m) => self.on_flow(m, from),
             Kind::Balance(m) => self.on_balance(m, from),
+            Kind::Ckpt(m) => self.on_checkpoint(m, from),
         }
     }
 

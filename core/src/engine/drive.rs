@@ -118,7 +118,8 @@ impl PeRuntime {
             return false;
         }
         *waiting_since = Some(now);
-        if !self.core.qd.probe() {
+        // PEs writing a checkpoint send nothing counted: quiescent, not stalled.
+        if self.checkpoints.writing() || !self.core.qd.probe() {
             return false;
         }
         self.start_wave();

@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 pub(crate) mod announced;
 mod balance;
+mod checkpoint;
 mod create;
 mod deliver;
 mod digest;
@@ -45,6 +46,8 @@ mod reduce;
 pub(crate) mod report;
 pub(crate) mod scheduler;
 
+pub(crate) use checkpoint::files::Restart;
+pub(crate) use checkpoint::Resumed;
 use create::describe_index;
 pub(crate) use dispatch::Origin;
 use guard::{guarded, invoke};
@@ -115,6 +118,8 @@ pub(crate) struct PeRuntime {
     /// The digest of deliveries, when the layer asked for one (boxed: most runs
     /// keep none, and a simulated PE stays small).
     delivered: Option<Box<DeliveryLog>>,
+    /// PE 0's checkpoints, asked for and in progress.
+    checkpoints: checkpoint::Checkpoints,
 }
 
 /// Settings a PE is built from.
@@ -130,6 +135,8 @@ pub(crate) struct PeSetup {
     /// `--array-lb`'s strategy name (none balances nothing) and `--lb-period`.
     pub(crate) array_lb: String,
     pub(crate) lb_period: u32,
+    /// The checkpoint to restart from (`--restart`), read and checked before the job.
+    pub(crate) restart: Option<Arc<Restart>>,
 }
 
 impl PeSetup {
@@ -147,6 +154,7 @@ impl PeSetup {
             trace: trace.filter(|t| t.is_recording()),
             array_lb: cfg.array_lb.clone(),
             lb_period: cfg.lb_every(),
+            restart: None,
         }
     }
 }
@@ -155,7 +163,8 @@ impl PeRuntime {
     /// PE `setup.me`, knowing the job's registrations and sending through `port`.
     pub(crate) fn new(setup: PeSetup, reg: Arc<Registry>, port: Box<dyn Port>) -> Self {
         let strategy = reg.find_balancer(&setup.array_lb);
-        PeRuntime {
+        let restart = setup.restart;
+        let mut rt = PeRuntime {
             core: PeCore {
                 me: setup.me,
                 npes: setup.npes,
@@ -183,6 +192,7 @@ impl PeRuntime {
                 leaving: false,
                 flow: flow::Flow::default(),
                 syncs: balance::Syncs::new(strategy, setup.lb_period),
+                resumed: None,
             },
             chare_slab: Vec::new(),
             chare_slot: HashMap::default(),
@@ -193,7 +203,12 @@ impl PeRuntime {
             colls_announced: Announced::default(),
             waiting_for_coll: HashMap::default(),
             delivered: None,
+            checkpoints: checkpoint::Checkpoints::default(),
+        };
+        if let Some(r) = restart {
+            rt.restore(&r);
         }
+        rt
     }
 
     /// Digest every message this PE hands to user code from now on.

@@ -120,6 +120,8 @@ pub(crate) struct PeCore {
     pub(super) flow: Flow,
     /// Elements in a balancing step.
     pub(super) syncs: Syncs,
+    /// What this PE was restarted from (`--restart`), if it was.
+    pub(super) resumed: Option<Box<crate::engine::Resumed>>,
 }
 
 /// An element's request to move to PE `to`.

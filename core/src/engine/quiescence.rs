@@ -265,7 +265,7 @@ impl PeRuntime {
             }
             Outcome::Quiescent(callbacks) => {
                 self.report_orphans(self.core.me);
-                for cb in callbacks {
+                for cb in self.checkpoint_at_quiescence(callbacks) {
                     self.core.fire(&cb, RedData::List(Vec::new()));
                 }
             }

@@ -18,6 +18,7 @@ use crate::api::registry::Registry;
 use crate::api::report::RunReport;
 use crate::base::config::{Config, Layer};
 use crate::base::error::RuntimeError;
+use crate::engine::Restart;
 use std::sync::Arc;
 
 /// A program ready to run: its registry, configuration and main function.
@@ -25,6 +26,8 @@ pub struct Job {
     pub(crate) registry: Arc<Registry>,
     pub(crate) config: Config,
     pub(crate) main: Box<dyn FnOnce(&mut Ctx) + Send>,
+    /// The checkpoint of `--restart`, read and checked whole before any PE starts.
+    pub(crate) restart: Option<Arc<Restart>>,
 }
 
 /// A way of running PEs: threads, simulation or MPI ranks.
@@ -64,11 +67,13 @@ impl Runtime {
             #[cfg(not(feature = "mpi"))]
             Layer::Mpi => unreachable!("validate() rejects --layer mpi without the mpi feature"),
         };
+        let restart = self.load_restart()?;
         let stats = self.config.stats;
         let result = layer.run(Job {
             registry: Arc::new(self.registry),
             config: self.config,
             main: Box::new(main),
+            restart,
         });
         if let (Some(format), Ok(report)) = (stats, &result) {
             eprintln!("{}", report.stats(format));
@@ -83,6 +88,19 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// The checkpoint `--restart` names, for the job's PE count (on mpi, every
+    /// rank's PEs), or a typed error before anything runs.
+    fn load_restart(&self) -> Result<Option<Arc<Restart>>, RuntimeError> {
+        let Some(dir) = &self.config.restart else {
+            return Ok(None);
+        };
+        let npes = match (self.config.layer, crate::base::config::mpi_launch_size()) {
+            (Layer::Mpi, Some(ranks)) => ranks as usize * self.config.pes_per_rank as usize,
+            _ => self.config.pes as usize,
+        };
+        Ok(Some(Arc::new(Restart::load(dir, &self.registry, npes)?)))
+    }
+
     /// `--array-lb` names a registered strategy (or none).
     fn check_balancer(&self) -> Result<(), RuntimeError> {
         let name = &self.config.array_lb;

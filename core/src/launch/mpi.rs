@@ -58,7 +58,8 @@ impl MachineLayer for Mpi {
 fn run_rank(world: &SimpleCommunicator, job: Job) -> Result<RunReport, RuntimeError> {
     let (start, comm) = RankStart::new(world, &job, 1)?;
     let link = Rc::new(RefCell::new(Link::new(comm, true, job.config.fault_hold())));
-    let setup = start.pe_setup(&job.config, start.rank);
+    let mut setup = start.pe_setup(&job.config, start.rank);
+    setup.restart = job.restart.clone();
     let net = MpiPort::new(
         start.rank,
         link.clone(),

@@ -19,7 +19,7 @@ use crate::base::ids::Pe;
 use crate::base::progress::Progress;
 use crate::engine::flow::windowed;
 use crate::engine::scheduler::SpareBuffers;
-use crate::engine::{PeRuntime, PeSetup};
+use crate::engine::{PeRuntime, PeSetup, Restart};
 use crate::machine::sim::events::{EventList, What};
 use crate::machine::sim::network::NetworkModel;
 use crate::machine::sim::port::{Cursor, SimPort};
@@ -42,6 +42,9 @@ impl MachineLayer for Sim {
     fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
         let start = Instant::now();
         let mut sim = Simulator::new(&job.config, job.registry)?;
+        if let Some(restart) = job.restart {
+            sim.restore_all(restart);
+        }
         sim.run_main(job.main);
         let events_start = Instant::now();
         sim.run();
@@ -74,6 +77,8 @@ struct Simulator {
     spares: SpareBuffers<Envelope>,
     cursor: Rc<RefCell<Cursor>>,
     registry: Arc<Registry>,
+    /// The checkpoint of `--restart`, if any: each PE takes its part when built.
+    restart: Option<Arc<Restart>>,
     config: Config,
     model: NetworkModel,
     messages: u64,
@@ -102,6 +107,7 @@ impl Simulator {
             spares: SpareBuffers::default(),
             cursor: Rc::new(RefCell::new(Cursor::new(model, npes, config.seed))),
             registry,
+            restart: None,
             config: config.clone(),
             model,
             messages: 0,
@@ -120,19 +126,33 @@ impl Simulator {
     fn runtime(&mut self, pe: Pe) -> &mut PeRuntime {
         let cfg = &self.config;
         let (registry, cursor, trace) = (&self.registry, &self.cursor, &self.trace);
+        let restart = &self.restart;
         self.pes[pe as usize].rt.get_or_insert_with(|| {
-            let setup = PeSetup::new(
+            let mut setup = PeSetup::new(
                 cfg,
                 cfg.pes as usize,
                 pe,
                 trace.as_ref().map(|t| t.pe(pe, pe / SIM_PES_PER_GROUP)),
             );
+            setup.restart = restart.clone();
             let mut rt = PeRuntime::new(setup, registry.clone(), Box::new(SimPort(cursor.clone())));
             if cfg.sim.digest {
                 rt.keep_delivery_digest();
             }
             Box::new(rt)
         })
+    }
+
+    /// Build every PE from the checkpoint at time 0 (a PE is otherwise built when a
+    /// message first reaches it, and a restored PE has its part of every census to
+    /// send).
+    fn restore_all(&mut self, restart: Arc<Restart>) {
+        self.restart = Some(restart);
+        for pe in 0..self.pes.len() as Pe {
+            self.cursor.borrow_mut().begin(pe, 0);
+            self.runtime(pe);
+            self.after_run(pe, 0);
+        }
     }
 
     fn run_main(&mut self, main: Box<dyn FnOnce(&mut crate::Ctx) + Send>) {

@@ -47,7 +47,8 @@ pub(super) fn run_rank(
     let mut handles = Vec::with_capacity(ppr);
     for (i, rx) in rxs.into_iter().enumerate() {
         let pe = first + i as Pe;
-        let setup = start.pe_setup(&job.config, pe);
+        let mut setup = start.pe_setup(&job.config, pe);
+        setup.restart = job.restart.clone();
         let tx = out_tx.clone();
         let remote: RemoteSend = Box::new(move |to, env, damage| {
             let mut encoded = Encoded::new(&env, to, Vec::with_capacity)?;

@@ -134,8 +134,10 @@ fn start_pes(
     let mut main = Some(job.main);
     let mut handles = Vec::with_capacity(npes);
     for (pe, rx) in (0..).zip(rxs) {
+        let mut setup = PeSetup::new(cfg, npes, pe, trace.map(|t| t.pe(pe, 0)));
+        setup.restart = job.restart.clone();
         let thread = PeThread {
-            setup: PeSetup::new(cfg, npes, pe, trace.map(|t| t.pe(pe, 0))),
+            setup,
             registry: job.registry.clone(),
             net: ThreadPort::new(rx, peers.clone(), 0, None, start, 0.0)
                 .with_faults(pe, cfg.fault_corrupt_every),

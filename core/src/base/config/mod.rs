@@ -376,6 +376,17 @@ pub struct Config {
         )
     )]
     pub lb_period: Option<u32>,
+    /// Restart from the checkpoint in this directory (written by `ctx.checkpoint`).
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "restart",
+            env = "CHORUS_RESTART",
+            value_name = "DIR",
+            help_heading = "Checkpoints"
+        )
+    )]
+    pub restart: Option<std::path::PathBuf>,
     /// The sim layer's network model and failures.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub sim: SimArgs,
@@ -412,6 +423,7 @@ impl Default for Config {
             fault_hold_long_ms: None,
             array_lb: NO_ARRAY_LB.to_string(),
             lb_period: None,
+            restart: None,
             sim: SimArgs::default(),
             progress: false,
         }

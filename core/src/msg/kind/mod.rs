@@ -11,6 +11,7 @@ use crate::msg::dest::Dest;
 use crate::msg::payload::Payload;
 use balance::BalanceMsg;
 use bcast::BcastMsg;
+use checkpoint::CkptMsg;
 use create::CreateMsg;
 use exit::ExitMsg;
 use flow::FlowMsg;
@@ -21,6 +22,7 @@ use serde::{Deserializer, Serialize, Serializer};
 
 pub(crate) mod balance;
 pub(crate) mod bcast;
+pub(crate) mod checkpoint;
 pub(crate) mod create;
 pub(crate) mod exit;
 pub(crate) mod flow;
@@ -282,6 +284,7 @@ kinds! {
     Move(MoveMsg),
     Flow(FlowMsg),
     Balance(BalanceMsg),
+    Ckpt(CkptMsg),
 }
 
 /// The wire tag of user messages.

@@ -1,0 +1,384 @@
+//! A checkpoint on disk: one file per PE (`pe-<pe>.e<epoch>.ckpt`, the bincode of
+//! its `PeState`) and `manifest.json`, which names them with their sizes and
+//! checksums. Every file is written under a temporary name and renamed into place
+//! (chorus-traces' staged writes); the manifest is renamed last, once every PE has
+//! written, so it always names a complete checkpoint: a crash before leaves the
+//! previous manifest and its files, which a new checkpoint never overwrites (its
+//! files carry the next epoch), and only after the new manifest is in place are the
+//! old epoch's files removed.
+
+use crate::api::migration::Restarted;
+use crate::api::registry::Registry;
+use crate::base::checkpoint_error::CheckpointError;
+use crate::base::hash::Fnv64;
+use crate::base::ids::{CollectionId, IndexKey, Pe};
+use crate::msg::array::{builtin_home, ArrayMap, ElemAddr, Shape};
+use serde::{Deserialize, Serialize};
+use std::hash::Hasher;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// The version of this file format; a restart refuses any other.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The manifest's name in a checkpoint directory.
+pub(crate) const MANIFEST: &str = "manifest.json";
+/// What the manifest's `format` field says.
+const FORMAT_NAME: &str = "chorus-checkpoint";
+
+/// The manifest: which program wrote the checkpoint, on how many PEs, and its files.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    pub(crate) format: String,
+    pub(crate) version: u32,
+    pub(crate) wire_version: u16,
+    pub(crate) registry_digest: u64,
+    pub(crate) pes: usize,
+    pub(crate) epoch: u64,
+    pub(crate) files: Vec<FileEntry>,
+}
+
+/// One PE's file, as the manifest records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct FileEntry {
+    pub(crate) pe: Pe,
+    pub(crate) name: String,
+    pub(crate) bytes: u64,
+    pub(crate) checksum: u64,
+}
+
+/// What one PE saves.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct PeState {
+    pub(crate) pe: Pe,
+    pub(crate) next_coll_seq: u32,
+    pub(crate) next_chare_seq: Vec<(Pe, u32)>,
+    pub(crate) collections: Vec<SavedCollection>,
+}
+
+/// One collection's part on one PE.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SavedCollection {
+    pub(crate) id: CollectionId,
+    /// Registry position of the member type.
+    pub(crate) ty: u32,
+    pub(crate) kind: SavedKind,
+}
+
+/// A group member or the array elements living on the PE.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum SavedKind {
+    Group {
+        state: Vec<u8>,
+        contributed: u64,
+    },
+    Array {
+        shape: Shape,
+        map: ArrayMap,
+        seq_floor: u64,
+        elements: Vec<SavedElement>,
+    },
+}
+
+/// One array element.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SavedElement {
+    pub(crate) key: IndexKey,
+    pub(crate) order: u64,
+    pub(crate) contributed: u64,
+    pub(crate) syncs: u32,
+    pub(crate) state: Vec<u8>,
+}
+
+/// The file name of PE `pe`'s state in checkpoint `epoch`.
+pub(crate) fn file_name(pe: Pe, epoch: u64) -> String {
+    format!("pe-{pe:05}.e{epoch}.ckpt")
+}
+
+/// FNV-1a of `bytes`, the checksum the manifest records.
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
+    let mut h = Fnv64::default();
+    h.write(bytes);
+    h.finish()
+}
+
+/// Write `bytes` to `path` whole or not at all.
+fn write_staged(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    chorus_traces::capture::staged::write_atomic(path, bytes)
+        .map_err(|e| CheckpointError::io(path, e))
+}
+
+/// Write PE `state.pe`'s file of checkpoint `epoch` into `dir`; returns its length
+/// and checksum.
+pub(crate) fn write_pe_file(
+    dir: &Path,
+    epoch: u64,
+    state: &PeState,
+) -> Result<(u64, u64), CheckpointError> {
+    let path = dir.join(file_name(state.pe, epoch));
+    let bytes = bincode::serialize(state).map_err(|e| CheckpointError::io(&path, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| CheckpointError::io(dir, e))?;
+    write_staged(&path, &bytes)?;
+    Ok((bytes.len() as u64, checksum(&bytes)))
+}
+
+/// The epoch of the checkpoint `dir` holds, 0 if none is readable there.
+pub(crate) fn current_epoch(dir: &Path) -> u64 {
+    read_manifest(dir).map_or(0, |m| m.epoch)
+}
+
+/// Put `manifest` in place in `dir` (the checkpoint's commit), then remove the
+/// files of every other epoch.
+pub(crate) fn commit(dir: &Path, manifest: &Manifest) -> Result<(), CheckpointError> {
+    let path = dir.join(MANIFEST);
+    let text = serde_json::to_vec_pretty(manifest).map_err(|e| CheckpointError::io(&path, e))?;
+    write_staged(&path, &text)?;
+    let keep: Vec<&str> = manifest.files.iter().map(|f| f.name.as_str()).collect();
+    let entries = std::fs::read_dir(dir).map_err(|e| CheckpointError::io(dir, e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("pe-") && name.ends_with(".ckpt") && !keep.contains(&name.as_str()) {
+            // An old epoch's file; failing to remove it only costs disk space.
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
+}
+
+fn read_manifest(dir: &Path) -> Result<Manifest, CheckpointError> {
+    let file = dir.join(MANIFEST);
+    let text = match std::fs::read(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CheckpointError::MissingManifest { file })
+        }
+        Err(e) => return Err(CheckpointError::io(&file, e)),
+    };
+    let m: Manifest = serde_json::from_slice(&text).map_err(|e| CheckpointError::BadManifest {
+        file: file.clone(),
+        reason: e.to_string(),
+    })?;
+    if m.format != FORMAT_NAME {
+        let reason = format!("its format is {:?}, not {FORMAT_NAME:?}", m.format);
+        return Err(CheckpointError::BadManifest { file, reason });
+    }
+    Ok(m)
+}
+
+/// Read PE file `f` of the checkpoint in `dir`, checking length and checksum.
+fn read_pe_file(dir: &Path, f: &FileEntry) -> Result<PeState, CheckpointError> {
+    let file = dir.join(&f.name);
+    let bytes = match std::fs::read(&file) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CheckpointError::MissingFile { file, pe: f.pe })
+        }
+        Err(e) => return Err(CheckpointError::io(&file, e)),
+    };
+    if bytes.len() as u64 != f.bytes {
+        return Err(CheckpointError::Truncated {
+            file,
+            found: bytes.len() as u64,
+            expected: f.bytes,
+        });
+    }
+    let sum = checksum(&bytes);
+    if sum != f.checksum {
+        let reason = format!(
+            "checksum {sum:#018x}, the manifest says {:#018x}",
+            f.checksum
+        );
+        return Err(CheckpointError::Corrupt { file, reason });
+    }
+    let state: PeState = bincode::deserialize(&bytes).map_err(|e| CheckpointError::Corrupt {
+        file: file.clone(),
+        reason: e.to_string(),
+    })?;
+    if state.pe != f.pe {
+        let reason = format!("it holds PE {}'s state, not PE {}'s", state.pe, f.pe);
+        return Err(CheckpointError::Corrupt { file, reason });
+    }
+    Ok(state)
+}
+
+/// A checkpoint read and checked whole, before any PE of the restarted job starts.
+pub(crate) struct Restart {
+    pub(crate) info: Restarted,
+    /// Every saved PE's state, in PE order (each new PE takes what is its own).
+    states: Vec<PeState>,
+    /// Each new PE's elements, by collection: taken once, by that PE.
+    placed: Vec<Mutex<Vec<(CollectionId, SavedElement)>>>,
+}
+
+/// What one new PE restores.
+pub(crate) struct PeRestore<'a> {
+    /// Every collection as PE 0 saved it (its elements taken out).
+    pub(crate) collections: &'a [SavedCollection],
+    /// This PE's elements.
+    pub(crate) elements: Vec<(CollectionId, SavedElement)>,
+    /// Every saved PE's state, for groups and sequence numbers.
+    pub(crate) states: &'a [PeState],
+}
+
+impl Restart {
+    /// Read the checkpoint in `dir` for a job of `npes` PEs registered as `reg`: every
+    /// file checked, every element placed by its map on the new PE count.
+    pub(crate) fn load(dir: &Path, reg: &Registry, npes: usize) -> Result<Self, CheckpointError> {
+        let m = read_manifest(dir)?;
+        let file = dir.join(MANIFEST);
+        check_manifest(&m, &file, reg)?;
+        let states = (0..m.pes as Pe)
+            .map(|pe| match m.files.iter().find(|f| f.pe == pe) {
+                Some(f) => read_pe_file(dir, f),
+                None => Err(CheckpointError::MissingFile {
+                    file: dir.join(file_name(pe, m.epoch)),
+                    pe,
+                }),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut restart = Restart {
+            info: Restarted {
+                dir: dir.to_path_buf(),
+                saved_pes: m.pes,
+                epoch: m.epoch,
+            },
+            states,
+            placed: (0..npes).map(|_| Mutex::new(Vec::new())).collect(),
+        };
+        restart.check_groups(&file, reg, npes)?;
+        restart.place_elements(&file, reg, npes)?;
+        Ok(restart)
+    }
+
+    /// A group whose type cannot change PE count is refused on another count.
+    fn check_groups(
+        &self,
+        file: &Path,
+        reg: &Registry,
+        npes: usize,
+    ) -> Result<(), CheckpointError> {
+        let saved = self.states.len();
+        for c in &self.states[0].collections {
+            let chare = reg.chares.get(c.ty as usize);
+            let name = chare.map_or_else(|| format!("#{}", c.ty), |t| t.name.clone());
+            if let SavedKind::Group { .. } = c.kind {
+                let any = chare
+                    .and_then(|t| t.checkpoint)
+                    .is_some_and(|k| k.any_pe_count);
+                if saved != npes && !any {
+                    return Err(CheckpointError::GroupPeCount {
+                        file: file.to_path_buf(),
+                        group: c.id.to_string(),
+                        chare: name,
+                        saved,
+                        now: npes,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Move every saved element into the bucket of the new PE its map names.
+    fn place_elements(
+        &mut self,
+        file: &Path,
+        reg: &Registry,
+        npes: usize,
+    ) -> Result<(), CheckpointError> {
+        let mut buckets: Vec<Vec<(CollectionId, SavedElement)>> =
+            (0..npes).map(|_| Vec::new()).collect();
+        for state in &mut self.states {
+            for c in &mut state.collections {
+                let SavedKind::Array {
+                    shape,
+                    map,
+                    elements,
+                    ..
+                } = &mut c.kind
+                else {
+                    continue;
+                };
+                for e in std::mem::take(elements) {
+                    let pe = home(reg, *map, shape, &e, npes).map_err(|reason| {
+                        CheckpointError::Corrupt {
+                            file: file.to_path_buf(),
+                            reason: format!("{}: {reason}", c.id),
+                        }
+                    })?;
+                    buckets[pe as usize].push((c.id, e));
+                }
+            }
+        }
+        for (slot, bucket) in self.placed.iter_mut().zip(buckets) {
+            *slot = Mutex::new(bucket);
+        }
+        Ok(())
+    }
+
+    /// PE `pe`'s part (its elements can be taken once).
+    pub(crate) fn for_pe(&self, pe: Pe) -> PeRestore<'_> {
+        let elements = self
+            .placed
+            .get(pe as usize)
+            .map(|m| std::mem::take(&mut *m.lock().unwrap_or_else(|p| p.into_inner())))
+            .unwrap_or_default();
+        PeRestore {
+            collections: &self.states[0].collections,
+            elements,
+            states: &self.states,
+        }
+    }
+}
+
+/// The new home of saved element `e` of an array placed by `map`.
+fn home(
+    reg: &Registry,
+    map: ArrayMap,
+    shape: &Shape,
+    e: &SavedElement,
+    npes: usize,
+) -> Result<Pe, String> {
+    let pe = match builtin_home(map, shape, e.order, npes) {
+        Some(pe) => pe,
+        None => match map {
+            ArrayMap::Custom(id) => reg.custom_map(id, &e.key, npes)?,
+            _ => return Err("the map places no element".into()),
+        },
+    };
+    if pe as usize >= npes {
+        return Err(format!("the map placed an element on PE {pe} of {npes}"));
+    }
+    Ok(pe)
+}
+
+/// The manifest is this format, this program's, and names one file per PE.
+fn check_manifest(m: &Manifest, file: &Path, reg: &Registry) -> Result<(), CheckpointError> {
+    let file = file.to_path_buf();
+    if m.version != FORMAT_VERSION {
+        return Err(CheckpointError::Version {
+            file,
+            found: m.version,
+            expected: FORMAT_VERSION,
+        });
+    }
+    if m.registry_digest != reg.digest() {
+        return Err(CheckpointError::OtherProgram {
+            file,
+            found: m.registry_digest,
+            expected: reg.digest(),
+        });
+    }
+    if m.pes == 0 {
+        let reason = "it names no PE".to_string();
+        return Err(CheckpointError::BadManifest { file, reason });
+    }
+    Ok(())
+}
+
+/// The address of a saved element.
+pub(crate) fn address(e: &SavedElement) -> ElemAddr {
+    ElemAddr {
+        key: e.key.clone(),
+        order: e.order,
+    }
+}

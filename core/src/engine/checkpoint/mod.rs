@@ -1,0 +1,320 @@
+//! Disk checkpoints and restarts, the engine's side. A `ctx.checkpoint` request
+//! travels to PE 0, which asks quiescence detection for a point where no message is
+//! in flight; there it tells every PE to write its state (`WriteState`), collects
+//! their answers, commits the manifest and fires the request's callback. Callbacks
+//! of other quiescence requests found at the same point are held until the state is
+//! saved, so none of their messages can change it. A restarted PE rebuilds its
+//! collections from the `Restart` its layer read before the job started.
+
+use super::{Members, Origin, PeRuntime};
+
+pub(crate) mod files;
+mod restore;
+use crate::api::migration::Restarted;
+use crate::base::checkpoint_error::CheckpointError;
+use crate::base::error::RuntimeError;
+use crate::base::ids::{CollectionId, Pe};
+use crate::msg::callback::Callback;
+use crate::msg::kind::checkpoint::{CheckpointRequest, CkptMsg, StateWritten, WriteState};
+use crate::msg::reduction::RedData;
+use files::{
+    FileEntry, Manifest, PeState, SavedCollection, SavedElement, SavedKind, FORMAT_VERSION,
+};
+use std::collections::VecDeque;
+use std::path::Path;
+
+/// PE 0's checkpoints: those asked for and the one being written.
+#[derive(Default)]
+pub(crate) struct Checkpoints {
+    /// Requests not started, oldest first: one per `ctx.checkpoint` call, each
+    /// started at the next quiescence, so the program's own calls bound it.
+    waiting: VecDeque<CheckpointRequest>,
+    /// Quiescence was asked for on behalf of `waiting`'s first request.
+    asked: bool,
+    active: Option<Box<Active>>,
+}
+
+/// A checkpoint being written.
+struct Active {
+    request: CheckpointRequest,
+    epoch: u64,
+    files: Vec<FileEntry>,
+    error: Option<CheckpointError>,
+    /// Other quiescence callbacks, fired once the state is saved.
+    held: Vec<Callback>,
+}
+
+impl crate::engine::PeCore {
+    /// Ask PE 0 for a checkpoint into `dir` at the next quiescence, then `callback`.
+    /// Counted like any message, so quiescence cannot be found before it arrives.
+    pub(crate) fn request_checkpoint(&mut self, dir: String, callback: Callback) {
+        let env = self.envelope(
+            CheckpointRequest { dir, callback },
+            crate::msg::envelope::SendOpts::expedited(),
+        );
+        self.post(0, env);
+    }
+
+    /// What this PE was restarted from, if it was.
+    pub(crate) fn resumed(&self) -> Option<&Resumed> {
+        self.resumed.as_deref()
+    }
+}
+
+/// What a restarted PE remembers of the restart: for `Ctx::restarted` and the
+/// proxies main asks for.
+pub(crate) struct Resumed {
+    pub(crate) info: Restarted,
+    /// Every restored collection and its member type, in id order.
+    pub(crate) collections: Vec<(CollectionId, u32)>,
+}
+
+impl Checkpoints {
+    /// True while PE 0 waits for PEs to write a checkpoint.
+    pub(crate) fn writing(&self) -> bool {
+        self.active.is_some()
+    }
+}
+
+impl PeRuntime {
+    /// Run a checkpoint message.
+    pub(in crate::engine) fn on_checkpoint(&mut self, m: CkptMsg, _from: Origin) {
+        match m {
+            CkptMsg::CheckpointRequest(r) => {
+                self.checkpoints.waiting.push_back(r);
+                self.ask_quiescence_for_checkpoint();
+            }
+            CkptMsg::WriteState(w) => self.write_checkpoint(w),
+            CkptMsg::StateWritten(w) => self.checkpoint_written(w),
+        }
+    }
+
+    /// Ask for the quiescence the next waiting checkpoint is taken at.
+    fn ask_quiescence_for_checkpoint(&mut self) {
+        let c = &mut self.checkpoints;
+        if c.asked || c.active.is_some() || c.waiting.is_empty() {
+            return;
+        }
+        c.asked = true;
+        // The request's own callback fires when the checkpoint is committed; this
+        // one only makes the waves run (`at_quiescence` takes their result).
+        if self.core.qd.request(Callback::Ignore) {
+            self.start_wave();
+        }
+    }
+
+    /// Quiescence was found with these callbacks due: start the waiting checkpoint,
+    /// if any, and hold them until it is saved; otherwise they are due now.
+    pub(in crate::engine) fn checkpoint_at_quiescence(
+        &mut self,
+        callbacks: Vec<Callback>,
+    ) -> Vec<Callback> {
+        let c = &mut self.checkpoints;
+        if !c.asked {
+            return callbacks;
+        }
+        let Some(request) = c.waiting.pop_front() else {
+            return callbacks;
+        };
+        c.asked = false;
+        let epoch = files::current_epoch(Path::new(&request.dir)) + 1;
+        let dir = request.dir.clone();
+        c.active = Some(Box::new(Active {
+            request,
+            epoch,
+            files: Vec::new(),
+            error: None,
+            held: callbacks,
+        }));
+        for pe in 0..self.core.npes as Pe {
+            let dir = dir.clone();
+            self.core.uncounted(pe, WriteState { dir, epoch });
+        }
+        Vec::new()
+    }
+
+    /// Save this PE's state as PE 0 asked and tell it how that went.
+    fn write_checkpoint(&mut self, w: WriteState) {
+        let me = self.core.me;
+        let written = self
+            .save_pe_state()
+            .and_then(|state| files::write_pe_file(Path::new(&w.dir), w.epoch, &state));
+        let (bytes, checksum, error) = match written {
+            Ok((bytes, sum)) => (bytes, sum, None),
+            Err(e) => (0, 0, Some(e)),
+        };
+        let answer = StateWritten {
+            epoch: w.epoch,
+            pe: me,
+            bytes,
+            checksum,
+            error,
+        };
+        self.core.uncounted(0, answer);
+    }
+
+    /// PE 0 hears a PE's answer; with the last, it commits or reports the checkpoint.
+    fn checkpoint_written(&mut self, w: StateWritten) {
+        let npes = self.core.npes;
+        let Some(a) = self
+            .checkpoints
+            .active
+            .as_mut()
+            .filter(|a| a.epoch == w.epoch)
+        else {
+            return;
+        };
+        match w.error {
+            Some(e) => {
+                a.error.get_or_insert(e);
+            }
+            None => a.files.push(FileEntry {
+                pe: w.pe,
+                name: files::file_name(w.pe, w.epoch),
+                bytes: w.bytes,
+                checksum: w.checksum,
+            }),
+        }
+        if a.error.is_none() && a.files.len() < npes {
+            return;
+        }
+        let Some(mut a) = self.checkpoints.active.take() else {
+            return;
+        };
+        let outcome = match a.error.take() {
+            Some(e) => Err(e),
+            None => {
+                a.files.sort_by_key(|f| f.pe);
+                let manifest = Manifest {
+                    format: "chorus-checkpoint".into(),
+                    version: FORMAT_VERSION,
+                    wire_version: crate::wire::VERSION,
+                    registry_digest: self.core.reg.digest(),
+                    pes: npes,
+                    epoch: a.epoch,
+                    files: std::mem::take(&mut a.files),
+                };
+                files::commit(Path::new(&a.request.dir), &manifest)
+            }
+        };
+        match outcome {
+            Ok(()) => self
+                .core
+                .fire(&a.request.callback, RedData::List(Vec::new())),
+            Err(e) => self.core.fail(RuntimeError::Checkpoint(e)),
+        }
+        for cb in std::mem::take(&mut a.held) {
+            self.core.fire(&cb, RedData::List(Vec::new()));
+        }
+        self.ask_quiescence_for_checkpoint();
+    }
+}
+
+/// A PE's state, gathered for its file.
+impl PeRuntime {
+    fn save_pe_state(&mut self) -> Result<PeState, CheckpointError> {
+        let pe = self.core.me;
+        if !self.chare_slab.is_empty() {
+            return Err(CheckpointError::Unsaveable {
+                pe,
+                what: format!("{} singleton chares", self.chare_slab.len()),
+                why: "singleton chares are not checkpointed yet: keep the state in a group or an array".into(),
+            });
+        }
+        let mut ids: Vec<CollectionId> = self.colls.keys().copied().collect();
+        ids.sort();
+        let collections = ids
+            .into_iter()
+            .map(|id| self.save_collection(id))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut next_chare_seq: Vec<(Pe, u32)> = self
+            .core
+            .next_chare_seq
+            .iter()
+            .map(|(&p, &s)| (p, s))
+            .collect();
+        next_chare_seq.sort_unstable();
+        Ok(PeState {
+            pe,
+            next_coll_seq: self.core.next_coll_seq,
+            next_chare_seq,
+            collections,
+        })
+    }
+
+    fn save_collection(&mut self, id: CollectionId) -> Result<SavedCollection, CheckpointError> {
+        let pe = self.core.me;
+        let reg = self.core.reg.clone();
+        let meta = self.core.arrays.get(&id).cloned();
+        let Some(c) = self.colls.get_mut(&id) else {
+            return Err(CheckpointError::Unsaveable {
+                pe,
+                what: id.to_string(),
+                why: "it vanished while being saved".into(),
+            });
+        };
+        let ty = reg.chares.get(c.ty as usize);
+        let name = ty.map_or("?", |t| t.name.as_str());
+        let unsaveable = |why: &str| CheckpointError::Unsaveable {
+            pe,
+            what: format!("{id} of type {name}"),
+            why: why.to_string(),
+        };
+        if !c.reductions.seqs().is_empty() {
+            return Err(unsaveable(
+                "a reduction is in progress (some members contributed, others not): checkpoint between reductions",
+            ));
+        }
+        let bad_state = |e: String| unsaveable(&format!("its state does not serialize: {e}"));
+        let kind = match (&mut c.members, meta) {
+            (
+                Members::Group {
+                    member,
+                    contributed,
+                },
+                _,
+            ) => {
+                let Some(k) = ty.and_then(|t| t.checkpoint) else {
+                    return Err(unsaveable(
+                        "register the type with Registry::checkpointable",
+                    ));
+                };
+                let state = (k.save)(member.as_mut()).map_err(bad_state)?;
+                SavedKind::Group {
+                    state,
+                    contributed: *contributed,
+                }
+            }
+            (
+                Members::Array {
+                    elements,
+                    seq_floor,
+                },
+                Some(meta),
+            ) => {
+                let Some(m) = ty.and_then(|t| t.migrate) else {
+                    return Err(unsaveable("register the type with Registry::migratable"));
+                };
+                let mut saved = Vec::with_capacity(elements.len());
+                for (key, e) in elements.iter_mut() {
+                    saved.push(SavedElement {
+                        key: key.clone(),
+                        order: e.order,
+                        contributed: e.contributed,
+                        syncs: e.syncs,
+                        state: (m.save)(e.chare.as_mut()).map_err(bad_state)?,
+                    });
+                }
+                saved.sort_by(|a, b| a.key.cmp(&b.key));
+                SavedKind::Array {
+                    shape: (*meta.shape).clone(),
+                    map: meta.map,
+                    seq_floor: *seq_floor,
+                    elements: saved,
+                }
+            }
+            (Members::Array { .. }, None) => return Err(unsaveable("its map is unknown here")),
+        };
+        Ok(SavedCollection { id, ty: c.ty, kind })
+    }
+}
