@@ -3,20 +3,12 @@
 
 use super::Runtime;
 use crate::api::ctx::Ctx;
+#[cfg(feature = "cli")]
 use crate::api::registry::IntoRegistry;
 use crate::api::result;
 use crate::base::error::RuntimeError;
 use crate::msg::callback::Callback;
 use crate::msg::reduction::Reducible;
-
-/// The standard flags and `CHORUS_*` variables, for `Runtime::from_args`.
-#[cfg(feature = "cli")]
-#[derive(clap::Parser)]
-#[command(about = "a chorus program: the standard flags of every chorus job")]
-struct StandardArgs {
-    #[command(flatten)]
-    chorus: crate::base::config::Config,
-}
 
 impl Runtime {
     /// A job with `registrations` (a `Registry`, or a function such as the
@@ -25,8 +17,8 @@ impl Runtime {
     /// check is a usage error (exit code 2).
     #[cfg(feature = "cli")]
     pub fn from_args(registrations: impl IntoRegistry) -> Self {
-        let args: StandardArgs = crate::base::config::parse_args(|a: &StandardArgs| &a.chorus);
-        Runtime::new(registrations.into_registry(), args.chorus)
+        let config = crate::base::config::Config::from_args();
+        Runtime::new(registrations.into_registry(), config)
     }
 
     /// Run `main` on PE 0 with a callback to it; the first value delivered there ends
