@@ -81,7 +81,7 @@ mod tests {
 
     #[test]
     fn flags_parse_and_bad_ones_are_explained() {
-        assert_eq!(collectives("all").unwrap().len(), 5);
+        assert_eq!(collectives("all").unwrap().len(), 6);
         assert_eq!(
             collectives("scan, reduce,scan").unwrap(),
             vec![Collective::Scan, Collective::Reduce]
