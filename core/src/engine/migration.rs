@@ -24,14 +24,7 @@ fn element_name(coll: CollectionId, addr: &ElemAddr) -> String {
 impl PeCore {
     /// Record the running element's request to move to `to` once its handler returns.
     pub(crate) fn request_move(&mut self, to: Pe) -> Result<(), MigrateError> {
-        let (coll, addr) = match &self.current {
-            Current::Element(coll, addr) => (*coll, addr.clone()),
-            Current::Main => return Err(MigrateError::NotAnElement("the main function".into())),
-            Current::Chare(id) => return Err(MigrateError::NotAnElement(id.to_string())),
-            Current::Group(c) => {
-                return Err(MigrateError::NotAnElement(format!("a member of group {c}")))
-            }
-        };
+        let (coll, addr) = self.running_element().map_err(MigrateError::NotAnElement)?;
         if self.leaving {
             return Err(MigrateError::Leaving);
         }
@@ -56,6 +49,17 @@ impl PeCore {
             });
         }
         Ok(())
+    }
+
+    /// The running array element, or what is running instead (for the refusal of
+    /// what only elements may do).
+    pub(super) fn running_element(&self) -> Result<(CollectionId, ElemAddr), String> {
+        match &self.current {
+            Current::Element(coll, addr) => Ok((*coll, addr.clone())),
+            Current::Main => Err("the main function".into()),
+            Current::Chare(id) => Err(id.to_string()),
+            Current::Group(c) => Err(format!("a member of group {c}")),
+        }
     }
 
     /// How elements of array `coll` move, with their type's registered name.

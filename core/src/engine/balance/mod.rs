@@ -123,14 +123,7 @@ impl Syncs {
 impl PeCore {
     /// Record the running element's `at_sync`, acted on once its handler returns.
     pub(crate) fn at_sync(&mut self) -> Result<(), SyncError> {
-        let (coll, addr) = match &self.current {
-            Current::Element(coll, addr) => (*coll, addr.clone()),
-            Current::Main => return Err(SyncError::NotAnElement("the main function".into())),
-            Current::Chare(id) => return Err(SyncError::NotAnElement(id.to_string())),
-            Current::Group(c) => {
-                return Err(SyncError::NotAnElement(format!("a member of group {c}")))
-            }
-        };
+        let (coll, addr) = self.running_element().map_err(SyncError::NotAnElement)?;
         if let Err(e) = self.migrator(coll) {
             let chare = match e {
                 crate::base::error::MigrateError::NotMigratable { chare } => chare,

@@ -141,6 +141,14 @@ impl PeRuntime {
         by_pe.into_iter().collect()
     }
 
+    /// The order key of element `key` of array `coll`, if it is on this PE.
+    fn order_here(&self, coll: CollectionId, key: &IndexKey) -> Option<u64> {
+        match self.colls.get(&coll).map(|c| &c.members) {
+            Some(Members::Array { elements, .. }) => elements.get(key).map(|e| e.order),
+            _ => None,
+        }
+    }
+
     /// Send away the elements the plan names, and note how many will arrive.
     pub(super) fn follow(&mut self, plan: Plan) {
         let Plan {
@@ -150,12 +158,10 @@ impl PeRuntime {
             incoming,
         } = plan;
         for (key, to) in out {
-            let order = match self.colls.get(&coll).map(|c| &c.members) {
-                Some(Members::Array { elements, .. }) => elements.get(&key).map(|e| e.order),
-                _ => None,
-            };
             // An element the plan names is here: it cannot move by hand in a step.
-            let Some(order) = order else { continue };
+            let Some(order) = self.order_here(coll, &key) else {
+                continue;
+            };
             self.core.syncs.waiting.remove(&(coll, key.clone()));
             self.core.moves.push(MoveRequest {
                 coll,
@@ -243,11 +249,7 @@ impl PeRuntime {
         // The same order on every run and every layer.
         here.sort();
         for key in here {
-            let order = match self.colls.get(&coll).map(|c| &c.members) {
-                Some(Members::Array { elements, .. }) => elements.get(&key).map(|e| e.order),
-                _ => None,
-            };
-            if let Some(order) = order {
+            if let Some(order) = self.order_here(coll, &key) {
                 self.resume(coll, ElemAddr { key, order });
             }
         }
