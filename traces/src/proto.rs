@@ -16,6 +16,10 @@ pub mod packet {
     pub const INTERNED_DATA: u32 = 12;
     /// `uint32 sequence_flags`.
     pub const SEQUENCE_FLAGS: u32 = 13;
+    /// Deprecated `bool incremental_state_cleared`, still honoured as the flag.
+    pub const INCREMENTAL_STATE_CLEARED_OLD: u32 = 41;
+    /// `uint32 previous_packet_dropped`: packets of the sequence were lost before this.
+    pub const PREVIOUS_PACKET_DROPPED: u32 = 42;
     /// `TrackDescriptor track_descriptor`.
     pub const TRACK_DESCRIPTOR: u32 = 60;
     /// Sequence flag: interned data before this packet is forgotten.

@@ -4,12 +4,12 @@
 //!
 //! The files import downward only, in this order: `model` (the vocabulary every
 //! reader and analysis shares: items, flow ends, arguments, categories); the readers
-//! `protobuf`, [`events`] (JSON, and which format a file is), [`read`] and
-//! [`compact`]; the results `figures` and what computes them, [`views`] and
-//! `accumulate` (the summary's passes); [`validate`]; `style` (number formats,
-//! palette, escaping) and the renderers [`summary_text`] and, with `svg`,
-//! `report_overview` and `report_views`, [`report_html`]; [`summary`] runs the
-//! passes.
+//! `protobuf` (with `protobuf_rules`, Perfetto's interning rules), [`events`] (JSON,
+//! and which format a file is), [`read`] and [`compact`]; the results `figures` and
+//! what computes them, [`views`] and `accumulate` (the summary's passes);
+//! [`validate`]; `style` (number formats, palette, escaping) and the renderers
+//! [`summary_text`] and, with `svg`, `report_overview` and `report_views`,
+//! [`report_html`]; [`summary`] runs the passes.
 
 pub(crate) mod accumulate;
 pub mod compact;
@@ -17,6 +17,7 @@ pub mod events;
 pub(crate) mod figures;
 pub(crate) mod model;
 pub mod protobuf;
+pub(crate) mod protobuf_rules;
 pub mod read;
 pub mod report_html;
 pub(crate) mod report_overview;

@@ -8,12 +8,17 @@
 //! (a `flow_ids` entry starts an arrow, a `terminating_flow_ids` entry ends it). Other
 //! packets are skipped. Only one packet is held at a time, with the interning tables
 //! and the open slices.
+//!
+//! A trace that breaks Perfetto's incremental-state and interning rules
+//! (`protobuf_rules`) is refused, each rule named once with its count, since
+//! Perfetto would drop or misname its packets.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
 use crate::analysis::model::{bad, Args, FlowEnd, Item, OpenSlices};
+use crate::analysis::protobuf_rules::{RuleTally, SeqRule, SeqState};
 use crate::error::TraceError;
 use crate::proto::{annotation, event, interned, packet, track, TRACE_PACKET};
 use crate::wire::{Fields, Value as Wire, FIXED32, FIXED64, LEN, VARINT};
@@ -21,9 +26,10 @@ use crate::wire::{Fields, Value as Wire, FIXED32, FIXED64, LEN, VARINT};
 /// Largest packet accepted; bigger ones mean a corrupt file, not a big trace.
 const MAX_PACKET: u64 = 256 << 20;
 
-/// Interned strings of one packet sequence, per index.
+/// Interned strings of one packet sequence, per index, and whether they are valid.
 #[derive(Default)]
 struct Interned {
+    state: SeqState,
     categories: HashMap<u64, String>,
     names: HashMap<u64, String>,
     annotations: HashMap<u64, String>,
@@ -31,8 +37,10 @@ struct Interned {
 
 struct Reader<'p, A> {
     path: &'p Path,
-    /// Per sequence id.
+    /// Per sequence id (at most one per sequence id the file names, as the tracks).
     interned: HashMap<u64, Interned>,
+    /// Packets breaking Perfetto's interning rules.
+    rules: RuleTally,
     /// Track uuid to (pid, tid).
     tracks: HashMap<u64, (u32, u32)>,
     /// Slices begun, by track uuid.
@@ -108,23 +116,25 @@ impl<A: Args> Reader<'_, A> {
         each: &mut impl FnMut(Item<A>) -> Result<(), TraceError>,
     ) -> Result<(), TraceError> {
         let (mut ts, mut sequence, mut flags) = (0, 0, 0);
+        let (mut cleared, mut dropped) = (false, false);
         let (mut ev, mut data, mut desc) = (None, None, None);
         for (field, v) in self.fields(buf, "TracePacket")? {
             match (field, v) {
                 (packet::TIMESTAMP, Wire::Varint(t)) => ts = t,
                 (packet::SEQUENCE_ID, Wire::Varint(s)) => sequence = s,
                 (packet::SEQUENCE_FLAGS, Wire::Varint(f)) => flags = f,
+                (packet::INCREMENTAL_STATE_CLEARED_OLD, Wire::Varint(c)) => cleared |= c != 0,
+                (packet::PREVIOUS_PACKET_DROPPED, Wire::Varint(d)) => dropped = d != 0,
                 (packet::TRACK_EVENT, Wire::Bytes(b)) => ev = Some(b),
                 (packet::INTERNED_DATA, Wire::Bytes(b)) => data = Some(b),
                 (packet::TRACK_DESCRIPTOR, Wire::Bytes(b)) => desc = Some(b),
                 _ => {}
             }
         }
-        if flags & packet::SEQ_INCREMENTAL_STATE_CLEARED != 0 {
-            self.interned.remove(&sequence);
-        }
-        if let Some(b) = data {
-            self.interned_data(sequence, b)?;
+        cleared |= flags & packet::SEQ_INCREMENTAL_STATE_CLEARED != 0;
+        let needs = flags & packet::SEQ_NEEDS_INCREMENTAL_STATE != 0;
+        if !self.sequence_state(sequence, [cleared, dropped, needs], data)? {
+            return Ok(());
         }
         if let Some(b) = desc {
             self.descriptor(b, each)?;
@@ -133,6 +143,55 @@ impl<A: Args> Reader<'_, A> {
             self.track_event(sequence, ts, b, each)?;
         }
         Ok(())
+    }
+
+    /// Applies a packet's clear, loss, interned data and need of state to its sequence;
+    /// false when Perfetto would skip the rest of the packet (a rule is broken).
+    fn sequence_state(
+        &mut self,
+        sequence: u64,
+        [cleared, dropped, needs]: [bool; 3],
+        data: Option<&[u8]>,
+    ) -> Result<bool, TraceError> {
+        let at = self.offset;
+        if sequence == 0 && (cleared || needs || data.is_some()) {
+            self.rules.add(SeqRule::NoSequenceId, || {
+                format!("the packet at byte {at} clears, interns or needs incremental state but has no trusted_packet_sequence_id")
+            });
+            return Ok(false);
+        }
+        let table = self.interned.entry(sequence).or_default();
+        if cleared {
+            *table = Interned {
+                state: SeqState::Valid,
+                ..Interned::default()
+            };
+        } else if dropped {
+            table.state = SeqState::Lost;
+        }
+        let state = table.state;
+        if let Some(b) = data {
+            if state == SeqState::Valid {
+                self.interned_data(sequence, b)?;
+            } else {
+                self.rules.add(SeqRule::InternedDataBeforeClear, || {
+                    format!(
+                        "the packet at byte {at} interns names, but {}",
+                        state.why(sequence)
+                    )
+                });
+            }
+        }
+        if needs && state != SeqState::Valid {
+            self.rules.add(SeqRule::NeedsStateBeforeClear, || {
+                format!(
+                    "the packet at byte {at} is flagged SEQ_NEEDS_INCREMENTAL_STATE, but {}",
+                    state.why(sequence)
+                )
+            });
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     fn interned_data(&mut self, sequence: u64, buf: &[u8]) -> Result<(), TraceError> {
@@ -224,12 +283,10 @@ impl<A: Args> Reader<'_, A> {
         let seq = self.seq;
         self.seq += 1;
         let ev = self.event_fields(sequence, buf)?;
-        let Some(uuid) = ev.uuid else {
-            // Events on a default track are not drawn here.
+        let Some(&(pid, tid)) = self.event_track(sequence, &ev) else {
             return Ok(());
         };
-        let Some(&(pid, tid)) = self.tracks.get(&uuid) else {
-            // Nor are events on tracks without a descriptor.
+        let Some(uuid) = ev.uuid else {
             return Ok(());
         };
         let cat = ev.cats.join(",");
@@ -264,6 +321,37 @@ impl<A: Args> Reader<'_, A> {
         Ok(())
     }
 
+    /// The track of an event, or `None` when it is not drawn: on a default track (no
+    /// uuid), or breaking a rule (counted), or after a rule was broken (the slices
+    /// around it cannot be trusted).
+    fn event_track(&mut self, sequence: u64, ev: &EventFields<A>) -> Option<&(u32, u32)> {
+        let at = self.offset;
+        let state = self
+            .interned
+            .get(&sequence)
+            .map_or_else(SeqState::default, |t| t.state);
+        if ev.uses_iids && state != SeqState::Valid {
+            self.rules.add(SeqRule::InternedIdBeforeClear, || {
+                format!(
+                    "the event at byte {at} names interned ids, but {}",
+                    state.why(sequence)
+                )
+            });
+        } else if let Some((table, iid)) = ev.missing {
+            self.rules.add(SeqRule::UnknownInternedId, || {
+                format!("the event at byte {at} names {table} iid {iid}, which sequence {sequence} has not defined since its last clear")
+            });
+        } else if let Some(uuid) = ev.uuid.filter(|u| !self.tracks.contains_key(u)) {
+            self.rules.add(SeqRule::TrackWithoutDescriptor, || {
+                format!("the event at byte {at} is on track uuid {uuid}, which no track descriptor before it defines")
+            });
+        }
+        if self.rules.any() {
+            return None;
+        }
+        self.tracks.get(&ev.uuid?)
+    }
+
     /// The fields of one `TrackEvent` the readers use, names looked up in `sequence`'s
     /// interning tables.
     fn event_fields(&self, sequence: u64, buf: &[u8]) -> Result<EventFields<A>, TraceError> {
@@ -274,6 +362,8 @@ impl<A: Args> Reader<'_, A> {
             cats: Vec::new(),
             args: A::default(),
             flows: Vec::new(),
+            uses_iids: false,
+            missing: None,
         };
         let empty = Interned::default();
         let table = self.interned.get(&sequence).unwrap_or(&empty);
@@ -281,14 +371,22 @@ impl<A: Args> Reader<'_, A> {
             match (field, v) {
                 (event::TYPE, Wire::Varint(k)) => ev.kind = k,
                 (event::TRACK_UUID, Wire::Varint(u)) => ev.uuid = Some(u),
-                (event::NAME_IID, Wire::Varint(i)) => ev.name = lookup(&table.names, i),
+                (event::NAME_IID, Wire::Varint(i)) => {
+                    ev.name = ev.lookup(&table.names, "event name", i)
+                }
                 (event::NAME, Wire::Bytes(b)) => ev.name = text(b),
                 (event::CATEGORIES, Wire::Bytes(b)) => ev.cats.push(text(b)),
                 (event::CATEGORY_IIDS, Wire::Varint(i)) => {
-                    ev.cats.push(lookup(&table.categories, i))
+                    let cat = ev.lookup(&table.categories, "event category", i);
+                    ev.cats.push(cat)
                 }
                 (event::DEBUG_ANNOTATIONS, Wire::Bytes(b)) => {
-                    if let (key, Some(value)) = self.annotation(table, b)? {
+                    let (key, value) = self.annotation(b)?;
+                    let key = match key {
+                        Key::Inline(k) => k,
+                        Key::Iid(i) => ev.lookup(&table.annotations, "debug annotation name", i),
+                    };
+                    if let Some(value) = value {
                         ev.args.set(&key, value);
                     }
                 }
@@ -305,16 +403,12 @@ impl<A: Args> Reader<'_, A> {
     }
 
     /// One debug annotation: its name, and its value if of a kind the readers keep.
-    fn annotation(
-        &self,
-        table: &Interned,
-        buf: &[u8],
-    ) -> Result<(String, Option<serde_json::Value>), TraceError> {
-        let (mut key, mut value) = (String::new(), None);
+    fn annotation(&self, buf: &[u8]) -> Result<(Key, Option<serde_json::Value>), TraceError> {
+        let (mut key, mut value) = (Key::Inline(String::new()), None);
         for (f, v) in self.fields(buf, "DebugAnnotation")? {
             match (f, v) {
-                (annotation::NAME_IID, Wire::Varint(i)) => key = lookup(&table.annotations, i),
-                (annotation::NAME, Wire::Bytes(n)) => key = text(n),
+                (annotation::NAME_IID, Wire::Varint(i)) => key = Key::Iid(i),
+                (annotation::NAME, Wire::Bytes(n)) => key = Key::Inline(text(n)),
                 (annotation::UINT_VALUE, Wire::Varint(u)) => value = Some(u.into()),
                 (annotation::INT_VALUE, Wire::Varint(i)) => value = Some((i as i64).into()),
                 (annotation::BOOL_VALUE, Wire::Varint(b)) => value = Some((b != 0).into()),
@@ -335,11 +429,30 @@ struct EventFields<A> {
     args: A,
     /// Flow ids, each with whether the event ends the flow.
     flows: Vec<(u64, bool)>,
+    /// Whether it names anything by iid.
+    uses_iids: bool,
+    /// The first iid it names that its sequence has not defined: table and iid.
+    missing: Option<(&'static str, u64)>,
 }
 
-/// The interned string `iid` of `table` (empty for an unknown one).
-fn lookup(table: &HashMap<u64, String>, iid: u64) -> String {
-    table.get(&iid).cloned().unwrap_or_default()
+impl<A> EventFields<A> {
+    /// The interned string `iid` of `table` (named `what`), noting an unknown one.
+    fn lookup(&mut self, table: &HashMap<u64, String>, what: &'static str, iid: u64) -> String {
+        self.uses_iids = true;
+        match table.get(&iid) {
+            Some(s) => s.clone(),
+            None => {
+                self.missing.get_or_insert((what, iid));
+                String::new()
+            }
+        }
+    }
+}
+
+/// A debug annotation's name: inline, or an iid to look up.
+enum Key {
+    Inline(String),
+    Iid(u64),
 }
 
 /// Reads a Perfetto protobuf trace from `reader`, calling `each` with every [`Item`]
@@ -352,6 +465,7 @@ pub fn read_perfetto<A: Args>(
     let mut r = Reader::<A> {
         path,
         interned: HashMap::new(),
+        rules: RuleTally::default(),
         tracks: HashMap::new(),
         open: OpenSlices::default(),
         seq: 0,
@@ -400,5 +514,6 @@ pub fn read_perfetto<A: Args>(
             r.packet(&buf, &mut each)?;
         }
     }
+    r.rules.check(path)?;
     r.open.finish(path)
 }
