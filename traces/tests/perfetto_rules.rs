@@ -326,3 +326,27 @@ fn each_rule_is_named_once_with_its_count_by_every_command() {
         assert!(err.contains("event name iid 100"), "{err}");
     }
 }
+
+#[test]
+fn a_packet_claiming_more_bytes_than_the_file_has_is_refused_without_reserving_them() {
+    let dir = scratch("pf_rules_claim");
+    let mut bytes = Vec::new();
+    for p in good() {
+        put_bytes(&mut bytes, TRACE_PACKET, &p.bytes());
+    }
+    // A packet that says it has 200 MiB, in a file of a few hundred bytes.
+    bytes.extend_from_slice(&[0x0a, 0x80, 0x80, 0x80, 0x64, 0x08, 0x01]);
+    let path = dir.join("claim.perfetto-trace");
+    std::fs::write(&path, &bytes).unwrap();
+    // Under a 150 MB address-space limit, reserving the claimed size fails (the
+    // process aborted: "memory allocation failed").
+    let script = format!(
+        "ulimit -v 150000; exec {} check {}",
+        env!("CARGO_BIN_EXE_chorus-trace"),
+        path.display()
+    );
+    let o = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("truncated Perfetto trace"), "{err}");
+}

@@ -505,11 +505,16 @@ pub fn read_perfetto<A: Args>(
                 format!("not a Perfetto trace: a {len}-byte field at byte {offset}"),
             ));
         }
-        buf.resize(len as usize, 0);
-        reader.read_exact(&mut buf).map_err(|e| match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => bad(path, "truncated Perfetto trace".to_owned()),
-            _ => TraceError::io(path, e),
-        })?;
+        // Read what is there rather than reserving what the length claims: a corrupt
+        // length must not cost its size in memory before the end of file shows it.
+        buf.clear();
+        let got = (&mut reader)
+            .take(len)
+            .read_to_end(&mut buf)
+            .map_err(|e| TraceError::io(path, e))?;
+        if got as u64 != len {
+            return Err(bad(path, "truncated Perfetto trace".to_owned()));
+        }
         if field == u64::from(TRACE_PACKET) && wire_type == LEN {
             r.packet(&buf, &mut each)?;
         }
