@@ -51,8 +51,9 @@ impl Args for Map<String, Value> {
     }
 }
 
-/// The only arguments the analyses read; any others are skipped while parsing.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// The only arguments the analyses read; any others are skipped while parsing. A key
+/// written twice keeps its last value, as a full argument map does.
+#[derive(Clone, Debug, Default)]
 pub struct KnownArgs {
     bytes: Option<Value>,
     src_pe: Option<Value>,
@@ -82,6 +83,34 @@ impl KnownArgs {
             "sort_index" => self.sort_index.as_ref(),
             _ => None,
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for KnownArgs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = KnownArgs;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of event arguments")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<KnownArgs, M::Error> {
+                let mut args = KnownArgs::default();
+                while let Some(key) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match args.slot(&key) {
+                        Some(slot) => *slot = Some(m.next_value()?),
+                        None => {
+                            m.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(args)
+            }
+        }
+        d.deserialize_map(Visitor)
     }
 }
 
