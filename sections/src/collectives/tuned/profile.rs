@@ -49,6 +49,16 @@ pub enum ProfileError {
         /// What is wrong.
         reason: String,
     },
+    /// A line of a profile file does not parse: fix or remove that line.
+    #[error("{path} line {line}: {reason}")]
+    FileLine {
+        /// The file.
+        path: String,
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// A range as read: first size, end (None: open) and implementation.
@@ -202,7 +212,14 @@ impl Profile {
             path: path.display().to_string(),
             source,
         })?;
-        Self::parse(&text)
+        Self::parse(&text).map_err(|e| match e {
+            ProfileError::Line { line, reason } => ProfileError::FileLine {
+                path: path.display().to_string(),
+                line,
+                reason,
+            },
+            e => e,
+        })
     }
 
     /// Write the profile to a file: a temporary file beside it, synced and renamed
