@@ -368,8 +368,20 @@ fn check_manifest(m: &Manifest, file: &Path, reg: &Registry) -> Result<(), Check
             expected: reg.digest(),
         });
     }
-    if m.pes == 0 {
-        let reason = "it names no PE".to_string();
+    if m.pes == 0 || Pe::try_from(m.pes).is_err() {
+        let reason = format!("it names {} PEs", m.pes);
+        return Err(CheckpointError::BadManifest { file, reason });
+    }
+    // Only the files a checkpoint writes, inside its directory: a damaged name is the
+    // manifest's fault, not a missing file, and never leads outside the directory.
+    if let Some(f) = m.files.iter().find(|f| f.name != file_name(f.pe, m.epoch)) {
+        let reason = format!(
+            "it names {:?} for PE {} of epoch {}, not {:?}",
+            f.name,
+            f.pe,
+            m.epoch,
+            file_name(f.pe, m.epoch)
+        );
         return Err(CheckpointError::BadManifest { file, reason });
     }
     Ok(())
@@ -382,3 +394,7 @@ pub(crate) fn address(e: &SavedElement) -> ElemAddr {
         order: e.order,
     }
 }
+
+#[cfg(test)]
+#[path = "files_tests.rs"]
+mod tests;

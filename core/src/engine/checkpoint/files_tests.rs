@@ -1,0 +1,307 @@
+//! Mutated checkpoints never panic the restart's reader: each is refused with an
+//! error naming the manifest or the PE file, or read whole, every saved element
+//! placed on a PE. Fixed-seed mutations of the manifest and of a PE file (its size
+//! and checksum put right in the manifest, so the decoder is reached): byte flips,
+//! cuts at every k-th offset, chunks doubled or removed, huge numbers, values of the
+//! wrong type.
+
+use super::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+/// Saved PEs of the sample checkpoint.
+const PES: usize = 3;
+
+/// xorshift64*: fixed-seed, so every run makes the same mutants.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1) as u64) as usize
+    }
+}
+
+/// PE `pe`'s state: a group member and its part of a 12-element block array.
+fn pe_state(pe: Pe) -> PeState {
+    let elements = (0..12u64)
+        .filter(|i| (i * PES as u64 / 12) as Pe == pe)
+        .map(|i| SavedElement {
+            key: IndexKey(bincode::serialize(&(i as usize)).unwrap()),
+            order: i,
+            contributed: i,
+            syncs: 1,
+            state: vec![i as u8; 5],
+        })
+        .collect();
+    let id = |seq| CollectionId { creator: 0, seq };
+    PeState {
+        pe,
+        next_coll_seq: 2,
+        next_chare_seq: vec![(pe, 4)],
+        collections: vec![
+            SavedCollection {
+                id: id(0),
+                ty: 0,
+                kind: SavedKind::Group {
+                    state: vec![pe as u8; 8],
+                    contributed: 3,
+                },
+            },
+            SavedCollection {
+                id: id(1),
+                ty: 1,
+                kind: SavedKind::Array {
+                    shape: Shape::Dense1(12),
+                    map: ArrayMap::Block,
+                    seq_floor: 7,
+                    elements,
+                },
+            },
+        ],
+    }
+}
+
+/// Writes the sample checkpoint into `dir`; returns its manifest.
+fn write_sample(dir: &Path, reg: &Registry) -> Manifest {
+    let files = (0..PES as Pe)
+        .map(|pe| {
+            let (bytes, checksum) = write_pe_file(dir, 1, &pe_state(pe)).unwrap();
+            FileEntry {
+                pe,
+                name: file_name(pe, 1),
+                bytes,
+                checksum,
+            }
+        })
+        .collect();
+    let m = Manifest {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        wire_version: 6,
+        registry_digest: reg.digest(),
+        pes: PES,
+        epoch: 1,
+        files,
+    };
+    commit(dir, &m).unwrap();
+    m
+}
+
+/// Byte ranges of the digit runs of `text` (the manifest's numbers).
+fn numbers(text: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        let start = i;
+        while i < text.len() && text[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i > start {
+            out.push((start, i));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The mutants of `file`; `json` picks text or binary replacements for numbers.
+fn mutants(file: &[u8], json: bool, per_kind: usize, seed: u64) -> Vec<(&'static str, Vec<u8>)> {
+    let mut rng = Rng(seed);
+    let n = file.len();
+    let mut out = Vec::new();
+    for _ in 0..per_kind {
+        let mut b = file.to_vec();
+        b[rng.below(n)] ^= 1 << rng.below(8);
+        out.push(("flip", b));
+    }
+    for at in (0..n).step_by((n / per_kind).max(1)) {
+        out.push(("cut", file[..at].to_vec()));
+    }
+    for _ in 0..per_kind {
+        let at = rng.below(n);
+        let end = (at + 1 + rng.below(24)).min(n);
+        let mut doubled = file[..end].to_vec();
+        doubled.extend_from_slice(&file[at..]);
+        out.push(("double", doubled));
+        let mut removed = file[..at].to_vec();
+        removed.extend_from_slice(&file[end..]);
+        out.push(("remove", removed));
+    }
+    let spots: Vec<(usize, usize)> = if json {
+        numbers(file)
+    } else {
+        // Any 8 bytes may be a length, a count or a variant tag.
+        (0..n.saturating_sub(8)).map(|i| (i, i + 8)).collect()
+    };
+    let huge: &[&[u8]] = if json {
+        &[
+            b"4294967296",
+            b"18446744073709551615",
+            b"18446744073709551616",
+            b"1e300",
+        ]
+    } else {
+        &[
+            &[0xff; 8],
+            &[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0],
+            &[0, 0, 0, 0, 0, 0, 0, 0x80],
+        ]
+    };
+    let wrong: &[&[u8]] = if json {
+        &[b"\"x\"", b"null", b"[]", b"{}", b"-1", b"1.5"]
+    } else {
+        &[
+            &[2, 0, 0, 0, 0, 0, 0, 0],
+            &[7, 0, 0, 0, 0, 0, 0, 0],
+            &[0; 8],
+        ]
+    };
+    if json {
+        // Every number of the manifest, made each huge value in turn.
+        for &(start, end) in &spots {
+            for v in huge {
+                let mut b = file[..start].to_vec();
+                b.extend_from_slice(v);
+                b.extend_from_slice(&file[end..]);
+                out.push(("huge", b));
+            }
+        }
+    }
+    let kinds = if json {
+        &[("wrong type", wrong)][..]
+    } else {
+        &[("huge", huge), ("wrong type", wrong)][..]
+    };
+    for &(kind, values) in kinds {
+        for _ in 0..per_kind {
+            let (start, end) = spots[rng.below(spots.len())];
+            let mut b = file[..start].to_vec();
+            b.extend_from_slice(values[rng.below(values.len())]);
+            b.extend_from_slice(&file[end..]);
+            out.push((kind, b));
+        }
+    }
+    out
+}
+
+/// Elements the PE files named by `m` hold, decoded directly (None if one does not).
+fn saved_elements(dir: &Path, m: &Manifest) -> Option<usize> {
+    let mut n = 0;
+    for f in &m.files {
+        let state: PeState = bincode::deserialize(&std::fs::read(dir.join(&f.name)).ok()?).ok()?;
+        for c in state.collections {
+            if let SavedKind::Array { elements, .. } = c.kind {
+                n += elements.len();
+            }
+        }
+    }
+    Some(n)
+}
+
+/// Loads the checkpoint in `dir`: a panic, an error naming neither the manifest nor
+/// a PE file, or an accepted checkpoint whose elements are not all placed fails.
+fn load_one(dir: &Path, reg: &Registry, case: &str, tally: &mut [usize; 2]) -> Result<(), String> {
+    let loaded = catch_unwind(AssertUnwindSafe(|| Restart::load(dir, reg, PES)))
+        .map_err(|_| format!("{case}: Restart::load panicked"))?;
+    match loaded {
+        Err(e) => {
+            let e = e.to_string();
+            if !e.contains(MANIFEST) && !e.contains(".ckpt") {
+                return Err(format!("{case}: the error names no file: {e}"));
+            }
+            tally[0] += 1;
+        }
+        Ok(r) => {
+            let m = read_manifest(dir).map_err(|e| format!("{case}: accepted, then {e}"))?;
+            let placed: usize = (0..PES as Pe).map(|pe| r.for_pe(pe).elements.len()).sum();
+            if r.info.saved_pes != r.states.len() || Some(placed) != saved_elements(dir, &m) {
+                return Err(format!("{case}: accepted, but {placed} elements placed"));
+            }
+            tally[1] += 1;
+        }
+    }
+    Ok(())
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("chorus-ckpt-mut-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn mutated_manifests_are_refused_naming_the_file_or_read_whole() {
+    let dir = scratch("manifest");
+    let reg = Registry::new();
+    write_sample(&dir, &reg);
+    let text = std::fs::read(dir.join(MANIFEST)).unwrap();
+    let (mut tally, mut failures) = ([0, 0], Vec::new());
+    let all = mutants(&text, true, 120, 0x00c0_ffee);
+    for (i, (kind, bytes)) in all.iter().enumerate() {
+        std::fs::write(dir.join(MANIFEST), bytes).unwrap();
+        let case = format!(
+            "manifest mutant {i} ({kind}): {}",
+            String::from_utf8_lossy(bytes)
+        );
+        if let Err(f) = load_one(&dir, &reg, &case, &mut tally) {
+            failures.push(f);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n\n")
+    );
+    assert!(tally[0] > tally[1], "refused, accepted: {tally:?}");
+    eprintln!("{} mutants: refused, accepted {tally:?}", all.len());
+}
+
+#[test]
+fn mutated_pe_files_are_refused_naming_the_file_or_read_whole() {
+    let dir = scratch("pe");
+    let reg = Registry::new();
+    let m = write_sample(&dir, &reg);
+    let entry = m.files[1].clone();
+    let bytes = std::fs::read(dir.join(&entry.name)).unwrap();
+    let (mut tally, mut failures) = ([0, 0], Vec::new());
+    let all = mutants(&bytes, false, 150, 0x0bad_5eed);
+    for (i, (kind, b)) in all.iter().enumerate() {
+        std::fs::write(dir.join(&entry.name), b).unwrap();
+        // Most mutants with the manifest's size and checksum put right (the decoder
+        // and the placement see them); every fifth as written (the checks see it).
+        let mut m2 = write_sample_manifest(&m);
+        if i % 5 != 0 {
+            m2.files[1].bytes = b.len() as u64;
+            m2.files[1].checksum = checksum(b);
+        } else {
+            m2.files[1] = entry.clone();
+        }
+        std::fs::write(dir.join(MANIFEST), serde_json::to_vec(&m2).unwrap()).unwrap();
+        let case = format!("PE file mutant {i} ({kind})");
+        if let Err(f) = load_one(&dir, &reg, &case, &mut tally) {
+            failures.push(f);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n")
+    );
+    assert!(tally[0] > tally[1], "refused, accepted: {tally:?}");
+    eprintln!("{} mutants: refused, accepted {tally:?}", all.len());
+}
+
+/// A copy of `m` (the manifest is rewritten for each PE-file mutant).
+fn write_sample_manifest(m: &Manifest) -> Manifest {
+    serde_json::from_slice(&serde_json::to_vec(m).unwrap()).unwrap()
+}
