@@ -41,6 +41,7 @@ pub mod capture;
 pub mod config;
 pub mod error;
 pub mod ids;
+pub mod mutate;
 pub mod names;
 pub mod proto;
 pub mod record;

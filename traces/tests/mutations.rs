@@ -9,26 +9,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::process::Command;
 
+use chorus_traces::mutate::{replace_spans, structural, Kind, Mutant, Rng};
 use chorus_traces::{read_chrome, summarize_file, CompactTrace, SummaryOptions, TraceConfig};
-use common::{record, scenario, scratch, Rng};
-
-/// How a mutant was made, for failure messages and counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    Flip,
-    Cut,
-    Double,
-    Remove,
-    Huge,
-    WrongType,
-}
-
-/// One mutant of a file: its bytes and how it was made.
-struct Mutant {
-    kind: Kind,
-    at: usize,
-    bytes: Vec<u8>,
-}
+use common::{record, scenario, scratch};
 
 /// Byte offsets of the numbers of a JSON text (runs of digits after `:`), and of
 /// its values' starts, for the number and type mutations.
@@ -76,45 +59,7 @@ fn proto_varints(bytes: &[u8]) -> Vec<(usize, usize)> {
 /// The fixed-seed mutants of `file`: about `per_kind` of each kind.
 fn mutants(file: &[u8], json: bool, per_kind: usize, seed: u64) -> Vec<Mutant> {
     let mut rng = Rng::new(seed);
-    let n = file.len();
-    let mut out = Vec::new();
-    let pick = |rng: &mut Rng| rng.below(n as u64) as usize;
-    for _ in 0..per_kind {
-        let at = pick(&mut rng);
-        let mut b = file.to_vec();
-        b[at] ^= 1 << rng.below(8);
-        out.push(Mutant {
-            kind: Kind::Flip,
-            at,
-            bytes: b,
-        });
-    }
-    let step = (n / per_kind).max(1);
-    for at in (0..n).step_by(step) {
-        out.push(Mutant {
-            kind: Kind::Cut,
-            at,
-            bytes: file[..at].to_vec(),
-        });
-    }
-    for _ in 0..per_kind {
-        let (at, len) = (pick(&mut rng), 1 + rng.below(64) as usize);
-        let end = (at + len).min(n);
-        let mut doubled = file[..end].to_vec();
-        doubled.extend_from_slice(&file[at..]);
-        out.push(Mutant {
-            kind: Kind::Double,
-            at,
-            bytes: doubled,
-        });
-        let mut removed = file[..at].to_vec();
-        removed.extend_from_slice(&file[end..]);
-        out.push(Mutant {
-            kind: Kind::Remove,
-            at,
-            bytes: removed,
-        });
-    }
+    let mut out = structural(file, per_kind, 64, &mut rng);
     let spots = if json {
         json_numbers(file)
     } else {
@@ -137,28 +82,35 @@ fn mutants(file: &[u8], json: bool, per_kind: usize, seed: u64) -> Vec<Mutant> {
             ],
         ]
     };
-    let wrong: &[&[u8]] = &[b"\"x\"", b"null", b"[]", b"{}", b"true"];
-    for kind in [Kind::Huge, Kind::WrongType] {
-        for _ in 0..per_kind {
-            let (start, end) = spots[rng.below(spots.len() as u64) as usize];
-            let mut b = file[..start].to_vec();
-            match (kind, json) {
-                (Kind::Huge, _) => b.extend_from_slice(huge[rng.below(huge.len() as u64) as usize]),
-                (_, true) => b.extend_from_slice(wrong[rng.below(wrong.len() as u64) as usize]),
-                // The key before the value gets another wire type (1, 2, 3, 5, 6 or 7).
-                (_, false) => {
-                    let t = [1u8, 2, 3, 5, 6, 7][rng.below(6) as usize];
-                    b[start - 1] = (b[start - 1] & !7) | t;
-                    b.extend_from_slice(&file[start..end]);
-                }
-            }
-            b.extend_from_slice(&file[end..]);
-            out.push(Mutant {
-                kind,
-                at: start,
-                bytes: b,
-            });
-        }
+    out.extend(replace_spans(
+        file,
+        &spots,
+        huge,
+        (Kind::Huge, per_kind),
+        &mut rng,
+    ));
+    if json {
+        let wrong: &[&[u8]] = &[b"\"x\"", b"null", b"[]", b"{}", b"true"];
+        out.extend(replace_spans(
+            file,
+            &spots,
+            wrong,
+            (Kind::WrongType, per_kind),
+            &mut rng,
+        ));
+        return out;
+    }
+    // The key before a value gets another wire type (1, 2, 3, 5, 6 or 7).
+    for _ in 0..per_kind {
+        let (start, _) = spots[rng.below(spots.len())];
+        let mut bytes = file.to_vec();
+        let t = [1u8, 2, 3, 5, 6, 7][rng.below(6)];
+        bytes[start - 1] = (bytes[start - 1] & !7) | t;
+        out.push(Mutant {
+            kind: Kind::WrongType,
+            at: start - 1,
+            bytes,
+        });
     }
     out
 }

@@ -6,23 +6,12 @@
 //! wrong type.
 
 use super::*;
+use chorus_traces::mutate::{digit_runs, replace, replace_spans, structural, Kind, Mutant, Rng};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 /// Saved PEs of the sample checkpoint.
 const PES: usize = 3;
-
-/// xorshift64*: fixed-seed, so every run makes the same mutants.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1) as u64) as usize
-    }
-}
 
 /// PE `pe`'s state: a group member and its part of a 12-element block array.
 fn pe_state(pe: Pe) -> PeState {
@@ -90,100 +79,65 @@ fn write_sample(dir: &Path, reg: &Registry) -> Manifest {
     m
 }
 
-/// Byte ranges of the digit runs of `text` (the manifest's numbers).
-fn numbers(text: &[u8]) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < text.len() {
-        let start = i;
-        while i < text.len() && text[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i > start {
-            out.push((start, i));
-        }
-        i += 1;
-    }
-    out
-}
-
 /// The mutants of `file`; `json` picks text or binary replacements for numbers.
-fn mutants(file: &[u8], json: bool, per_kind: usize, seed: u64) -> Vec<(&'static str, Vec<u8>)> {
-    let mut rng = Rng(seed);
-    let n = file.len();
-    let mut out = Vec::new();
-    for _ in 0..per_kind {
-        let mut b = file.to_vec();
-        b[rng.below(n)] ^= 1 << rng.below(8);
-        out.push(("flip", b));
-    }
-    for at in (0..n).step_by((n / per_kind).max(1)) {
-        out.push(("cut", file[..at].to_vec()));
-    }
-    for _ in 0..per_kind {
-        let at = rng.below(n);
-        let end = (at + 1 + rng.below(24)).min(n);
-        let mut doubled = file[..end].to_vec();
-        doubled.extend_from_slice(&file[at..]);
-        out.push(("double", doubled));
-        let mut removed = file[..at].to_vec();
-        removed.extend_from_slice(&file[end..]);
-        out.push(("remove", removed));
-    }
-    let spots: Vec<(usize, usize)> = if json {
-        numbers(file)
-    } else {
-        // Any 8 bytes may be a length, a count or a variant tag.
-        (0..n.saturating_sub(8)).map(|i| (i, i + 8)).collect()
-    };
-    let huge: &[&[u8]] = if json {
-        &[
+fn mutants(file: &[u8], json: bool, per_kind: usize, seed: u64) -> Vec<Mutant> {
+    let mut rng = Rng::new(seed);
+    let mut out = structural(file, per_kind, 24, &mut rng);
+    if json {
+        // Every number of the manifest, made each huge value in turn.
+        let huge: [&[u8]; 4] = [
             b"4294967296",
             b"18446744073709551615",
             b"18446744073709551616",
             b"1e300",
-        ]
-    } else {
-        &[
-            &[0xff; 8],
-            &[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0],
-            &[0, 0, 0, 0, 0, 0, 0, 0x80],
-        ]
-    };
-    let wrong: &[&[u8]] = if json {
-        &[b"\"x\"", b"null", b"[]", b"{}", b"-1", b"1.5"]
-    } else {
-        &[
-            &[2, 0, 0, 0, 0, 0, 0, 0],
-            &[7, 0, 0, 0, 0, 0, 0, 0],
-            &[0; 8],
-        ]
-    };
-    if json {
-        // Every number of the manifest, made each huge value in turn.
-        for &(start, end) in &spots {
+        ];
+        for &span in &digit_runs(file) {
             for v in huge {
-                let mut b = file[..start].to_vec();
-                b.extend_from_slice(v);
-                b.extend_from_slice(&file[end..]);
-                out.push(("huge", b));
+                out.push(Mutant {
+                    kind: Kind::Huge,
+                    at: span.0,
+                    bytes: replace(file, span, v),
+                });
             }
         }
+        let wrong: [&[u8]; 6] = [b"\"x\"", b"null", b"[]", b"{}", b"-1", b"1.5"];
+        out.extend(replace_spans(
+            file,
+            &digit_runs(file),
+            &wrong,
+            (Kind::WrongType, per_kind),
+            &mut rng,
+        ));
+        return out;
     }
-    let kinds = if json {
-        &[("wrong type", wrong)][..]
-    } else {
-        &[("huge", huge), ("wrong type", wrong)][..]
-    };
-    for &(kind, values) in kinds {
-        for _ in 0..per_kind {
-            let (start, end) = spots[rng.below(spots.len())];
-            let mut b = file[..start].to_vec();
-            b.extend_from_slice(values[rng.below(values.len())]);
-            b.extend_from_slice(&file[end..]);
-            out.push((kind, b));
-        }
-    }
+    // Any 8 bytes may be a length, a count or a variant tag.
+    let spans: Vec<(usize, usize)> = (0..file.len().saturating_sub(8))
+        .map(|i| (i, i + 8))
+        .collect();
+    let huge: [&[u8]; 3] = [
+        &[0xff; 8],
+        &[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0],
+        &[0, 0, 0, 0, 0, 0, 0, 0x80],
+    ];
+    let wrong: [&[u8]; 3] = [
+        &[2, 0, 0, 0, 0, 0, 0, 0],
+        &[7, 0, 0, 0, 0, 0, 0, 0],
+        &[0; 8],
+    ];
+    out.extend(replace_spans(
+        file,
+        &spans,
+        &huge,
+        (Kind::Huge, per_kind),
+        &mut rng,
+    ));
+    out.extend(replace_spans(
+        file,
+        &spans,
+        &wrong,
+        (Kind::WrongType, per_kind),
+        &mut rng,
+    ));
     out
 }
 
@@ -241,26 +195,15 @@ fn mutated_manifests_are_refused_naming_the_file_or_read_whole() {
     let text = std::fs::read(dir.join(MANIFEST)).unwrap();
     let (mut tally, mut failures) = ([0, 0], Vec::new());
     let all = mutants(&text, true, 120, 0x00c0_ffee);
-    for (i, (kind, bytes)) in all.iter().enumerate() {
-        std::fs::write(dir.join(MANIFEST), bytes).unwrap();
-        let case = format!(
-            "manifest mutant {i} ({kind}): {}",
-            String::from_utf8_lossy(bytes)
-        );
+    for (i, m) in all.iter().enumerate() {
+        std::fs::write(dir.join(MANIFEST), &m.bytes).unwrap();
+        let text = String::from_utf8_lossy(&m.bytes);
+        let case = format!("manifest mutant {i} ({:?} at {}): {text}", m.kind, m.at);
         if let Err(f) = load_one(&dir, &reg, &case, &mut tally) {
             failures.push(f);
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert!(
-        failures.is_empty(),
-        "{} of {} failed:\n{}",
-        failures.len(),
-        all.len(),
-        failures.join("\n\n")
-    );
-    assert!(tally[0] > tally[1], "refused, accepted: {tally:?}");
-    eprintln!("{} mutants: refused, accepted {tally:?}", all.len());
+    finish(&dir, all.len(), &failures, tally);
 }
 
 #[test]
@@ -272,7 +215,8 @@ fn mutated_pe_files_are_refused_naming_the_file_or_read_whole() {
     let bytes = std::fs::read(dir.join(&entry.name)).unwrap();
     let (mut tally, mut failures) = ([0, 0], Vec::new());
     let all = mutants(&bytes, false, 150, 0x0bad_5eed);
-    for (i, (kind, b)) in all.iter().enumerate() {
+    for (i, mutant) in all.iter().enumerate() {
+        let b = &mutant.bytes;
         std::fs::write(dir.join(&entry.name), b).unwrap();
         // Most mutants with the manifest's size and checksum put right (the decoder
         // and the placement see them); every fifth as written (the checks see it).
@@ -284,21 +228,21 @@ fn mutated_pe_files_are_refused_naming_the_file_or_read_whole() {
             m2.files[1] = entry.clone();
         }
         std::fs::write(dir.join(MANIFEST), serde_json::to_vec(&m2).unwrap()).unwrap();
-        let case = format!("PE file mutant {i} ({kind})");
+        let case = format!("PE file mutant {i} ({:?} at {})", mutant.kind, mutant.at);
         if let Err(f) = load_one(&dir, &reg, &case, &mut tally) {
             failures.push(f);
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert!(
-        failures.is_empty(),
-        "{} of {} failed:\n{}",
-        failures.len(),
-        all.len(),
-        failures.join("\n")
-    );
+    finish(&dir, all.len(), &failures, tally);
+}
+
+/// Removes `dir`; fails if any of the `cases` mutants failed or most were accepted.
+fn finish(dir: &Path, cases: usize, failures: &[String], tally: [usize; 2]) {
+    std::fs::remove_dir_all(dir).unwrap();
+    let n = failures.len();
+    assert!(n == 0, "{n} of {cases} failed:\n{}", failures.join("\n\n"));
     assert!(tally[0] > tally[1], "refused, accepted: {tally:?}");
-    eprintln!("{} mutants: refused, accepted {tally:?}", all.len());
+    eprintln!("{cases} mutants: refused, accepted {tally:?}");
 }
 
 /// A copy of `m` (the manifest is rewritten for each PE-file mutant).
