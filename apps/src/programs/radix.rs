@@ -108,6 +108,20 @@ impl super::ProgramArgs for Args {
 
     fn usage(&self) -> Result<(), String> {
         parse_algorithms(&self.allgather, self.ports)?;
+        // The PEs of this process: all of them but on mpi, a rank's.
+        let pes = match self.chorus.layer {
+            chorus_core::Layer::Mpi => self.chorus.pes_per_rank,
+            _ => self.chorus.pes,
+        };
+        let key_bytes = match self.key {
+            KeyType::U32 => 4,
+            KeyType::U64 => 8,
+        };
+        let keys = (self.keys_per_pe as u64).saturating_mul(u64::from(pes));
+        crate::memory::check(
+            &format!("--keys-per-pe {} x --pes {pes}", self.keys_per_pe),
+            keys.saturating_mul(key_bytes * crate::memory::RADIX_BYTES_PER_KEY_BYTE),
+        )?;
         radix::RadixParams {
             radix_bits: self.radix_bits,
             keys_per_pe: self.keys_per_pe,
