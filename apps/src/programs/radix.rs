@@ -6,8 +6,8 @@ use chorus_core::Config;
 use chorus_sections::collectives::Allgather;
 use clap::{Parser, ValueEnum};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 /// The radix sort's key type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum KeyType {
     /// 32-bit keys.
     U32,
