@@ -32,6 +32,12 @@ pub fn parse_and<A: Parser>(
     args
 }
 
+/// Parse the program's command line `A` and check it as [`crate::programs::try_parse`]
+/// does; exits with code 2 on a usage error.
+pub fn parse_program<A: crate::programs::ProgramArgs>() -> A {
+    parse_and(A::job, A::usage)
+}
+
 /// The program's name as it was started (`hello`), for its messages.
 pub fn program_name() -> String {
     std::env::args_os()
@@ -68,6 +74,21 @@ pub fn tagged_path(path: &Path, tag: &str) -> PathBuf {
 /// `Config::validate`, and that its output files can be created, each its own file.
 pub fn check(config: &Config) -> Result<(), String> {
     config.validate().map_err(|e| e.to_string())?;
+    if let Some(dir) = &config.restart {
+        if !dir.is_dir() {
+            return Err(format!(
+                "--restart {}: no such directory (give the directory a checkpoint was written to)",
+                dir.display()
+            ));
+        }
+    }
+    let lb = config.array_lb.as_str();
+    if lb != "none" && !chorus_lb::array::NAMES.contains(&lb) {
+        return Err(format!(
+            "--array-lb {lb:?}: no such strategy; expected none, {}",
+            chorus_lb::array::NAMES.join(", ")
+        ));
+    }
     if config.layer == chorus_core::Layer::Sim {
         let need = u64::from(config.pes).saturating_mul(crate::memory::SIM_BYTES_PER_PE);
         crate::memory::check(&format!("--pes {} on sim", config.pes), need)?;

@@ -9,6 +9,7 @@ pub mod jquick;
 pub mod lbtest;
 pub mod memory;
 pub mod mpi_model;
+pub mod programs;
 pub mod radix;
 pub mod signals;
 pub mod tune;

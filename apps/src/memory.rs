@@ -2,9 +2,18 @@
 //! per key, per message) say it needs more memory than the machine has left is a
 //! usage error naming both, not an abort or a panic minutes later.
 
-/// Heap per simulated PE, bytes: `chorus-bench sim-scale` measured about 1.6 KiB
-/// (1,048,576 PEs in 1.6 GiB, README *The sim layer*).
-pub const SIM_BYTES_PER_PE: u64 = 1_700;
+/// Memory per simulated PE, bytes: `hello --layer sim --pes 400000` peaked at
+/// 978 MB resident (2.4 KB per PE; each PE holds a group member and its part of a
+/// reduction), above the 1.6 KiB of heap `chorus-bench sim-scale` measured (README
+/// *The sim layer*). With 1.7 KB, `hello --pes 450000` under `ulimit -v 1000000`
+/// passed the check and aborted when an allocation failed.
+pub const SIM_BYTES_PER_PE: u64 = 2_500;
+
+/// Memory per key of a radix sort, bytes, over the key's own size: `radix --layer
+/// sim --pes 8 --keys-per-pe 1000000` peaked at 124 MB with u32 keys and 238 MB
+/// with u64 (about 13 and 27 bytes per key above the process's 20 MB): the keys,
+/// their moved copy and the buckets' buffers.
+pub const RADIX_BYTES_PER_KEY_BYTE: u64 = 4;
 
 /// The memory this process may still use, bytes: the least of `MemAvailable` of
 /// `/proc/meminfo`, the cgroup's limit less its usage and what `ulimit -v` leaves;

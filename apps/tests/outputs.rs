@@ -52,8 +52,11 @@ fn a_signal_at_any_point_of_a_traced_run_leaves_no_partial_file_and_no_spool() {
             let err = String::from_utf8_lossy(&run.stderr);
             let left = files(&dir);
             match run.status.code() {
-                // The run ended before the signal came: the trace is whole.
-                Some(0) => assert_eq!(left, ["big.json"], "{sig} at {after_ms} ms: {err}"),
+                // The run (about 5 s) ended before a late signal came: the trace is
+                // whole. The earliest signal always finds it running.
+                Some(0) if after_ms > 300 => {
+                    assert_eq!(left, ["big.json"], "{sig} at {after_ms} ms: {err}")
+                }
                 Some(c) => {
                     assert_eq!(c, code, "SIG{sig} at {after_ms} ms: {err}");
                     assert!(left.is_empty(), "SIG{sig} at {after_ms} ms left {left:?}");
@@ -123,23 +126,59 @@ fn the_debug_trace_is_written_whole_under_its_name() {
 
 #[test]
 fn a_run_beyond_an_address_space_limit_is_refused_with_a_message_not_sigabrt() {
-    // Before, the simulator's allocations failed part way and the process aborted.
+    // Before, the simulator's allocations failed part way and the process aborted;
+    // hello at 450,000 PEs and radix's keys still did after the first checks came
+    // (the sim's 1.7 KB per PE was sim-scale's heap, not hello's 2.4 KB; radix had
+    // no check).
+    let bin = |name: &str| format!("{}/{name}", Path::new(hello()).parent().unwrap().display());
+    let cases = [
+        ("hello", "--layer sim --pes 2000000", "--pes 2000000 on sim"),
+        ("hello", "--layer sim --pes 450000", "--pes 450000 on sim"),
+        (
+            "jquick",
+            "--layer sim --pes 8 --n 100000000",
+            "--n (100000000 keys)",
+        ),
+        (
+            "radix",
+            "--layer sim --pes 8 --keys-per-pe 100000000",
+            "--keys-per-pe",
+        ),
+        (
+            "chorus-tune",
+            "--layer sim --pes 64 --sizes 8,4000000",
+            "--sizes 4000000",
+        ),
+        (
+            "chorus-bench",
+            "sim-scale --pes 2000000",
+            "--pes 2000000 on sim",
+        ),
+        (
+            "chorus-bench",
+            "replay --layer sim --pes 2000000",
+            "--pes 2000000 on sim",
+        ),
+    ];
     let dir = scratch("vlimit");
-    let out = Command::new("bash")
-        .current_dir(&dir)
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v 1000000; exec {} --layer sim --pes 2000000",
-            hello()
-        ))
-        .stdout(Stdio::null())
-        .output()
-        .expect("bash runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("--pes 2000000 on sim needs about") && err.contains("is available"),
-        "{err}"
-    );
+    let mut wrong = Vec::new();
+    for (name, args, says) in cases {
+        let out = Command::new("sh")
+            .current_dir(&dir)
+            .arg("-c")
+            .arg(format!("ulimit -v 1000000; exec {} {args}", bin(name)))
+            .stdout(Stdio::null())
+            .output()
+            .expect("sh runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let refused = out.status.code() == Some(2)
+            && err.contains(says)
+            && err.contains("needs about")
+            && err.contains("is available");
+        if !refused {
+            wrong.push(format!("{name} {args}: {} {err}", out.status));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     std::fs::remove_dir_all(&dir).expect("clean up");
 }

@@ -21,6 +21,14 @@ fn sim(pes: u32, sim: SimArgs) -> Config {
     }
 }
 
+/// [`sim`] under `--on-error drop`: the job goes on past messages lost with a killed PE.
+fn sim_drop(pes: u32, sim: SimArgs) -> Config {
+    Config {
+        on_error: ErrorPolicy::Drop,
+        ..self::sim(pes, sim)
+    }
+}
+
 fn stats(r: &chorus_core::RunReport) -> &SimStats {
     r.sim.as_ref().expect("a sim run reports sim statistics")
 }
@@ -338,7 +346,7 @@ fn a_killed_pe_drops_its_messages_and_subscribers_hear_of_it() {
         }],
         ..SimArgs::default()
     };
-    let report = Runtime::new(reg, sim(4, args))
+    let report = Runtime::new(reg, sim_drop(4, args))
         .run(move |ctx| {
             ctx.create_chare::<Watcher>(failed, 3);
             let sink = ctx.create_chare::<Sink>((), 2);
@@ -436,7 +444,7 @@ fn producers_held_by_a_pe_that_dies_go_on() {
         }],
         ..SimArgs::default()
     };
-    let report = Runtime::new(reg, sim(4, args))
+    let report = Runtime::new(reg, sim_drop(4, args))
         .run(|ctx| {
             let group = ctx.create_group::<Flooder>(());
             group.send(ctx, 2, FloodMsg::Pump);
@@ -515,7 +523,7 @@ fn quiescence_comes_after_a_pe_dies() {
         }],
         ..SimArgs::default()
     };
-    let report = Runtime::new(reg, sim(8, args))
+    let report = Runtime::new(reg, sim_drop(8, args))
         .run(move |ctx| {
             let dead = ctx.create_chare::<Sink>((), 1);
             let live = ctx.create_chare::<Sink>((), 5);
@@ -544,6 +552,44 @@ fn quiescence_comes_after_a_pe_dies() {
         31 + 1,
         "the live sink got every item"
     );
+}
+
+#[test]
+fn a_message_lost_with_a_killed_pe_ends_the_job_under_abort_and_is_counted_under_drop() {
+    // The feeder on PE 3 sends the sink on PE 1, killed at 100 us, an item every
+    // 10 us. Under abort (the default) the first loss ends the job, typed and naming
+    // both PEs; before, the job exited Ok with the losses only in SimStats::dropped.
+    let run = |config: fn(u32, SimArgs) -> Config| {
+        let mut reg = Registry::new();
+        reg.chare::<Sink>("Sink");
+        reg.chare::<TwoSinkFeeder>("TwoSinkFeeder");
+        let args = SimArgs {
+            kill: vec![KillSpec {
+                pe: 1,
+                at_ns: 100_000,
+            }],
+            ..SimArgs::default()
+        };
+        Runtime::new(reg, config(8, args)).run(move |ctx| {
+            let dead = ctx.create_chare::<Sink>((), 1);
+            let live = ctx.create_chare::<Sink>((), 5);
+            let feeder = ctx.create_chare::<TwoSinkFeeder>([dead, live], 3);
+            feeder.send(ctx, TwoSinkMsg::Tick(30));
+            ctx.exit_on_quiescence();
+        })
+    };
+    let err = run(sim).expect_err("a loss under --on-error abort ends the job");
+    assert!(
+        matches!(err, RuntimeError::LostWithPe { pe: 3, failed: 1, messages } if messages >= 1),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("PE 3") && text.contains("failed PE 1") && text.contains("--on-error drop"),
+        "{text}"
+    );
+    let report = run(sim_drop).expect("under --on-error drop the job goes on");
+    assert!(stats(&report).dropped >= 20, "{:?}", stats(&report));
 }
 
 /// Sends PE 1 `left` more batches of 100 items, one batch per handler.

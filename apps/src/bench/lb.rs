@@ -50,6 +50,12 @@ impl LbArgs {
 
     /// Usage errors clap cannot see: the strategies and the Jacobi2D sizes.
     pub fn check(&self) -> Result<(), String> {
+        if self.config.array_lb != NO_ARRAY_LB {
+            return Err(format!(
+                "--array-lb {} has no effect with chorus-bench lb, which runs each of --strategies",
+                self.config.array_lb
+            ));
+        }
         self.strategies()?;
         self.jacobi.params().validate().map_err(|e| e.to_string())
     }

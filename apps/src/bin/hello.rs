@@ -2,23 +2,10 @@
 //! job ends at quiescence.
 
 use chorus_apps::job::JobProcess;
-use chorus_core::{Callback, Chare, Config, Ctx, Entry, GroupProxy, Reducer, Registry, Runtime};
-use clap::Parser;
+use chorus_apps::programs::hello::Args;
+use chorus_core::{Callback, Chare, Ctx, Entry, GroupProxy, Reducer, Registry, Runtime};
 use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
-
-#[derive(Parser)]
-#[command(
-    version,
-    about = "chares + group broadcast + reduction + quiescence detection"
-)]
-struct Args {
-    /// Print one JSON object (PEs, layer, sum, messages, seconds) instead of lines.
-    #[arg(long, help_heading = "Output")]
-    json: bool,
-    #[command(flatten)]
-    chorus: Config,
-}
 
 #[derive(Clone, Serialize, Deserialize)]
 struct Entries {
@@ -112,7 +99,7 @@ impl Chare for Hello {
 }
 
 fn main() -> ExitCode {
-    let args: Args = chorus_apps::cli::parse(|a: &Args| Some(a.chorus.clone()));
+    let args: Args = chorus_apps::cli::parse_program();
     // Under MPI the session lives for the whole job, and only rank 0 prints the summary.
     let job = match JobProcess::start(&args.chorus) {
         Ok(job) => job,

@@ -2,48 +2,15 @@
 //! run under each load-balancing strategy and compared.
 
 use chorus_apps::cli::tagged_path;
-use chorus_core::{Config, Layer};
+use chorus_apps::programs::mcmc::Args;
+use chorus_core::Layer;
 use chorus_lb::{McmcParams, McmcReport, StrategySpec, Workload};
-use clap::Parser;
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Duration;
 
-#[derive(Parser)]
-#[command(
-    version,
-    about = "MCMC walker groups load-balanced by none, collective regrouping or asynchronous merge"
-)]
-struct Args {
-    /// PEs per initial walker group (G).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
-    group_size: u32,
-    /// Cost of one work item on one PE, in ms (T), above 0 and at most 3600000 (an
-    /// hour) [default: 100 on sim, 40 elsewhere].
-    #[arg(long, value_parser = |s: &str| chorus_apps::cli::positive_f64_up_to(s, 3.6e6))]
-    item_ms: Option<f64>,
-    /// Chain lengths: `cyclic` (S = 10 * (leader mod 32)) or `random` (from --seed).
-    #[arg(long, default_value = "cyclic")]
-    workload: String,
-    /// Strategies: none, collective:I, async, or all (none, collective:1,16,128, async).
-    #[arg(long, default_value = "all", value_parser = strategies)]
-    lb: String,
-    /// Print one JSON object instead of a table.
-    #[arg(long, help_heading = "Output")]
-    json: bool,
-    #[command(flatten)]
-    chorus: Config,
-}
-
-/// `--lb` checked as it is parsed, so a bad strategy is a usage error.
-fn strategies(s: &str) -> Result<String, String> {
-    StrategySpec::parse_list(s)
-        .map(|_| s.to_string())
-        .map_err(|e| e.to_string())
-}
-
 fn main() -> ExitCode {
-    let args: Args = chorus_apps::cli::parse(|a: &Args| Some(a.chorus.clone()));
+    let args: Args = chorus_apps::cli::parse_program();
     chorus_apps::cli::exit_status("mcmc", run(&args).map(|()| true))
 }
 

@@ -4,8 +4,7 @@ use chorus_apps::tune::{report, run, TuneArgs};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args: TuneArgs =
-        chorus_apps::cli::parse_and(|a: &TuneArgs| Some(a.chorus.clone()), TuneArgs::check);
+    let args: TuneArgs = chorus_apps::cli::parse_program();
     chorus_apps::cli::exit_status("chorus-tune", tune(&args).map(|()| true))
 }
 

@@ -80,7 +80,15 @@ impl TuneArgs {
         // data, and every PE of a threads or sim job lives in this process.
         let pes = u64::from(self.chorus.pes);
         let need = largest.saturating_mul(pes).saturating_mul(pes);
-        crate::memory::check(&format!("--sizes {largest} on {pes} PEs"), need)
+        if let Some(p) = &self.tune_profile {
+            if !p.is_file() {
+                return Err(format!(
+                    "--tune-profile {}: no such file (write one with chorus-tune --output)",
+                    p.display()
+                ));
+            }
+        }
+        crate::memory::check(&format!("--sizes {largest} on --pes {pes}"), need)
     }
 }
 

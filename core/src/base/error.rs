@@ -431,6 +431,18 @@ pub enum RuntimeError {
         /// What was lost: the element's migrating state, or messages for it.
         what: String,
     },
+    /// Messages a PE sent reached a PE that had failed (sim `--sim-kill`), or waited
+    /// in its queue when it failed, and are lost; under `--on-error abort` the first
+    /// such loss ends the job.
+    #[error("PE {pe}: {messages} message(s) it sent reached failed PE {failed} and are lost; run with --on-error drop to go on past a killed PE (losses are then counted in the sim statistics' dropped)")]
+    LostWithPe {
+        /// The PE that sent them.
+        pe: Pe,
+        /// The failed PE.
+        failed: Pe,
+        /// How many were lost at once.
+        messages: u64,
+    },
     /// The job can make no more progress and never exited.
     #[error("job stalled: {0}")]
     Stalled(String),

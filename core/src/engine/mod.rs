@@ -313,6 +313,25 @@ impl PeRuntime {
         n + held
     }
 
+    /// `messages` this PE sent were lost with failed PE `failed` (sim `--sim-kill`).
+    /// Under `--on-error abort` that ends the job with `RuntimeError::LostWithPe`;
+    /// under `drop` they stay counted (the ledger's `Dropped::WithPe`, the sim's
+    /// statistics) and are not filed one by one: subscribers of `on_pe_failure` are
+    /// told of the failure, and the subsystems that lose state with it report that
+    /// themselves. True if the job now ends.
+    pub(crate) fn lost_with(&mut self, failed: Pe, messages: u64) -> bool {
+        if self.core.policy != ErrorPolicy::Abort || messages == 0 {
+            return false;
+        }
+        let me = self.core.me;
+        self.core.abort(RuntimeError::LostWithPe {
+            pe: me,
+            failed,
+            messages,
+        });
+        true
+    }
+
     /// `env`, sent to this PE, is lost with it (it failed): what quiescence counted of
     /// it is counted processed here, the dead PE's final word in the waves the
     /// simulator keeps running for it, so the survivors' waves still balance.

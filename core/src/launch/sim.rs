@@ -25,8 +25,10 @@ use crate::machine::sim::network::NetworkModel;
 use crate::machine::sim::port::{Cursor, SimPort};
 use crate::machine::sim::stats::{Digest, SimStats};
 use crate::msg::envelope::Envelope;
+use crate::msg::kind::Kind;
 use crate::trace::{JobTrace, SIM_PES_PER_GROUP};
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -211,16 +213,30 @@ impl Simulator {
     /// `env` reached `dead`, a killed PE: its sender, if alive, reports an element
     /// lost with it. Told lazily, by the messages that reach the dead PE, so a kill
     /// costs nothing on PEs that never send there.
+    /// Any other user message is a loss under `--on-error abort` (`lost_with`).
     fn lost(&mut self, env: Envelope, dead: Pe, t: u64) {
-        let src = env.src;
+        let user = matches!(env.kind, Kind::User { .. });
+        self.at_sender(env.src, dead, t, |rt| {
+            rt.undeliverable(&env, dead) || (user && rt.lost_with(dead, env.weight()))
+        });
+    }
+
+    /// Lets `src`, if alive, `report` at `t` what it lost with `dead`: as a run at
+    /// the sender, so anything the report sends leaves from it then.
+    fn at_sender(
+        &mut self,
+        src: Pe,
+        dead: Pe,
+        t: u64,
+        report: impl FnOnce(&mut PeRuntime) -> bool,
+    ) {
         let st = &self.pes[src as usize];
         if src == dead || st.dead || st.exited || st.rt.is_none() {
             return;
         }
-        // As a run at the sender: anything the report sends leaves from it then.
         let at = t.max(st.busy_until);
         self.cursor.borrow_mut().begin(src, at);
-        if self.runtime(src).undeliverable(&env, dead) {
+        if report(self.runtime(src)) {
             self.after_run(src, at);
         }
     }
@@ -330,13 +346,23 @@ impl Simulator {
         self.killed += 1;
         let mut lost = Vec::new();
         if let Some(rt) = st.rt.as_mut() {
-            self.dropped +=
-                rt.discard_queue(|env| lost.push((env.src, env.weight(), windowed(env))));
+            self.dropped += rt.discard_queue(|env| {
+                let user = matches!(env.kind, Kind::User { .. });
+                lost.push((env.src, env.weight(), windowed(env), user));
+            });
         }
-        for (from, weight, windowed) in lost {
+        // User messages queued here are lost too, reported per sender in PE order.
+        let mut users: BTreeMap<Pe, u64> = BTreeMap::new();
+        for (from, weight, windowed, user) in lost {
             if windowed {
                 self.lost_from(from, pe, weight, t);
             }
+            if user {
+                *users.entry(from).or_default() += weight;
+            }
+        }
+        for (from, n) in users {
+            self.at_sender(from, pe, t, |rt| rt.lost_with(pe, n));
         }
         // Its part in a quiescence wave goes on: its snapshot, waves queued.
         self.schedule_wake(pe, t);

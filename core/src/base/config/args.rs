@@ -85,6 +85,25 @@ pub fn parse_with<A: Parser>(
     parse_from(program_command::<A>(), args, config, own, check).unwrap_or_else(|e| e.exit())
 }
 
+/// [`parse_with`] for these arguments, the program's path first: `Err` is the usage
+/// error (or the help) `parse_with` would print and exit with, so a program's whole
+/// command line can be checked without running it.
+pub fn try_parse_with<A: Parser>(
+    args: Vec<OsString>,
+    config: impl Fn(&A) -> Option<Config>,
+    own: impl Fn(&A) -> Result<(), String>,
+    check: impl Fn(&Config) -> Result<(), String>,
+) -> Result<A, clap::Error> {
+    let name = args
+        .first()
+        .and_then(|a| Path::new(a).file_name()?.to_str().map(str::to_owned));
+    let cmd = match name {
+        Some(name) => A::command().display_name(name),
+        None => A::command(),
+    };
+    parse_from(cmd, args, config, own, check)
+}
+
 /// `Config::validate`, its error as words.
 fn validated(config: &Config) -> Result<(), String> {
     config.validate().map_err(|e| e.to_string())

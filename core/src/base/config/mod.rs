@@ -8,7 +8,7 @@ mod check;
 mod error;
 
 #[cfg(feature = "cli")]
-pub use args::parse_with;
+pub use args::{parse_with, try_parse_with};
 #[cfg(feature = "cli")]
 pub use check::{parse_args, parse_checked};
 pub use error::ConfigError;

@@ -1,0 +1,66 @@
+//! mcmc's command line.
+
+use chorus_core::Config;
+use chorus_lb::{StrategySpec, Workload};
+use clap::Parser;
+
+/// The command line of mcmc.
+#[derive(Parser)]
+#[command(
+    version,
+    about = "MCMC walker groups load-balanced by none, collective regrouping or asynchronous merge"
+)]
+pub struct Args {
+    /// PEs per initial walker group (G).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub group_size: u32,
+    /// Cost of one work item on one PE, in ms (T), above 0 and at most 3600000 (an
+    /// hour) [default: 100 on sim, 40 elsewhere].
+    #[arg(long, value_parser = |s: &str| crate::cli::positive_f64_up_to(s, 3.6e6))]
+    pub item_ms: Option<f64>,
+    /// Chain lengths: `cyclic` (S = 10 * (leader mod 32)) or `random` (from --seed).
+    #[arg(long, default_value = "cyclic", value_parser = workload)]
+    pub workload: String,
+    /// Strategies: none, collective:I, async, or all (none, collective:1,16,128, async).
+    #[arg(long, default_value = "all", value_parser = strategies)]
+    pub lb: String,
+    /// Print one JSON object instead of a table.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// The runtime's flags.
+    #[command(flatten)]
+    pub chorus: Config,
+}
+
+/// `--lb` checked as it is parsed, so a bad strategy is a usage error.
+fn strategies(s: &str) -> Result<String, String> {
+    StrategySpec::parse_list(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// `--workload` checked as it is parsed, so a bad one is a usage error.
+fn workload(s: &str) -> Result<String, String> {
+    s.parse::<Workload>()
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
+}
+
+impl super::ProgramArgs for Args {
+    const NAME: &'static str = "mcmc";
+
+    fn job(&self) -> Option<Config> {
+        Some(self.chorus.clone())
+    }
+
+    fn usage(&self) -> Result<(), String> {
+        // Under mpirun the PEs are the ranks', checked when the job starts.
+        if self.chorus.layer != chorus_core::Layer::Mpi && self.group_size > self.chorus.pes {
+            return Err(format!(
+                "--group-size {} is more than the job's --pes {}: a walker group lives on distinct PEs",
+                self.group_size, self.chorus.pes
+            ));
+        }
+        Ok(())
+    }
+}
