@@ -10,6 +10,7 @@ pub mod error;
 pub mod exit;
 pub(crate) mod hash;
 pub mod ids;
+pub(crate) mod lazy;
 pub mod logging;
 #[cfg(feature = "cli")]
 pub(crate) mod progress;

@@ -37,7 +37,7 @@ impl PeRuntime {
     }
 
     pub(super) fn create_chare(&mut self, id: ChareId, ty: u32, init: Payload) {
-        if self.chare_slot.contains_key(&id) {
+        if self.chares.get().is_some_and(|c| c.slot.contains_key(&id)) {
             // A second creation once replaced the first chare and its state.
             let (pe, what) = (
                 self.core.me,
@@ -45,12 +45,14 @@ impl PeRuntime {
             );
             return self.core.fail(RuntimeError::BadInput { pe, what });
         }
-        self.chares_announced.insert(id.creator, id.seq);
-        if let Some(chare) = self.construct(ty, init, Current::Chare(id)) {
-            self.chare_slot.insert(id, self.chare_slab.len());
-            self.chare_slab.push(chare);
+        self.chares.get_mut().announced.insert(id.creator, id.seq);
+        let constructed = self.construct(ty, init, Current::Chare(id));
+        let c = self.chares.get_mut();
+        if let Some(chare) = constructed {
+            c.slot.insert(id, c.slab.len());
+            c.slab.push(chare);
         }
-        let waiting = self.waiting_for_chare.remove(&id);
+        let waiting = c.waiting.remove(&id);
         self.requeue(waiting);
     }
 
@@ -446,7 +448,7 @@ mod tests {
     }
 
     fn bad_inputs(rt: &PeRuntime) -> Vec<String> {
-        let errors = rt.core.report.errors.iter();
+        let errors = rt.core.report.get().into_iter().flat_map(|r| &r.errors);
         errors
             .filter(|e| matches!(e, RuntimeError::BadInput { .. }))
             .map(ToString::to_string)
@@ -469,7 +471,7 @@ mod tests {
         rt.process(from(0, create()));
         rt.process(from(0, create()));
         assert_eq!(
-            rt.chare_slab.len(),
+            rt.chares.get().map_or(0, |c| c.slab.len()),
             1,
             "the second creation replaced nothing"
         );
@@ -534,7 +536,7 @@ mod tests {
         // None of those chares can be created any more: at quiescence each message
         // becomes an error.
         rt.report_orphans(0);
-        let report = &rt.core.report;
+        let report = rt.core.report.get().expect("errors were reported");
         assert_eq!(report.errors.len(), crate::api::report::MAX_ERRORS_KEPT);
         assert_eq!(report.errors_not_kept, 500);
         assert!(

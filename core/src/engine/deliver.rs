@@ -53,8 +53,14 @@ impl PeRuntime {
                 }
             }
             Err(Dest::Chare(id)) => {
-                if !self.chares_announced.contains(id.creator, id.seq) {
-                    self.waiting_for_chare.entry(id).or_default().push(env);
+                let announced = self.chares.get().map(|c| &c.announced);
+                if !announced.is_some_and(|a| a.contains(id.creator, id.seq)) {
+                    self.chares
+                        .get_mut()
+                        .waiting
+                        .entry(id)
+                        .or_default()
+                        .push(env);
                 } else {
                     self.core.fail(RuntimeError::UnknownChare {
                         pe: me,
@@ -72,7 +78,10 @@ impl PeRuntime {
             self.core.uncounted(c, Orphans { root });
         }
         let me = self.core.me;
-        let chares: Vec<ChareId> = self.waiting_for_chare.drain().map(|(id, _)| id).collect();
+        let chares: Vec<ChareId> = match self.chares.built_mut() {
+            Some(c) => c.waiting.drain().map(|(id, _)| id).collect(),
+            None => Vec::new(),
+        };
         for id in chares {
             self.core.fail(RuntimeError::UnknownChare {
                 pe: me,
@@ -132,7 +141,7 @@ impl PeRuntime {
             // `process` has put messages for absent chares and collections aside.
             Dest::Chare(id) => {
                 if let Some(slot) = self.find_chare(id) {
-                    let chare = self.chare_slab[slot].as_mut();
+                    let chare = self.chares.get_mut().slab[slot].as_mut();
                     if let Some(rest) = invoke(
                         &mut self.core,
                         &mut self.delivered,
@@ -241,11 +250,12 @@ impl PeRuntime {
     }
 
     pub(super) fn find_chare(&mut self, id: ChareId) -> Option<usize> {
-        match self.last_chare {
+        let c = self.chares.built_mut()?;
+        match c.last {
             Some((last, slot)) if last == id => Some(slot),
             _ => {
-                let slot = *self.chare_slot.get(&id)?;
-                self.last_chare = Some((id, slot));
+                let slot = *c.slot.get(&id)?;
+                c.last = Some((id, slot));
                 Some(slot)
             }
         }

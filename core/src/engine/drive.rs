@@ -119,7 +119,7 @@ impl PeRuntime {
         }
         *waiting_since = Some(now);
         // PEs writing a checkpoint send nothing counted: quiescent, not stalled.
-        if self.checkpoints.writing() || !self.core.qd.probe() {
+        if self.checkpoints.get().is_some_and(|c| c.writing()) || !self.core.qd.get_mut().probe() {
             return false;
         }
         self.start_wave();

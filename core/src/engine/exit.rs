@@ -36,10 +36,11 @@ impl PeRuntime {
             self.core.uncounted(c, exit.clone());
         }
         if let Some(e) = exit.error {
-            if !self.core.report.errors.contains(&e) {
-                self.core.report.record_error(e);
+            let report = self.core.report.get_mut();
+            if !report.errors.contains(&e) {
+                report.record_error(e);
             }
-            self.core.report.aborted = true;
+            report.aborted = true;
         }
         self.core.exiting = true;
     }

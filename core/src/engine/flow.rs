@@ -133,7 +133,7 @@ impl PeRuntime {
     /// once a batch is owed.
     pub(super) fn credit_handled(&mut self, env: &Envelope) {
         if env.src != self.core.me && windowed(env) {
-            if let Some(n) = self.core.flow.handled(env.src, env.weight()) {
+            if let Some(n) = self.core.flow.get_mut().handled(env.src, env.weight()) {
                 self.core.uncounted(env.src, Credit { n });
             }
         }
@@ -151,7 +151,7 @@ impl PeRuntime {
     /// `n` windowed messages sent to `to` are handled (or lost): queue the messages
     /// that releases. True if it released any.
     pub(super) fn release_held(&mut self, to: Pe, n: u64) -> bool {
-        let Some(held) = self.core.flow.credited(to, n) else {
+        let Some(held) = self.core.flow.built_mut().and_then(|f| f.credited(to, n)) else {
             return false;
         };
         for env in held {

@@ -10,6 +10,7 @@ use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
+use crate::base::lazy::Lazy;
 use crate::engine::announced::Announced;
 use crate::engine::digest::DeliveryLog;
 use crate::engine::ledger::{Dropped, Ledger};
@@ -101,16 +102,24 @@ struct Collection {
     reductions: Pending,
 }
 
+/// The singleton chares living on a PE and the messages waiting for theirs.
+#[derive(Default)]
+struct Chares {
+    /// In creation order.
+    slab: Vec<Box<dyn AnyChare>>,
+    slot: HashMap<ChareId, usize>,
+    /// The last chare looked up: runs of messages to one chare skip the hash.
+    last: Option<(ChareId, usize)>,
+    announced: Announced,
+    /// Messages for chares not created yet: each is created or reported at the end.
+    waiting: HashMap<ChareId, Vec<Envelope>>,
+}
+
 /// One PE: the core handlers see, plus the chares and collections living here.
 pub(crate) struct PeRuntime {
     pub(crate) core: PeCore,
-    /// Singleton chares living here, in creation order.
-    chare_slab: Vec<Box<dyn AnyChare>>,
-    chare_slot: HashMap<ChareId, usize>,
-    /// The last chare looked up: runs of messages to one chare skip the hash.
-    last_chare: Option<(ChareId, usize)>,
-    chares_announced: Announced,
-    waiting_for_chare: HashMap<ChareId, Vec<Envelope>>,
+    /// Singleton chares (most PEs of a large simulated job have none).
+    chares: Lazy<Chares>,
     /// Boxed so the table of an idle PE stays small.
     colls: HashMap<CollectionId, Box<Collection>>,
     colls_announced: Announced,
@@ -119,7 +128,7 @@ pub(crate) struct PeRuntime {
     /// keep none, and a simulated PE stays small).
     delivered: Option<Box<DeliveryLog>>,
     /// PE 0's checkpoints, asked for and in progress.
-    checkpoints: checkpoint::Checkpoints,
+    checkpoints: Lazy<checkpoint::Checkpoints>,
 }
 
 /// Settings a PE is built from.
@@ -181,29 +190,25 @@ impl PeRuntime {
                 next_coll_seq: 0,
                 arrays: HashMap::default(),
                 deferred: Vec::new(),
-                qd: Quiescence::default(),
+                qd: Lazy::default(),
                 exiting: false,
                 worked: false,
-                report: PeReport::new(setup.me),
+                report: Lazy::default(),
                 next_seq: 0,
                 trace: setup.trace,
                 loc: Locations::default(),
                 moves: Vec::new(),
                 leaving: false,
-                flow: flow::Flow::default(),
+                flow: Lazy::default(),
                 syncs: balance::Syncs::new(strategy, setup.lb_period),
                 resumed: None,
             },
-            chare_slab: Vec::new(),
-            chare_slot: HashMap::default(),
-            last_chare: None,
-            chares_announced: Announced::default(),
-            waiting_for_chare: HashMap::default(),
+            chares: Lazy::default(),
             colls: HashMap::default(),
             colls_announced: Announced::default(),
             waiting_for_coll: HashMap::default(),
             delivered: None,
-            checkpoints: checkpoint::Checkpoints::default(),
+            checkpoints: Lazy::default(),
         };
         if let Some(r) = restart {
             rt.restore(&r);
@@ -308,7 +313,7 @@ impl PeRuntime {
             self.core.queue.push(env, prio, exp);
         }
         // Held messages are this PE's own, all counted.
-        let held = self.core.flow.discard();
+        let held = self.core.flow.built_mut().map_or(0, flow::Flow::discard);
         self.core.ledger.dropped(counted + held, Dropped::WithPe);
         n + held
     }
@@ -363,7 +368,13 @@ impl PeRuntime {
         while self.core.queue.is_empty() && !self.core.exiting {
             let snapshot = self.core.ledger.counters();
             let parent = self.core.tree_parent();
-            let out = self.core.qd.on_idle(snapshot, parent.is_none());
+            let out = self
+                .core
+                .qd
+                .built_mut()
+                .map_or(crate::engine::quiescence::Outcome::Nothing, |qd| {
+                    qd.on_idle(snapshot, parent.is_none())
+                });
             if out == crate::engine::quiescence::Outcome::Nothing {
                 break;
             }
@@ -402,17 +413,21 @@ impl PeRuntime {
 
     /// Statistics and outputs of this PE, at the end of the run.
     pub(crate) fn into_report(mut self) -> PeReport {
-        self.core.ledger.report(&mut self.core.report);
+        let mut report = self.core.report.take().unwrap_or_default();
+        report.pe = self.core.me;
+        self.core.ledger.report(&mut report);
         // Messages still waiting for a creation when the job exited never ran either.
         let waiting: usize = self
-            .waiting_for_chare
-            .values()
+            .chares
+            .get()
+            .into_iter()
+            .flat_map(|c| c.waiting.values())
             .chain(self.waiting_for_coll.values())
             .map(Vec::len)
             .sum::<usize>()
             + self.core.loc.waiting_count();
-        self.core.report.unprocessed = (self.core.queue.len() + waiting) as u64;
-        self.core.report.qd_waves = self.core.qd.waves_run();
-        self.core.report
+        report.unprocessed = (self.core.queue.len() + waiting) as u64;
+        report.qd_waves = self.core.qd.get().map_or(0, Quiescence::waves_run);
+        report
     }
 }

@@ -6,6 +6,7 @@ use crate::base::config::{ErrorPolicy, WorkMode};
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
+use crate::base::lazy::Lazy;
 use crate::base::tree;
 use crate::engine::balance::Syncs;
 use crate::engine::flow::{self, Flow};
@@ -100,12 +101,13 @@ pub(crate) struct PeCore {
     pub(super) next_coll_seq: u32,
     pub(super) arrays: HashMap<CollectionId, ArrayMeta>,
     pub(super) deferred: Vec<LocalContribution>,
-    pub(super) qd: Quiescence,
+    pub(super) qd: Lazy<Quiescence>,
     pub(super) exiting: bool,
     /// A handler declared compute since the layer last asked: messages that arrived
     /// meanwhile wait in the layer's inbox, unseen by the ready queue.
     pub(super) worked: bool,
-    pub(super) report: PeReport,
+    /// What it reports at the end, built when there is anything to say before.
+    pub(super) report: Lazy<PeReport>,
     /// Sequence number of the last envelope made here.
     pub(super) next_seq: u32,
     /// This PE's recorder under `--trace`.
@@ -117,7 +119,7 @@ pub(crate) struct PeCore {
     /// True while an element's state is being serialized to leave this PE.
     pub(super) leaving: bool,
     /// Windows of messages unhandled at other PEs, credits owed, held messages.
-    pub(super) flow: Flow,
+    pub(super) flow: Lazy<Flow>,
     /// Elements in a balancing step.
     pub(super) syncs: Syncs,
     /// What this PE was restarted from (`--restart`), if it was.
@@ -182,7 +184,7 @@ impl PeCore {
 
     /// Record a value published under `key` in this PE's report.
     pub(crate) fn publish(&mut self, key: &str, bytes: Vec<u8>) {
-        self.report.outputs.push((key.to_string(), bytes));
+        self.report.get_mut().outputs.push((key.to_string(), bytes));
     }
 }
 
@@ -237,8 +239,8 @@ impl PeCore {
             t.send(ns(self.port.now()), env.msg_id(), to, env.wire_bytes());
         }
         if to == self.me {
-            if flow::windowed(&env) && self.flow.holding() {
-                self.flow.hold(env);
+            if flow::windowed(&env) && self.flow.built_mut().is_some_and(Flow::holding) {
+                self.flow.get_mut().hold(env);
                 return;
             }
             let (prio, exp) = (env.prio, env.expedited);
@@ -252,7 +254,7 @@ impl PeCore {
             self.ledger.dropped(weight, Dropped::OnWire);
             self.fail(e);
         } else if windowed {
-            self.flow.sent(to, weight);
+            self.flow.get_mut().sent(to, weight);
         }
     }
 
@@ -261,7 +263,7 @@ impl PeCore {
         match self.policy {
             ErrorPolicy::Drop => {
                 tracing::warn!(pe = self.me, "dropped: {err}");
-                self.report.record_error(err);
+                self.report.get_mut().record_error(err);
             }
             ErrorPolicy::Abort => self.abort(err),
         }
@@ -270,8 +272,9 @@ impl PeCore {
     /// Record an error and end the job, whatever its policy.
     pub(crate) fn abort(&mut self, err: RuntimeError) {
         tracing::error!(pe = self.me, "aborting job: {err}");
-        self.report.record_error(err.clone());
-        self.report.aborted = true;
+        let report = self.report.get_mut();
+        report.record_error(err.clone());
+        report.aborted = true;
         if !self.exiting {
             self.exit(Some(err));
         }
@@ -305,7 +308,7 @@ impl PeCore {
         }
         let tail = if to != me {
             self.port.held_tail(to)
-        } else if self.flow.holding() {
+        } else if self.flow.built_mut().is_some_and(Flow::holding) {
             // Held messages to itself must not slip into the queue inside a run.
             None
         } else {
@@ -316,7 +319,7 @@ impl PeCore {
                 Ok(()) => {
                     self.ledger.sent(1);
                     if to != me {
-                        self.flow.sent(to, 1);
+                        self.flow.get_mut().sent(to, 1);
                     }
                     return;
                 }

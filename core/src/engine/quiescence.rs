@@ -203,7 +203,7 @@ impl PeRuntime {
     pub(super) fn on_quiescence(&mut self, m: QdMsg, from: Origin) {
         match m {
             QdMsg::QdRequest(QdRequest { callback }) => {
-                if self.core.qd.request(callback) {
+                if self.core.qd.get_mut().request(callback) {
                     self.start_wave();
                 }
             }
@@ -215,7 +215,7 @@ impl PeRuntime {
 
     /// The root starts a wave down the PE tree.
     pub(super) fn start_wave(&mut self) {
-        let wave = self.core.qd.begin_wave();
+        let wave = self.core.qd.get_mut().begin_wave();
         self.pass_wave(wave);
     }
 
@@ -225,16 +225,17 @@ impl PeRuntime {
         for &c in &children {
             self.core.uncounted(c, QdWave { wave });
         }
-        self.core.qd.join_wave(wave, children);
+        self.core.qd.get_mut().join_wave(wave, children);
     }
 
     /// A child's sums for a wave.
     fn on_reply(&mut self, r: QdReply, src: Pe) {
         let parent = self.core.tree_parent();
-        let out = self
-            .core
-            .qd
-            .child_reply(r.wave, src, r.sent, r.processed, parent.is_none());
+        let out =
+            self.core
+                .qd
+                .get_mut()
+                .child_reply(r.wave, src, r.sent, r.processed, parent.is_none());
         match out {
             Ok(out) => self.qd_outcome(out, parent),
             Err(e) => {

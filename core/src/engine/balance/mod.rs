@@ -14,6 +14,7 @@ use crate::api::balance::ArrayStrategy;
 use crate::base::error::SyncError;
 use crate::base::hash::{HashMap, HashSet};
 use crate::base::ids::{CollectionId, IndexKey};
+use crate::base::lazy::Lazy;
 use crate::engine::dispatch::Origin;
 use crate::engine::report::BalanceStep;
 use crate::msg::array::ElemAddr;
@@ -48,6 +49,17 @@ pub(crate) struct Syncs {
     period: u32,
     /// `at_sync` calls of the running handler, taken once it returns.
     asked: Vec<(CollectionId, ElemAddr)>,
+    /// Seconds the last handler ran, and all handlers since this PE last reported.
+    last: f64,
+    busy: f64,
+    in_elements: f64,
+    /// The steps' records, built when this PE first takes part in one.
+    steps: Lazy<Steps>,
+}
+
+/// What a PE keeps of the balancing steps it takes part in.
+#[derive(Default)]
+struct Steps {
     /// Elements here that called `at_sync` and have not been resumed; at most one
     /// entry per element on this PE.
     waiting: HashSet<(CollectionId, IndexKey)>,
@@ -58,10 +70,6 @@ pub(crate) struct Syncs {
     arrivals: HashMap<(CollectionId, u32), (u32, Option<u32>)>,
     /// PE 0's steps whose plans are out (one per array at most).
     underway: HashMap<(CollectionId, u32), Underway>,
-    /// Seconds the last handler ran, and all handlers since this PE last reported.
-    last: f64,
-    busy: f64,
-    in_elements: f64,
     /// Each element's heaviest receivers since the last step (bounded per element).
     comm: HashMap<(CollectionId, IndexKey), Vec<Edge>>,
 }
@@ -106,7 +114,12 @@ impl Syncs {
         if !self.strategy.as_ref().is_some_and(|s| s.needs_comm()) {
             return;
         }
-        let edges = self.comm.entry((from.0, from.1.clone())).or_default();
+        let edges = self
+            .steps
+            .get_mut()
+            .comm
+            .entry((from.0, from.1.clone()))
+            .or_default();
         if let Some(e) = edges.iter_mut().find(|e| &e.0 == to) {
             e.1 += 1;
             e.2 += bytes;
@@ -131,7 +144,13 @@ impl PeCore {
             };
             return Err(SyncError::NotMigratable { chare });
         }
-        if !self.syncs.waiting.insert((coll, addr.key.clone())) {
+        if !self
+            .syncs
+            .steps
+            .get_mut()
+            .waiting
+            .insert((coll, addr.key.clone()))
+        {
             return Err(SyncError::Twice);
         }
         self.syncs.asked.push((coll, addr));
@@ -155,7 +174,10 @@ impl PeCore {
 
     /// Whether the element is between its `at_sync` and its resume.
     pub(crate) fn in_step(&self, coll: CollectionId, key: &IndexKey) -> bool {
-        self.syncs.waiting.contains(&(coll, key.clone()))
+        self.syncs
+            .steps
+            .get()
+            .is_some_and(|s| s.waiting.contains(&(coll, key.clone())))
     }
 }
 
@@ -191,6 +213,8 @@ impl PeRuntime {
         let comm = self
             .core
             .syncs
+            .steps
+            .get_mut()
             .comm
             .remove(&(coll, addr.key.clone()))
             .unwrap_or_default();
@@ -216,7 +240,12 @@ impl PeRuntime {
     /// Run an element's `resume_from_sync` here; an element no longer here has
     /// nothing to resume.
     fn resume(&mut self, coll: CollectionId, addr: ElemAddr) {
-        self.core.syncs.waiting.remove(&(coll, addr.key.clone()));
+        self.core
+            .syncs
+            .steps
+            .get_mut()
+            .waiting
+            .remove(&(coll, addr.key.clone()));
         let Ok((m, name)) = self.core.migrator(coll) else {
             return;
         };
@@ -235,7 +264,13 @@ impl PeRuntime {
     }
 
     fn gather(&mut self, coll: CollectionId, round: u32) -> &mut Gather {
-        self.core.syncs.gathers.entry((coll, round)).or_default()
+        self.core
+            .syncs
+            .steps
+            .get_mut()
+            .gathers
+            .entry((coll, round))
+            .or_default()
     }
 
     /// Run a load-balancing message.
@@ -272,13 +307,20 @@ impl PeRuntime {
             return;
         };
         let census = &c.census;
-        let Some(g) = self.core.syncs.gathers.get(&(coll, round)) else {
+        let Some(g) = self.core.syncs.steps.get_mut().gathers.get(&(coll, round)) else {
             return;
         };
         if !census.done || g.members < census.local || g.children < census.active_children.len() {
             return;
         }
-        let Some(mut g) = self.core.syncs.gathers.remove(&(coll, round)) else {
+        let Some(mut g) = self
+            .core
+            .syncs
+            .steps
+            .get_mut()
+            .gathers
+            .remove(&(coll, round))
+        else {
             return;
         };
         let syncs = &mut self.core.syncs;

@@ -112,6 +112,8 @@ impl PeRuntime {
         let receivers = plans.iter().filter(|(_, p)| p.incoming > 0).count();
         self.core
             .syncs
+            .steps
+            .get_mut()
             .underway
             .insert((coll, round), Underway { receivers, report });
         for (pe, plan) in plans {
@@ -162,7 +164,12 @@ impl PeRuntime {
             let Some(order) = self.order_here(coll, &key) else {
                 continue;
             };
-            self.core.syncs.waiting.remove(&(coll, key.clone()));
+            self.core
+                .syncs
+                .steps
+                .get_mut()
+                .waiting
+                .remove(&(coll, key.clone()));
             self.core.moves.push(MoveRequest {
                 coll,
                 addr: ElemAddr { key, order },
@@ -170,27 +177,46 @@ impl PeRuntime {
                 balancing: true,
             });
         }
-        let a = self.core.syncs.arrivals.entry((coll, round)).or_default();
+        let a = self
+            .core
+            .syncs
+            .steps
+            .get_mut()
+            .arrivals
+            .entry((coll, round))
+            .or_default();
         a.1 = Some(incoming);
         self.check_arrivals(coll, round);
     }
 
     /// An element moving in step `round` arrived here: it waits for the resume.
     pub(crate) fn arrived_in_step(&mut self, coll: CollectionId, key: IndexKey, round: u32) {
-        self.core.syncs.waiting.insert((coll, key));
-        self.core.syncs.arrivals.entry((coll, round)).or_default().0 += 1;
+        self.core.syncs.steps.get_mut().waiting.insert((coll, key));
+        self.core
+            .syncs
+            .steps
+            .get_mut()
+            .arrivals
+            .entry((coll, round))
+            .or_default()
+            .0 += 1;
         self.check_arrivals(coll, round);
     }
 
     /// Tell PE 0 once every element the plan sends here has arrived. A PE the plan
     /// sends nothing is not one PE 0 waits for: its word would end the step early.
     fn check_arrivals(&mut self, coll: CollectionId, round: u32) {
-        let (done, receives) = match self.core.syncs.arrivals.get(&(coll, round)) {
+        let (done, receives) = match self.core.syncs.steps.get_mut().arrivals.get(&(coll, round)) {
             Some(&(got, Some(want))) => (got >= want, want > 0),
             _ => (false, false),
         };
         if done {
-            self.core.syncs.arrivals.remove(&(coll, round));
+            self.core
+                .syncs
+                .steps
+                .get_mut()
+                .arrivals
+                .remove(&(coll, round));
         }
         if done && receives {
             let env = self
@@ -202,7 +228,14 @@ impl PeRuntime {
 
     /// On PE 0: a receiver has all its elements; the last one ends the step.
     pub(super) fn receiver_done(&mut self, coll: CollectionId, round: u32) {
-        let Some(u) = self.core.syncs.underway.get_mut(&(coll, round)) else {
+        let Some(u) = self
+            .core
+            .syncs
+            .steps
+            .get_mut()
+            .underway
+            .get_mut(&(coll, round))
+        else {
             return;
         };
         u.receivers = u.receivers.saturating_sub(1);
@@ -213,7 +246,14 @@ impl PeRuntime {
 
     /// On PE 0: every element is in place; record the step and send the resume.
     fn finish_step(&mut self, coll: CollectionId, round: u32) {
-        if let Some(u) = self.core.syncs.underway.remove(&(coll, round)) {
+        if let Some(u) = self
+            .core
+            .syncs
+            .steps
+            .get_mut()
+            .underway
+            .remove(&(coll, round))
+        {
             let mut report = u.report;
             report.ended = self.core.now();
             let args = [
@@ -225,7 +265,7 @@ impl PeRuntime {
             if let Some(t) = self.core.trace_mut() {
                 t.phase(t0, t1.saturating_sub(t0), "chorus::lb_step", &args);
             }
-            self.core.report.balance.push(report);
+            self.core.report.get_mut().balance.push(report);
         }
         self.on_resume(coll, round);
     }
@@ -241,6 +281,8 @@ impl PeRuntime {
         let mut here: Vec<IndexKey> = self
             .core
             .syncs
+            .steps
+            .get_mut()
             .waiting
             .iter()
             .filter(|(c, _)| *c == coll)

@@ -81,7 +81,7 @@ impl PeRuntime {
     pub(in crate::engine) fn on_checkpoint(&mut self, m: CkptMsg, _from: Origin) {
         match m {
             CkptMsg::CheckpointRequest(r) => {
-                self.checkpoints.waiting.push_back(r);
+                self.checkpoints.get_mut().waiting.push_back(r);
                 self.ask_quiescence_for_checkpoint();
             }
             CkptMsg::WriteState(w) => self.write_checkpoint(w),
@@ -91,14 +91,14 @@ impl PeRuntime {
 
     /// Ask for the quiescence the next waiting checkpoint is taken at.
     fn ask_quiescence_for_checkpoint(&mut self) {
-        let c = &mut self.checkpoints;
+        let c = self.checkpoints.get_mut();
         if c.asked || c.active.is_some() || c.waiting.is_empty() {
             return;
         }
         c.asked = true;
         // The request's own callback fires when the checkpoint is committed; this
         // one only makes the waves run (`at_quiescence` takes their result).
-        if self.core.qd.request(Callback::Ignore) {
+        if self.core.qd.get_mut().request(Callback::Ignore) {
             self.start_wave();
         }
     }
@@ -109,7 +109,9 @@ impl PeRuntime {
         &mut self,
         callbacks: Vec<Callback>,
     ) -> Vec<Callback> {
-        let c = &mut self.checkpoints;
+        let Some(c) = self.checkpoints.built_mut() else {
+            return callbacks;
+        };
         if !c.asked {
             return callbacks;
         }
@@ -158,8 +160,8 @@ impl PeRuntime {
         let npes = self.core.npes;
         let Some(a) = self
             .checkpoints
-            .active
-            .as_mut()
+            .built_mut()
+            .and_then(|c| c.active.as_mut())
             .filter(|a| a.epoch == w.epoch)
         else {
             return;
@@ -178,7 +180,7 @@ impl PeRuntime {
         if a.error.is_none() && a.files.len() < npes {
             return;
         }
-        let Some(mut a) = self.checkpoints.active.take() else {
+        let Some(mut a) = self.checkpoints.built_mut().and_then(|c| c.active.take()) else {
             return;
         };
         let outcome = match a.error.take() {
@@ -214,10 +216,11 @@ impl PeRuntime {
 impl PeRuntime {
     fn save_pe_state(&mut self) -> Result<PeState, CheckpointError> {
         let pe = self.core.me;
-        if !self.chare_slab.is_empty() {
+        let singletons = self.chares.get().map_or(0, |c| c.slab.len());
+        if singletons > 0 {
             return Err(CheckpointError::Unsaveable {
                 pe,
-                what: format!("{} singleton chares", self.chare_slab.len()),
+                what: format!("{singletons} singleton chares"),
                 why: "singleton chares are not checkpointed yet: keep the state in a group or an array".into(),
             });
         }
