@@ -1,5 +1,6 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
+use chorus_apps::bench::charm;
 use chorus_apps::bench::create_group::report::{self as create_group, CreateGroupArgs};
 use chorus_apps::bench::lb::{self, LbArgs};
 use chorus_apps::bench::messaging::report::{self as messaging, MessagingArgs};
@@ -60,6 +61,16 @@ enum Command {
     /// load-balancing strategy (--strategies, default every one), each time per step
     /// beside the ideal (always the sim layer).
     Lb(LbArgs),
+    /// Charm++'s pingpong: 1-D array and group round trips (on 1 or 2 PEs).
+    CharmPingpong(charm::pingpong::PingpongArgs),
+    /// Charm++'s kNeighbor: each array element exchanges with 3 neighbours each side.
+    CharmKneighbor(charm::kneighbor::KNeighborArgs),
+    /// Charm++'s xcastredn: array broadcast and sum reduction, sizes doubling.
+    CharmXcastredn(charm::xcastredn::XcastArgs),
+    /// Charm++'s migrate: one array element moving between two PEs.
+    CharmMigrate(charm::migrate::MigrateArgs),
+    /// Charm++'s streamingAllToAll: 32-byte items from every PE to every PE.
+    CharmAlltoall(charm::alltoall::AllToAllArgs),
 }
 
 impl Command {
@@ -77,6 +88,11 @@ impl Command {
             Command::CreateGroup(a) => Some(on(&a.config, Layer::Sim)),
             Command::Replay(a) => Some(a.config.clone()),
             Command::Lb(a) => Some(a.config_for(&a.config.array_lb)),
+            Command::CharmPingpong(a) => Some(a.config.clone()),
+            Command::CharmKneighbor(a) => Some(a.config.clone()),
+            Command::CharmXcastredn(a) => Some(a.config.clone()),
+            Command::CharmMigrate(a) => Some(a.config.clone()),
+            Command::CharmAlltoall(a) => Some(a.config.clone()),
             Command::Sections(_) | Command::Messaging(_) => None,
         }
     }
@@ -106,6 +122,11 @@ impl Command {
             Command::CreateGroup(a) => show(create_group::measure(a), a.json),
             Command::Replay(a) => show(replay::measure(a), a.json),
             Command::Lb(a) => show(lb::measure(a), a.json),
+            Command::CharmPingpong(a) => charm::pingpong::measure(a),
+            Command::CharmKneighbor(a) => charm::kneighbor::measure(a),
+            Command::CharmXcastredn(a) => charm::xcastredn::measure(a),
+            Command::CharmMigrate(a) => charm::migrate::measure(a),
+            Command::CharmAlltoall(a) => charm::alltoall::measure(a),
         }
     }
 }
