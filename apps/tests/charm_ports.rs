@@ -115,3 +115,18 @@ fn alltoall_delivers_every_item() {
     assert_eq!(rows.len(), 7, "32 B to 2 KB doubling: {v}");
     assert_eq!(rows[6]["iterations"], 64);
 }
+
+#[test]
+fn jacobi2d_matches_the_serial_stencil() {
+    // The original's Makefile test (32 cells, blocks of 16), and a 4 x 4 array.
+    for (size, block) in [("32", "16"), ("48", "12")] {
+        let v = bench_json(&["charm-jacobi2d", "--size", size, "--block", block]);
+        assert_eq!(v["converged"], true, "{v}");
+        assert!(v["iterations"].as_u64() > Some(1), "{v}");
+    }
+    let out = bench(&["charm-jacobi2d", "--max-iterations", "5"]);
+    assert!(
+        out.starts_with("Finish due to max iterations 5, total time "),
+        "{out}"
+    );
+}

@@ -18,6 +18,9 @@ import sys
 PINGPONG_SIZES = [8, 1024, 65536, 1048576]
 KNEIGHBOR_SIZES = [64, 1024, 16384]
 MIGRATE_SIZES = [1, 4096, 65536]
+# The rows of the size sweeps (xcastredn, all-to-all) that go into the table.
+XCAST_ROWS = {8, 1024, 65536}
+ALLTOALL_ROWS = {32, 1024, 16384}
 
 
 def pingpong(out):
@@ -43,10 +46,11 @@ def xcastredn(out):
         nums = line.split()
         if mech in ("Charm-Bcast", "Charm-Redn") and len(nums) == 5:
             try:
-                kb, avg = float(nums[0]), float(nums[1])
+                size, avg = round(float(nums[0]) * 1024), float(nums[1])
             except ValueError:
                 continue
-            rows[f"xcastredn {mech[6:].lower()} {round(kb * 1024)} B"] = avg * 1000.0
+            if size in XCAST_ROWS:
+                rows[f"xcastredn {mech[6:].lower()} {size} B"] = avg * 1000.0
     return rows
 
 
@@ -60,35 +64,35 @@ def alltoall(out):
     for size, secs in re.findall(
         r"all-to-all of\s+(\d+) bytes.*\(not using TRAM\): ([\d.]+) seconds", out
     ):
-        rows[f"alltoall {size} B"] = float(secs) * 1e6
+        if int(size) in ALLTOALL_ROWS:
+            rows[f"alltoall {size} B"] = float(secs) * 1e6
     return rows
 
 
-def jacobi(out):
-    m = re.search(r"(?:time per step|per iteration)[^\d]*([\d.]+)\s*(ms|us|s)\b", out, re.I)
-    if not m:
-        return {}
-    scale = {"s": 1e6, "ms": 1e3, "us": 1.0}[m.group(2)]
-    return {"jacobi2d": float(m.group(1)) * scale}
+def jacobi2d(out):
+    m = re.search(r"Finish due to (?:max iterations|convergence, iterations) (\d+), total time ([\d.]+) seconds", out)
+    return {"jacobi2d 1024 / 64, per iteration": float(m.group(2)) * 1e6 / int(m.group(1))} if m else {}
 
 
 def cases(pes):
-    """(label, chorus args, Charm++ binary, Charm++ args, parser, suffix) per pair."""
+    """(label, chorus args, Charm++ binary, Charm++ args, parser) per pair."""
     out = []
     for b in PINGPONG_SIZES:
         it = 1000 if b <= 65536 else 200
         out.append((f"pingpong {b}", ["charm-pingpong", "--payload", str(b), "--iterations", str(it)],
-                    "pingpong", [str(b), str(it)], pingpong, ""))
+                    "pingpong", [str(b), str(it)], pingpong))
     for b in KNEIGHBOR_SIZES:
         out.append((f"kNeighbor {b}", ["charm-kneighbor", "--elements", str(10 * pes), "--steps", "20",
                                        "--msg-size", str(b)],
-                    "kNeighbor", [str(10 * pes), "20", str(b)], kneighbor, ""))
+                    "kNeighbor", [str(10 * pes), "20", str(b)], kneighbor))
     out.append(("xcastredn", ["charm-xcastredn", "--repeats", "10"], "testReduction",
-                ["10", "8", "64"], xcastredn, ""))
+                ["10", "8", "64"], xcastredn))
     for b in MIGRATE_SIZES:
         out.append((f"migrate {b}", ["charm-migrate", "--iterations", "10000", "--data-size", str(b)],
-                    "migrateHello", ["10000", str(b)], lambda o, b=b: {f"migrate {b} B": v for v in migrate(o).values()}, ""))
-    out.append(("alltoall", ["charm-alltoall"], "ataTest", ["32", "16384"], alltoall, ""))
+                    "migrateHello", ["10000", str(b)], lambda o, b=b: {f"migrate {b} B": v for v in migrate(o).values()}))
+    out.append(("alltoall", ["charm-alltoall"], "ataTest", ["32", "16384"], alltoall))
+    out.append(("jacobi2d", ["charm-jacobi2d", "--size", "1024", "--block", "64", "--max-iterations", "100"],
+                "jacobi2d", ["1024", "64", "100"], jacobi2d))
     return out
 
 
@@ -103,32 +107,35 @@ def run(cmd, timeout):
 
 
 def commands(args, layer, chorus_args, charm_bin, charm_args):
+    """The two command lines, and the Charm++ binary's path."""
     bench = args.chorus
     if layer == "threads":
+        exe = os.path.join(args.charm_bin, "multicore-linux-x86_64", charm_bin)
         ours = [bench, *chorus_args, "--layer", "threads", "--pes", str(args.pes)]
-        theirs = [os.path.join(args.charm_bin, "multicore-linux-x86_64", charm_bin), f"+p{args.pes}", *charm_args]
+        theirs = [exe, f"+p{args.pes}", *charm_args]
     else:
+        exe = os.path.join(args.charm_bin, "mpi-linux-x86_64", charm_bin)
         mpirun = ["mpirun", "-n", str(args.pes), "--oversubscribe", "--bind-to", "none"]
         ours = [*mpirun, bench, *chorus_args, "--layer", "mpi"]
-        theirs = [*mpirun, os.path.join(args.charm_bin, "mpi-linux-x86_64", charm_bin), *charm_args]
-    return ours, theirs
+        theirs = [*mpirun, exe, *charm_args]
+    return ours, theirs, exe
 
 
 def measure(args, layer):
     """{row: ([chorus us...], [charm us...])} over the reps, alternating the order."""
     samples = {}
-    for label, ours_args, charm_bin, charm_args, parse, _ in cases(args.pes):
+    for label, ours_args, charm_bin, charm_args, parse in cases(args.pes):
         if args.only and not any(label.startswith(o) for o in args.only):
             continue
-        ours, theirs = commands(args, layer, ours_args, charm_bin, charm_args)
-        if not os.access(theirs[-1 - len(charm_args)], os.X_OK):
-            print(f"# {layer} {label}: no Charm++ binary {theirs[-1 - len(charm_args)]}", file=sys.stderr)
-            continue
+        ours, theirs, exe = commands(args, layer, ours_args, charm_bin, charm_args)
+        pair = [(0, ours), (1, theirs)]
+        if not os.access(exe, os.X_OK):
+            print(f"# {layer} {label}: no Charm++ binary {exe}", file=sys.stderr)
+            if not args.chorus_only:
+                continue
+            pair = pair[:1]
         for rep in range(args.reps):
-            pair = [(0, ours), (1, theirs)]
-            if rep % 2:
-                pair.reverse()
-            for side, cmd in pair:
+            for side, cmd in (pair if rep % 2 == 0 else pair[::-1]):
                 out, err = run(cmd, args.timeout)
                 if out is None:
                     print(f"# {layer} {label}: {' '.join(cmd)} failed: {err}", file=sys.stderr)
@@ -172,6 +179,8 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--layers", default="threads,mpi", help="threads (vs multicore), mpi (vs the mpi build)")
+    ap.add_argument("--chorus-only", action="store_true",
+                    help="run the chorus side where a Charm++ binary is missing (its column stays n/a)")
     ap.add_argument("--only", nargs="*", help="case labels to run (prefixes: pingpong, kNeighbor, ...)")
     args = ap.parse_args()
     print(f"machine: {machine()}; {args.pes} PEs; median of {args.reps} alternating reps\n")

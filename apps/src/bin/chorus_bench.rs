@@ -71,6 +71,8 @@ enum Command {
     CharmMigrate(charm::migrate::MigrateArgs),
     /// Charm++'s streamingAllToAll: 32-byte items from every PE to every PE.
     CharmAlltoall(charm::alltoall::AllToAllArgs),
+    /// Charm++'s jacobi2d-2d-decomposition: a 5-point stencil over a 2-D array of blocks.
+    CharmJacobi2d(charm::jacobi2d::JacobiArgs),
 }
 
 impl Command {
@@ -93,6 +95,7 @@ impl Command {
             Command::CharmXcastredn(a) => Some(a.config.clone()),
             Command::CharmMigrate(a) => Some(a.config.clone()),
             Command::CharmAlltoall(a) => Some(a.config.clone()),
+            Command::CharmJacobi2d(a) => Some(a.config.clone()),
             Command::Sections(_) | Command::Messaging(_) => None,
         }
     }
@@ -127,6 +130,7 @@ impl Command {
             Command::CharmXcastredn(a) => charm::xcastredn::measure(a),
             Command::CharmMigrate(a) => charm::migrate::measure(a),
             Command::CharmAlltoall(a) => charm::alltoall::measure(a),
+            Command::CharmJacobi2d(a) => charm::jacobi2d::measure(a),
         }
     }
 }

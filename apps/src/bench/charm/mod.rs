@@ -7,6 +7,7 @@
 //! with [`CharmError::Check`] when the check does not hold.
 
 pub mod alltoall;
+pub mod jacobi2d;
 pub mod kneighbor;
 pub mod migrate;
 pub mod pingpong;
