@@ -130,3 +130,13 @@ fn jacobi2d_matches_the_serial_stencil() {
         "{out}"
     );
 }
+
+#[test]
+fn bad_parameters_are_usage_errors() {
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus-bench"))
+        .args(["charm-jacobi2d", "--size", "30", "--block", "8"])
+        .output()
+        .expect("chorus-bench runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--block dividing --size"));
+}

@@ -106,6 +106,12 @@ impl Command {
             Command::CreateGroup(a) => a.check(),
             Command::Replay(a) => a.check(),
             Command::Lb(a) => a.check(),
+            Command::CharmPingpong(a) => a.check(),
+            Command::CharmKneighbor(a) => a.check(),
+            Command::CharmXcastredn(a) => a.check(),
+            Command::CharmMigrate(a) => a.check(),
+            Command::CharmAlltoall(a) => a.check(),
+            Command::CharmJacobi2d(a) => a.check(),
             _ => Ok(()),
         }
     }

@@ -226,14 +226,27 @@ impl Chare for Main {
     }
 }
 
-/// Run every size on the job `config` describes.
-pub fn run(config: &Config, min: usize, max: usize) -> Result<AllToAllReport, CharmError> {
+/// The parameters the original refuses too.
+fn validate(min: usize, max: usize) -> Result<(), CharmError> {
     if min < ITEM || max < min {
         return Err(CharmError::Usage {
             bench: "charm-alltoall",
             what: format!("give {ITEM} <= --data-size-min <= --data-size-max"),
         });
     }
+    Ok(())
+}
+
+impl AllToAllArgs {
+    /// A usage error in the flags (exit status 2).
+    pub fn check(&self) -> Result<(), String> {
+        validate(self.data_size_min, self.data_size_max).map_err(|e| e.to_string())
+    }
+}
+
+/// Run every size on the job `config` describes.
+pub fn run(config: &Config, min: usize, max: usize) -> Result<AllToAllReport, CharmError> {
+    validate(min, max)?;
     let mut reg = Registry::new();
     reg.chare::<Main>("Main")
         .chare::<Participant>("Participant");

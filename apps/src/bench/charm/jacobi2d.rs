@@ -418,6 +418,24 @@ pub fn serial(size: usize, max: u32) -> (u32, u64) {
     (it, x)
 }
 
+/// The parameters the original refuses too.
+fn validate(size: usize, block: usize, max: u32) -> Result<(), CharmError> {
+    if block == 0 || size < block || !size.is_multiple_of(block) || max == 0 {
+        return Err(CharmError::Usage {
+            bench: "charm-jacobi2d",
+            what: "give --block dividing --size, and --max-iterations above 0".into(),
+        });
+    }
+    Ok(())
+}
+
+impl JacobiArgs {
+    /// A usage error in the flags (exit status 2).
+    pub fn check(&self) -> Result<(), String> {
+        validate(self.size, self.block, self.max_iterations).map_err(|e| e.to_string())
+    }
+}
+
 /// Run the stencil on the job `config` describes and check it against [`serial`].
 pub fn run(
     config: &Config,
@@ -425,12 +443,7 @@ pub fn run(
     block: usize,
     max: u32,
 ) -> Result<JacobiReport, CharmError> {
-    if block == 0 || size < block || !size.is_multiple_of(block) || max == 0 {
-        return Err(CharmError::Usage {
-            bench: "charm-jacobi2d",
-            what: "give --block dividing --size, and --max-iterations above 0".into(),
-        });
-    }
+    validate(size, block, max)?;
     let mut reg = Registry::new();
     reg.chare::<Main>("Main").chare::<Block>("Block");
     let entries = Entries {

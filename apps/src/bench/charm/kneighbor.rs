@@ -242,6 +242,24 @@ impl Chare for Main {
     }
 }
 
+/// The parameters the original refuses too.
+fn validate(elements: usize, steps: usize) -> Result<(), CharmError> {
+    if steps < 2 || elements == 0 {
+        return Err(CharmError::Usage {
+            bench: "charm-kneighbor",
+            what: "give --steps of at least 2 and --elements above 0".into(),
+        });
+    }
+    Ok(())
+}
+
+impl KNeighborArgs {
+    /// A usage error in the flags (exit status 2).
+    pub fn check(&self) -> Result<(), String> {
+        validate(self.elements, self.steps).map_err(|e| e.to_string())
+    }
+}
+
 /// Run the benchmark on the job `config` describes; `elements` is raised to the PE
 /// count inside the job, as the original does.
 pub fn run(
@@ -250,12 +268,7 @@ pub fn run(
     steps: usize,
     msg_size: usize,
 ) -> Result<KNeighborReport, CharmError> {
-    if steps < 2 || elements == 0 {
-        return Err(CharmError::Usage {
-            bench: "charm-kneighbor",
-            what: "give --steps of at least 2 and --elements above 0".into(),
-        });
-    }
+    validate(elements, steps)?;
     let mut reg = Registry::new();
     reg.chare::<Main>("Main").chare::<Block>("Block");
     let counted = reg.entry::<Main, u64>("Main::counted", MainMsg::Counted);

@@ -103,18 +103,31 @@ impl Migratable for Hello {
     }
 }
 
-/// Run the migrations on the job `config` describes.
-pub fn run(
-    config: &Config,
-    iterations: u32,
-    data_size: usize,
-) -> Result<MigrateReport, CharmError> {
+/// The parameters the original refuses too.
+fn validate(iterations: u32) -> Result<(), CharmError> {
     if iterations < 3 {
         return Err(CharmError::Usage {
             bench: "charm-migrate",
             what: "give --iterations of at least 3 (the timing starts at the second hello)".into(),
         });
     }
+    Ok(())
+}
+
+impl MigrateArgs {
+    /// A usage error in the flags (exit status 2).
+    pub fn check(&self) -> Result<(), String> {
+        validate(self.iterations).map_err(|e| e.to_string())
+    }
+}
+
+/// Run the migrations on the job `config` describes.
+pub fn run(
+    config: &Config,
+    iterations: u32,
+    data_size: usize,
+) -> Result<MigrateReport, CharmError> {
+    validate(iterations)?;
     let mut reg = Registry::new();
     reg.migratable::<Hello>("Hello");
     let report = Runtime::new(reg, config.clone()).run(move |ctx| {

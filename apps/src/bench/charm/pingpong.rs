@@ -200,14 +200,27 @@ impl Main {
     }
 }
 
-/// Run both phases on the job `config` describes.
-pub fn run(config: &Config, payload: usize, iterations: u32) -> Result<PingpongReport, CharmError> {
+/// The parameters the original refuses too.
+fn validate(payload: usize, iterations: u32) -> Result<(), CharmError> {
     if iterations == 0 || payload == 0 {
         return Err(CharmError::Usage {
             bench: "charm-pingpong",
             what: "give --payload and --iterations above 0 (as the original)".into(),
         });
     }
+    Ok(())
+}
+
+impl PingpongArgs {
+    /// A usage error in the flags (exit status 2).
+    pub fn check(&self) -> Result<(), String> {
+        validate(self.payload, self.iterations).map_err(|e| e.to_string())
+    }
+}
+
+/// Run both phases on the job `config` describes.
+pub fn run(config: &Config, payload: usize, iterations: u32) -> Result<PingpongReport, CharmError> {
+    validate(payload, iterations)?;
     let mut reg = Registry::new();
     reg.chare::<Main>("Main").chare::<Ping>("Ping");
     let report = Runtime::new(reg, config.clone()).run(move |ctx| {

@@ -239,6 +239,24 @@ impl Chare for Main {
     }
 }
 
+/// The parameters the original refuses too.
+fn validate(repeats: usize, min: usize, max_kb: usize) -> Result<(), CharmError> {
+    if repeats == 0 || min < 8 || min > max_kb * 1024 {
+        return Err(CharmError::Usage {
+            bench: "charm-xcastredn",
+            what: "give --repeats above 0 and 8 <= --msg-size-min (bytes) <= --msg-size-max (KB) * 1024".into(),
+        });
+    }
+    Ok(())
+}
+
+impl XcastArgs {
+    /// A usage error in the flags (exit status 2).
+    pub fn check(&self) -> Result<(), String> {
+        validate(self.repeats, self.msg_size_min, self.msg_size_max).map_err(|e| e.to_string())
+    }
+}
+
 /// Run every mechanism and size on the job `config` describes.
 pub fn run(
     config: &Config,
@@ -246,12 +264,7 @@ pub fn run(
     min: usize,
     max_kb: usize,
 ) -> Result<XcastReport, CharmError> {
-    if repeats == 0 || min < 8 || min > max_kb * 1024 {
-        return Err(CharmError::Usage {
-            bench: "charm-xcastredn",
-            what: "give --repeats above 0 and 8 <= --msg-size-min (bytes) <= --msg-size-max (KB) * 1024".into(),
-        });
-    }
+    validate(repeats, min, max_kb)?;
     let mut reg = Registry::new();
     reg.chare::<Main>("Main").chare::<Elem>("Elem");
     let done = reg.entry::<Main, Vec<f64>>("Main::reduced", MainMsg::Reduced);
