@@ -4,6 +4,7 @@
 
 #[cfg(feature = "baselines")]
 pub mod baselines;
+pub mod charm;
 pub mod create_group;
 pub mod error;
 pub mod lb;

@@ -1,5 +1,6 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
+use chorus_apps::bench::charm;
 use chorus_apps::bench::create_group::report as create_group;
 use chorus_apps::bench::lb;
 use chorus_apps::bench::messaging::report as messaging;
@@ -34,6 +35,12 @@ fn run(command: &Command) -> Result<(), String> {
         Command::CreateGroup(a) => show(create_group::measure(a), a.json),
         Command::Replay(a) => show(replay::measure(a), a.json),
         Command::Lb(a) => show(lb::measure(a), a.json),
+        Command::CharmPingpong(a) => charm::pingpong::measure(a),
+        Command::CharmKneighbor(a) => charm::kneighbor::measure(a),
+        Command::CharmXcastredn(a) => charm::xcastredn::measure(a),
+        Command::CharmMigrate(a) => charm::migrate::measure(a),
+        Command::CharmAlltoall(a) => charm::alltoall::measure(a),
+        Command::CharmJacobi2d(a) => charm::jacobi2d::measure(a),
     }
 }
 

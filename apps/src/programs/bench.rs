@@ -1,5 +1,6 @@
 //! chorus-bench's command line.
 
+use crate::bench::charm;
 use crate::bench::create_group::report::CreateGroupArgs;
 use crate::bench::lb::LbArgs;
 use crate::bench::messaging::report::MessagingArgs;
@@ -54,6 +55,18 @@ pub enum Command {
     /// load-balancing strategy (--strategies, default every one), each time per step
     /// beside the ideal (always the sim layer).
     Lb(LbArgs),
+    /// Charm++'s pingpong: 1-D array and group round trips (on 1 or 2 PEs).
+    CharmPingpong(charm::pingpong::PingpongArgs),
+    /// Charm++'s kNeighbor: each array element exchanges with 3 neighbours each side.
+    CharmKneighbor(charm::kneighbor::KNeighborArgs),
+    /// Charm++'s xcastredn: array broadcast and sum reduction, sizes doubling.
+    CharmXcastredn(charm::xcastredn::XcastArgs),
+    /// Charm++'s migrate: one array element moving between two PEs.
+    CharmMigrate(charm::migrate::MigrateArgs),
+    /// Charm++'s streamingAllToAll: 32-byte items from every PE to every PE.
+    CharmAlltoall(charm::alltoall::AllToAllArgs),
+    /// Charm++'s jacobi2d-2d-decomposition: a 5-point stencil over a 2-D array of blocks.
+    CharmJacobi2d(charm::jacobi2d::JacobiArgs),
 }
 
 impl Command {
@@ -80,6 +93,12 @@ impl Command {
                 sim: a.sim.clone(),
                 ..Config::default()
             }),
+            Command::CharmPingpong(a) => Some(a.config.clone()),
+            Command::CharmKneighbor(a) => Some(a.config.clone()),
+            Command::CharmXcastredn(a) => Some(a.config.clone()),
+            Command::CharmMigrate(a) => Some(a.config.clone()),
+            Command::CharmAlltoall(a) => Some(a.config.clone()),
+            Command::CharmJacobi2d(a) => Some(a.config.clone()),
             Command::Messaging(_) => None,
         }
     }
@@ -93,6 +112,12 @@ impl Command {
             Command::CreateGroup(a) => a.check(),
             Command::Replay(a) => a.check(),
             Command::Lb(a) => a.check(),
+            Command::CharmPingpong(a) => a.check(),
+            Command::CharmKneighbor(a) => a.check(),
+            Command::CharmXcastredn(a) => a.check(),
+            Command::CharmMigrate(a) => a.check(),
+            Command::CharmAlltoall(a) => a.check(),
+            Command::CharmJacobi2d(a) => a.check(),
             _ => Ok(()),
         }
     }

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Builds Charm++ (multicore-linux-x86_64 and mpi-linux-x86_64 with mpicxx, -O3)
+# from a source tree, then the benchmarks and the Jacobi2D example that
+# scripts/vs-charm.sh runs beside their chorus ports.
+#
+#   scripts/charm/build.sh SRC [OUT]
+#
+# SRC is a charmplusplus/charm source tree; OUT (default ./charm-build) receives
+# one directory per build and a bin/<build>/ folder with the benchmark binaries.
+# BUILDS="multicore-linux-x86_64 mpi-linux-x86_64" picks the builds; JOBS=2 the
+# make parallelism. Needs a C++ compiler, make and, for mpi, OpenMPI's mpicxx.
+# Never run in CI: it builds from a local tree and takes tens of minutes.
+set -euo pipefail
+
+if [[ $# -lt 1 || $# -gt 2 ]]; then
+  echo "usage: $0 SRC [OUT]" >&2
+  exit 2
+fi
+SRC=$(cd "$1" && pwd)
+OUT=$(mkdir -p "${2:-charm-build}" && cd "${2:-charm-build}" && pwd)
+JOBS=${JOBS:-2}
+BUILDS=${BUILDS:-"multicore-linux-x86_64 mpi-linux-x86_64"}
+
+if [[ ! -x "$SRC/build" ]]; then
+  echo "$SRC is not a Charm++ source tree (no ./build)" >&2
+  exit 2
+fi
+
+# The benchmarks each build with `make` in their folder against charmc; the
+# bandwidth one lives in pingpong/zerocopy's neighbour when the tree has it.
+BENCHES=(
+  benchmarks/charm++/pingpong
+  benchmarks/charm++/kNeighbor
+  benchmarks/charm++/xcastredn
+  benchmarks/charm++/migrate
+  benchmarks/charm++/streamingAllToAll
+  examples/charm++/jacobi2d-2d-decomposition
+)
+
+# The make-based buildold is used (no cmake needed); its Makefiles reach the
+# tree's cmake/ folder by a relative path, so each build lives at SRC/<build>
+# and OUT/<build> links to it.
+build_charm() {
+  local target=$1 extra=()
+  [[ $target == mpi-* ]] && extra=(mpicxx)
+  if [[ -x "$SRC/$target/bin/charmc" && -f "$SRC/$target/lib/libck.a" ]]; then
+    echo "== $target: already built in $SRC/$target"
+  else
+    echo "== building Charm++ $target in $SRC/$target"
+    (cd "$SRC" && ./buildold charm++ "$target" "${extra[@]}" --with-production -j"$JOBS" -O3)
+  fi
+  ln -sfn "$SRC/$target" "$OUT/$target"
+}
+
+# Each benchmark is built in a copy of its folder under OUT/work/<build>, laid out
+# as in the source tree beside links to the build's bin, include and lib, so the
+# Makefiles' relative paths (../../../bin/charmc, ../../common.mk) hold unchanged.
+build_benches() {
+  local target=$1 dest="$OUT/bin/$1" work="$OUT/work/$1"
+  mkdir -p "$dest" "$work/benchmarks" "$work/examples"
+  for d in bin include lib; do ln -sfn "$SRC/$target/$d" "$work/$d"; done
+  for top in benchmarks examples; do
+    [[ -f "$SRC/$top/common.mk" ]] && cp "$SRC/$top/common.mk" "$work/$top/"
+  done
+  for b in "${BENCHES[@]}"; do
+    [[ -d "$SRC/$b" ]] || { echo "== $b: not in this tree, skipped"; continue; }
+    echo "== $target: $b"
+    rm -rf "${work:?}/$b"
+    mkdir -p "$(dirname "$work/$b")"
+    cp -r "$SRC/$b" "$work/$b"
+    make -C "$work/$b" -j"$JOBS" OPTS="-O3" >"$work/$b.log" 2>&1 ||
+      { echo "   failed: see $work/$b.log"; continue; }
+    find "$work/$b" -maxdepth 1 -type f -perm -u+x ! -name '*.sh' ! -name charmrun \
+      -exec cp {} "$dest/" \;
+  done
+}
+
+for t in $BUILDS; do
+  build_charm "$t"
+  build_benches "$t"
+done
+echo "== done: binaries in $OUT/bin/<build>/"
