@@ -245,8 +245,9 @@ struct Incoming {
 pub(crate) struct PeTrace {
     rec: Recorder,
     names: Arc<Names>,
-    /// Entry names already interned, by chare type and enum variant.
-    entries: HashMap<(TypeId, u32), NameId>,
+    /// Entry names already interned, by chare type and enum variant (looked up on
+    /// every traced message, so with ahash rather than the slower SipHash).
+    entries: HashMap<(TypeId, u32), NameId, ahash::RandomState>,
     /// User, span and runtime names already interned.
     labels: HashMap<&'static str, NameId>,
     dynamic: HashMap<Box<str>, NameId>,
@@ -264,7 +265,7 @@ impl PeTrace {
         PeTrace {
             rec,
             names,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             labels: HashMap::new(),
             dynamic: HashMap::new(),
             incoming: None,

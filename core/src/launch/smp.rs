@@ -8,6 +8,7 @@ use super::Job;
 use crate::api::report::RunReport;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
+use crate::machine::clock::WallClock;
 use crate::machine::mpi::link::{shut_down, Encoded, Link};
 use crate::machine::mpi::smp::{communicate, DeathWatch, Route, OUT_QUEUE};
 use crate::machine::threads::{RemoteSend, ThreadPort};
@@ -16,7 +17,6 @@ use crossbeam_channel::{bounded, unbounded, Sender};
 use mpi::topology::SimpleCommunicator;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Run this rank's `ppr` PEs on worker threads until the job exits.
 pub(super) fn run_rank(
@@ -40,7 +40,7 @@ pub(super) fn run_rank(
     let peers: Arc<[Sender<Arrival>]> = txs.into();
     let (out_tx, out_rx) = bounded::<(Pe, Encoded)>(OUT_QUEUE);
     // Workers keep time on their own clocks, started now and set to rank 0's.
-    let clock_start = Instant::now();
+    let clock = WallClock::start();
     let offset = mpi::time() - start.epoch;
     let died = Arc::new(AtomicBool::new(false));
     let mut main = Some(job.main);
@@ -58,7 +58,7 @@ pub(super) fn run_rank(
             tx.send((to, encoded))
                 .map_err(|_| RuntimeError::CommThreadStopped { pe })
         });
-        let net = ThreadPort::new(rx, peers.clone(), first, Some(remote), clock_start, offset)
+        let net = ThreadPort::new(rx, peers.clone(), first, Some(remote), clock, offset)
             .with_faults(pe, job.config.fault_corrupt_every);
         let thread = PeThread {
             setup,

@@ -9,6 +9,7 @@ use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::base::progress::Progress;
 use crate::engine::{PeRuntime, PeSetup};
+use crate::machine::clock::WallClock;
 use crate::machine::threads::ThreadPort;
 use crate::machine::Arrival;
 use crate::trace::JobTrace;
@@ -99,10 +100,11 @@ impl MachineLayer for Threads {
         let npes = job.config.pes as usize;
         let trace = JobTrace::start(&job.config, "process", npes)?;
         let start = Instant::now();
+        let clock = WallClock::start();
         let show_progress = job.config.progress;
         // One message per PE at most.
         let (done_tx, done_rx) = bounded::<()>(npes);
-        let handles = start_pes(job, trace.as_ref(), start, &done_tx)?;
+        let handles = start_pes(job, trace.as_ref(), clock, &done_tx)?;
         drop(done_tx);
         wait_for_pes(&done_rx, npes, show_progress);
         let report = RunReport {
@@ -121,7 +123,7 @@ impl MachineLayer for Threads {
 fn start_pes(
     job: Job,
     trace: Option<&JobTrace>,
-    start: Instant,
+    clock: WallClock,
     done: &Sender<()>,
 ) -> Result<Vec<JoinHandle<PeReport>>, RuntimeError> {
     let cfg = &job.config;
@@ -139,7 +141,7 @@ fn start_pes(
         let thread = PeThread {
             setup,
             registry: job.registry.clone(),
-            net: ThreadPort::new(rx, peers.clone(), 0, None, start, 0.0)
+            net: ThreadPort::new(rx, peers.clone(), 0, None, clock, 0.0)
                 .with_faults(pe, cfg.fault_corrupt_every),
             main: if pe == 0 { main.take() } else { None },
         };

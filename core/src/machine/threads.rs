@@ -2,6 +2,7 @@
 //! inbox per PE and crossbeam channels between them (also the mpi layer's SMP
 //! workers' port, with a way out to other ranks).
 
+use super::clock::WallClock;
 use super::fault::{damaged_arrival, Corrupter};
 use super::{real_work, Arrival, Poll, Port};
 use crate::base::config::WorkMode;
@@ -10,7 +11,7 @@ use crate::base::ids::Pe;
 use crate::msg::envelope::Envelope;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Polls of an empty inbox before yielding, then yields before parking.
 const SPIN_POLLS: u32 = 200;
@@ -32,7 +33,7 @@ pub(crate) struct ThreadPort {
     first: Pe,
     /// Sends to PEs of other processes; none on the threads layer, which has one.
     remote: Option<RemoteSend>,
-    start: Instant,
+    clock: WallClock,
     /// Seconds added to the clock, to align it with other processes'.
     offset: f64,
     /// Envelopes held per local destination until the running handler returns.
@@ -51,7 +52,7 @@ impl ThreadPort {
         peers: Arc<[Sender<Arrival>]>,
         first: Pe,
         remote: Option<RemoteSend>,
-        start: Instant,
+        clock: WallClock,
         offset: f64,
     ) -> Self {
         ThreadPort {
@@ -60,7 +61,7 @@ impl ThreadPort {
             peers,
             first,
             remote,
-            start,
+            clock,
             offset,
             dirty: Vec::new(),
             me: first,
@@ -149,7 +150,7 @@ impl Port for ThreadPort {
     }
 
     fn now(&self) -> f64 {
-        self.start.elapsed().as_secs_f64() + self.offset
+        self.clock.seconds() + self.offset
     }
 
     fn work(&mut self, d: Duration, mode: WorkMode) {

@@ -18,6 +18,8 @@ pub const CROSS_PE_VS_ACTIX: Target = Target::AtLeast(1.0);
 pub const PINGPONG_VS_CROSSBEAM: Target = Target::AtMost(1.5);
 /// Traced throughput over untraced.
 pub const TRACED_THROUGHPUT: Target = Target::AtLeast(0.9);
+/// Traced ping-pong round trip over untraced.
+pub const TRACED_RTT: Target = Target::AtMost(1.25);
 
 /// The flags of `chorus-bench messaging`.
 #[derive(Debug, Clone, clap::Args)]
@@ -244,8 +246,58 @@ impl MessagingReport {
                 ct / cross
             );
         }
+        if let Some(rt) = self.rtt.traced {
+            let _ = writeln!(
+                s,
+                "traced / untraced ping-pong RTT = {:.3} (target {TRACED_RTT})",
+                rt / rtt
+            );
+        }
         if let Some(t) = &self.cross_pe_trace {
             let _ = writeln!(s, "cross-PE {t}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(traced: bool) -> MessagingReport {
+        let pair = |plain: f64, t: f64| Pair {
+            plain,
+            traced: traced.then_some(t),
+        };
+        MessagingReport {
+            same_pe: pair(100.0, 95.0),
+            cross_pe: pair(50.0, 45.0),
+            rtt: pair(400.0, 480.0),
+            cross_pe_trace: None,
+            baselines: Baselines {
+                crossbeam_rtt_ns: 300.0,
+                crossbeam_envelope_rtt_ns: 320.0,
+                actix_msgs_per_s: 10.0,
+            },
+            messages: 1000,
+            rounds: 10,
+            reps: 1,
+        }
+    }
+
+    #[test]
+    fn a_traced_run_reports_each_traced_over_untraced_ratio() {
+        let json: serde_json::Value = serde_json::from_str(&report(true).json()).unwrap();
+        let traced = &json["traced"];
+        assert_eq!(traced["same_pe_throughput_ratio"], 0.95);
+        assert_eq!(traced["cross_pe_throughput_ratio"], 0.9);
+        assert_eq!(traced["pingpong_rtt_ratio"], 1.2);
+        let table = report(true).table();
+        assert!(
+            table.contains("traced / untraced ping-pong RTT = 1.200 (target <= 1.25)"),
+            "{table}"
+        );
+        let untraced: serde_json::Value = serde_json::from_str(&report(false).json()).unwrap();
+        assert!(untraced.get("traced").is_none());
+        assert!(!report(false).table().contains("traced / untraced"));
     }
 }
