@@ -234,7 +234,12 @@ fn validate(min: usize, max: usize) -> Result<(), CharmError> {
             what: format!("give {ITEM} <= --data-size-min <= --data-size-max"),
         });
     }
-    Ok(())
+    super::at_most(
+        "charm-alltoall",
+        "--data-size-max",
+        max,
+        super::MAX_MESSAGE_BYTES,
+    )
 }
 
 impl AllToAllArgs {

@@ -418,7 +418,10 @@ pub fn serial(size: usize, max: u32) -> (u32, u64) {
     (it, x)
 }
 
-/// The parameters the original refuses too.
+/// The largest grid side a run takes.
+const MAX_SIZE: usize = 1 << 14;
+
+/// The parameters the original refuses too, and sizes beyond memory.
 fn validate(size: usize, block: usize, max: u32) -> Result<(), CharmError> {
     if block == 0 || size < block || !size.is_multiple_of(block) || max == 0 {
         return Err(CharmError::Usage {
@@ -426,7 +429,8 @@ fn validate(size: usize, block: usize, max: u32) -> Result<(), CharmError> {
             what: "give --block dividing --size, and --max-iterations above 0".into(),
         });
     }
-    Ok(())
+    // Two grids of doubles (the blocks and the serial check): 4 GiB at 16,384.
+    super::at_most("charm-jacobi2d", "--size", size, MAX_SIZE)
 }
 
 impl JacobiArgs {

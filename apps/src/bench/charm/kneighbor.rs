@@ -242,21 +242,32 @@ impl Chare for Main {
     }
 }
 
-/// The parameters the original refuses too.
-fn validate(elements: usize, steps: usize) -> Result<(), CharmError> {
+/// The most array elements a run creates (the original makes 10 per PE).
+const MAX_ELEMENTS: usize = 1 << 20;
+
+/// The most message bytes the elements hold at once: 4 GiB.
+const MAX_HELD_BYTES: usize = 1 << 32;
+
+/// The parameters the original refuses too, and sizes beyond memory.
+fn validate(elements: usize, steps: usize, msg_size: usize) -> Result<(), CharmError> {
     if steps < 2 || elements == 0 {
         return Err(CharmError::Usage {
             bench: "charm-kneighbor",
             what: "give --steps of at least 2 and --elements above 0".into(),
         });
     }
-    Ok(())
+    const BENCH: &str = "charm-kneighbor";
+    super::at_most(BENCH, "--elements", elements, MAX_ELEMENTS)?;
+    super::at_most(BENCH, "--msg-size", msg_size, super::MAX_MESSAGE_BYTES)?;
+    // Each element holds a message from each of its six neighbours at once.
+    let held = elements.saturating_mul(msg_size).saturating_mul(6);
+    super::at_most(BENCH, "--elements x --msg-size x 6", held, MAX_HELD_BYTES)
 }
 
 impl KNeighborArgs {
     /// A usage error in the flags (exit status 2).
     pub fn check(&self) -> Result<(), String> {
-        validate(self.elements, self.steps).map_err(|e| e.to_string())
+        validate(self.elements, self.steps, self.msg_size).map_err(|e| e.to_string())
     }
 }
 
@@ -268,7 +279,7 @@ pub fn run(
     steps: usize,
     msg_size: usize,
 ) -> Result<KNeighborReport, CharmError> {
-    validate(elements, steps)?;
+    validate(elements, steps, msg_size)?;
     let mut reg = Registry::new();
     reg.chare::<Main>("Main").chare::<Block>("Block");
     let counted = reg.entry::<Main, u64>("Main::counted", MainMsg::Counted);

@@ -104,20 +104,25 @@ impl Migratable for Hello {
 }
 
 /// The parameters the original refuses too.
-fn validate(iterations: u32) -> Result<(), CharmError> {
+fn validate(iterations: u32, data_size: usize) -> Result<(), CharmError> {
     if iterations < 3 {
         return Err(CharmError::Usage {
             bench: "charm-migrate",
             what: "give --iterations of at least 3 (the timing starts at the second hello)".into(),
         });
     }
-    Ok(())
+    super::at_most(
+        "charm-migrate",
+        "--data-size",
+        data_size,
+        super::MAX_MESSAGE_BYTES,
+    )
 }
 
 impl MigrateArgs {
     /// A usage error in the flags (exit status 2).
     pub fn check(&self) -> Result<(), String> {
-        validate(self.iterations).map_err(|e| e.to_string())
+        validate(self.iterations, self.data_size).map_err(|e| e.to_string())
     }
 }
 
@@ -127,7 +132,7 @@ pub fn run(
     iterations: u32,
     data_size: usize,
 ) -> Result<MigrateReport, CharmError> {
-    validate(iterations)?;
+    validate(iterations, data_size)?;
     let mut reg = Registry::new();
     reg.migratable::<Hello>("Hello");
     let report = Runtime::new(reg, config.clone()).run(move |ctx| {

@@ -71,3 +71,18 @@ fn output<T: serde::de::DeserializeOwned>(
 ) -> Result<T, CharmError> {
     report.output(key).ok_or(CharmError::Unpublished { what })
 }
+
+/// The largest message a port sends: 1 GiB, so that a size flag cannot ask for
+/// more memory than a machine has before the job starts.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 30;
+
+/// Refuse `value` of `flag` above `max` (a usage error naming the flag).
+fn at_most(bench: &'static str, flag: &str, value: usize, max: usize) -> Result<(), CharmError> {
+    if value > max {
+        return Err(CharmError::Usage {
+            bench,
+            what: format!("{flag} is {value}; give at most {max}"),
+        });
+    }
+    Ok(())
+}

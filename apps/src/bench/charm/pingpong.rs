@@ -208,7 +208,12 @@ fn validate(payload: usize, iterations: u32) -> Result<(), CharmError> {
             what: "give --payload and --iterations above 0 (as the original)".into(),
         });
     }
-    Ok(())
+    super::at_most(
+        "charm-pingpong",
+        "--payload",
+        payload,
+        super::MAX_MESSAGE_BYTES,
+    )
 }
 
 impl PingpongArgs {

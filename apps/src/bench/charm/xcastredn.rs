@@ -241,6 +241,13 @@ impl Chare for Main {
 
 /// The parameters the original refuses too.
 fn validate(repeats: usize, min: usize, max_kb: usize) -> Result<(), CharmError> {
+    let max_kb_allowed = super::MAX_MESSAGE_BYTES / 1024;
+    super::at_most(
+        "charm-xcastredn",
+        "--msg-size-max (KB)",
+        max_kb,
+        max_kb_allowed,
+    )?;
     if repeats == 0 || min < 8 || min > max_kb * 1024 {
         return Err(CharmError::Usage {
             bench: "charm-xcastredn",
