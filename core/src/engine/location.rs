@@ -17,6 +17,7 @@
 
 use crate::base::hash::HashMap;
 use crate::base::ids::{CollectionId, IndexKey, Pe};
+use crate::base::lazy::Lazy;
 use crate::msg::envelope::Envelope;
 
 /// Where an element was last heard of.
@@ -44,10 +45,10 @@ pub(crate) enum Route {
 }
 
 /// One PE's knowledge of migrated elements, and the messages that wait for one.
-/// Boxed and built on first use: most PEs never see a migration, and a simulated
-/// PE stays small.
+/// Built on first use: most PEs never see a migration, and a simulated PE stays
+/// small.
 #[derive(Default)]
-pub(crate) struct Locations(Option<Box<Table>>);
+pub(crate) struct Locations(Lazy<Table>);
 
 /// What `Locations` knows once anything has moved.
 #[derive(Default)]
@@ -63,18 +64,18 @@ struct Table {
 impl Locations {
     /// The table, built if this is the first news.
     fn table(&mut self) -> &mut Table {
-        self.0.get_or_insert_with(Box::default)
+        self.0.get_mut()
     }
 
     /// True while no element of any array has moved as far as this PE knows: the
     /// common case, in which sending needs no lookup.
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.as_ref().is_none_or(|t| t.by_coll.is_empty())
+        self.0.get().is_none_or(|t| t.by_coll.is_empty())
     }
 
     /// The latest news of an element.
     pub(crate) fn get(&self, coll: CollectionId, key: &IndexKey) -> Option<Loc> {
-        self.0.as_ref()?.by_coll.get(&coll)?.get(key).copied()
+        self.0.get()?.by_coll.get(&coll)?.get(key).copied()
     }
 
     /// Record that an element reached `pe` on move `moves`; older news is ignored.
@@ -103,7 +104,7 @@ impl Locations {
 
     /// Elements homed here that are elsewhere now, with where they were last heard of.
     pub(crate) fn away_from_home(&self, coll: CollectionId, me: Pe) -> Vec<(IndexKey, Loc)> {
-        let table = self.0.as_ref().and_then(|t| t.by_coll.get(&coll));
+        let table = self.0.get().and_then(|t| t.by_coll.get(&coll));
         table.map_or_else(Vec::new, |t| {
             t.iter()
                 .filter(|(_, l)| l.homed_here && l.pe != me)
@@ -114,7 +115,7 @@ impl Locations {
 
     /// Number of elements homed here that are elsewhere now.
     pub(crate) fn away_count(&self, coll: CollectionId, me: Pe) -> u64 {
-        let table = self.0.as_ref().and_then(|t| t.by_coll.get(&coll));
+        let table = self.0.get().and_then(|t| t.by_coll.get(&coll));
         table.map_or(0, |t| {
             t.values().filter(|l| l.homed_here && l.pe != me).count() as u64
         })
@@ -150,7 +151,7 @@ impl Locations {
 
     /// The messages that waited for an element that has just arrived.
     pub(crate) fn arrived(&mut self, coll: CollectionId, key: &IndexKey) -> Option<Vec<Envelope>> {
-        let table = self.0.as_mut()?;
+        let table = self.0.built_mut()?;
         if table.waiting.is_empty() {
             return None;
         }
@@ -160,7 +161,7 @@ impl Locations {
     /// Every message still waiting, with the element it waits for (at quiescence, when
     /// no element is on its way any more, they can never be delivered).
     pub(crate) fn drain_waiting(&mut self) -> Vec<(CollectionId, IndexKey, Vec<Envelope>)> {
-        let Some(table) = self.0.as_mut() else {
+        let Some(table) = self.0.built_mut() else {
             return Vec::new();
         };
         table
@@ -173,7 +174,7 @@ impl Locations {
     /// Messages waiting for elements on their way here.
     pub(crate) fn waiting_count(&self) -> usize {
         self.0
-            .as_ref()
+            .get()
             .map_or(0, |t| t.waiting.values().map(Vec::len).sum())
     }
 }
