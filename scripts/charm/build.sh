@@ -40,16 +40,23 @@ BENCHES=(
 # The make-based buildold is used (no cmake needed); its Makefiles reach the
 # tree's cmake/ folder by a relative path, so each build lives at SRC/<build>
 # and OUT/<build> links to it.
+# buildold names the tree after its options: mpi-linux-x86_64 built with mpicxx
+# lands in SRC/mpi-linux-x86_64-mpicxx.
+tree_of() {
+  if [[ $1 == mpi-* ]]; then echo "$SRC/$1-mpicxx"; else echo "$SRC/$1"; fi
+}
+
 build_charm() {
-  local target=$1 extra=()
+  local target=$1 extra=() tree
+  tree=$(tree_of "$target")
   [[ $target == mpi-* ]] && extra=(mpicxx)
-  if [[ -x "$SRC/$target/bin/charmc" && -f "$SRC/$target/lib/libck.a" ]]; then
-    echo "== $target: already built in $SRC/$target"
+  if [[ -x "$tree/bin/charmc" && -f "$tree/lib/libck.a" ]]; then
+    echo "== $target: already built in $tree"
   else
-    echo "== building Charm++ $target in $SRC/$target"
+    echo "== building Charm++ $target in $tree"
     (cd "$SRC" && ./buildold charm++ "$target" "${extra[@]}" --with-production -j"$JOBS" -O3)
   fi
-  ln -sfn "$SRC/$target" "$OUT/$target"
+  ln -sfn "$tree" "$OUT/$target"
 }
 
 # Each benchmark is built in a copy of its folder under OUT/work/<build>, laid out
@@ -58,7 +65,7 @@ build_charm() {
 build_benches() {
   local target=$1 dest="$OUT/bin/$1" work="$OUT/work/$1"
   mkdir -p "$dest" "$work/benchmarks" "$work/examples"
-  for d in bin include lib; do ln -sfn "$SRC/$target/$d" "$work/$d"; done
+  for d in bin include lib; do ln -sfn "$(tree_of "$target")/$d" "$work/$d"; done
   for top in benchmarks examples; do
     [[ -f "$SRC/$top/common.mk" ]] && cp "$SRC/$top/common.mk" "$work/$top/"
   done
