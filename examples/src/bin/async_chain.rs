@@ -1,6 +1,8 @@
 //! Sequential code over messages: each of 100 elements asks the next element, then
 //! the one after with the first answer, and contributes the second to a sum.
-use chorus_core::{chare, ArrayMap::Block, AskError, Callback, Ctx, Reducer, ReplyTo, Runtime};
+use chorus_core::{
+    chare, ArrayMap::Block, AskError, Callback, Ctx, Reducer, ReplyTo, Runtime, Task,
+};
 
 #[derive(Default)]
 struct Cell;
@@ -14,22 +16,23 @@ impl Cell {
         reply.send(ctx, x + i * i);
     }
 
-    /// Ask element i+1, then element i+2 with its answer; contribute the result.
+    /// An async entry runs as a task of the element: ask element i+1, then element
+    /// i+2 with its answer, and contribute the result.
     #[entry]
-    fn chain(&mut self, done: Callback, ctx: &mut Ctx) {
-        let (i, cells) = (
-            ctx.this_index::<usize>().unwrap(),
-            ctx.this_array().unwrap(),
-        );
-        ctx.spawn(move |t| async move {
-            let a = t.ask(move |ctx, r| cells.at((i + 1) % 100).square_plus(ctx, 0, r));
-            let a = a.await?;
-            let b = t.ask(move |ctx, r| cells.at((i + 2) % 100).square_plus(ctx, a, r));
-            let b = b.await?;
-            t.with(move |ctx| ctx.contribute(b, Reducer::Sum, done))
-                .await;
-            Ok::<(), AskError>(())
-        });
+    async fn chain(t: Task, done: Callback) -> Result<(), AskError> {
+        let (i, cells) = t
+            .with(|ctx| (ctx.this_index::<usize>(), ctx.this_array()))
+            .await;
+        let (i, cells) = (i.unwrap(), cells.unwrap());
+        let a = t
+            .ask(move |ctx, r| cells.at((i + 1) % 100).square_plus(ctx, 0, r))
+            .await?;
+        let b = t
+            .ask(move |ctx, r| cells.at((i + 2) % 100).square_plus(ctx, a, r))
+            .await?;
+        t.with(move |ctx| ctx.contribute(b, Reducer::Sum, done))
+            .await;
+        Ok(())
     }
 }
 
