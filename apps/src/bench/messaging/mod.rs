@@ -1,6 +1,8 @@
 //! chorus messaging measured from inside the runtime: throughput on one PE and across
-//! two, and the ping-pong round trip between two PEs.
+//! two, and the ping-pong round trip between two PEs, with chare handlers and with a
+//! task's `ask().await` (`ask.rs`).
 
+pub mod ask;
 pub mod report;
 
 use crate::bench::error::BenchError;
