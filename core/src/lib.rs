@@ -97,6 +97,7 @@ pub use registry::{Entry, IntoRegistry, Registry};
 pub use report::{PeReport, RunReport, MAX_ERRORS_KEPT};
 pub use trace::TraceReport;
 
+pub use api::task::{Ask, AskError, ReplyTo, Task, With};
 pub use base::exit::exit_status;
 pub use target::{ElementProxy, MemberProxy, Target, This};
 

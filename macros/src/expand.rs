@@ -123,9 +123,17 @@ fn chare_impl(d: &Decl) -> TokenStream {
         let (f, v, label) = (&m.ident, variant_name(&m.ident), entry_name(d, m));
         let names: Vec<&Ident> = m.args.iter().map(|a| &a.name).collect();
         let ctx = ctx_arg(m);
-        let call = quote_spanned! {f.span()=>
-            ::chorus_core::target::EntryResult::report(
-                Self::#f(self, #(#names,)* #ctx), __chorus_ctx, #label)
+        let call = if m.is_async {
+            quote_spanned! {f.span()=>
+                ::chorus_core::Ctx::spawn(__chorus_ctx, move |__chorus_task| {
+                    Self::#f(__chorus_task, #(#names),*)
+                })
+            }
+        } else {
+            quote_spanned! {f.span()=>
+                ::chorus_core::target::EntryResult::report(
+                    Self::#f(self, #(#names,)* #ctx), __chorus_ctx, #label)
+            }
         };
         if names.is_empty() {
             quote!(#msg::#v => #call,)

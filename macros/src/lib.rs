@@ -30,6 +30,12 @@
 //!
 //! A method's `&mut Ctx` parameter, if it takes one, comes last; the arguments
 //! before it travel in the message.
+//!
+//! An `async fn` marked `#[entry]` is an async entry method: it takes no `self` (its
+//! task runs on after the handler returns) and its `Task` first
+//! (`async fn chain(t: Task, done: Callback)`); its handler spawns it with
+//! `Ctx::spawn`, as the chare that received the message, and it reaches the PE with
+//! `t.with(|ctx| ..)` and `t.ask(..)`.
 
 #![deny(unsafe_code)]
 

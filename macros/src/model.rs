@@ -63,6 +63,8 @@ pub struct Method {
     pub takes_ctx: bool,
     /// `#[entry(callback)]`: registered as a callback target.
     pub callback: bool,
+    /// An `async fn` entry: its handler spawns it as a task.
+    pub is_async: bool,
 }
 
 /// Everything the impl block declares.
@@ -223,12 +225,15 @@ fn init_method(f: &ImplItemFn, name: &Ident) -> syn::Result<Method> {
             "#[init] returns `Self`: it builds the chare from its arguments",
         ));
     }
-    method(f, false)
+    method(f, false, 0)
 }
 
 /// An `#[entry]` method: takes `&mut self` (or `&self`); returns nothing or a
 /// `Result<(), E>` (the compiler checks which, through `EntryResult`).
 fn entry_method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
+    if f.sig.asyncness.is_some() {
+        return async_entry_method(f, callback);
+    }
     match f.sig.receiver() {
         Some(r) if r.colon_token.is_none() && r.reference.is_some() => {}
         _ => {
@@ -238,24 +243,63 @@ fn entry_method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
             ))
         }
     }
-    let m = method(f, callback)?;
-    if callback && m.args.len() > 1 {
+    let m = method(f, callback, 0)?;
+    check_callback_args(&m)?;
+    Ok(m)
+}
+
+/// An async `#[entry]`: no receiver (its task runs on after the handler returns, so
+/// it cannot borrow the chare), its `Task` first and no `Ctx` (the task reaches the
+/// PE's with `t.with`); the arguments after the task travel in the message.
+fn async_entry_method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
+    if let Some(r) = f.sig.receiver() {
+        return Err(Error::new_spanned(
+            r,
+            "an async #[entry] takes no `self`: its task runs on after the handler returns, \
+             so it cannot borrow the chare; pass what it needs as arguments",
+        ));
+    }
+    let takes_task = matches!(f.sig.inputs.first(), Some(FnArg::Typed(t))
+        if matches!(&*t.ty, Type::Path(p)
+            if p.path.segments.last().is_some_and(|s| s.ident == "Task")));
+    if !takes_task {
+        return Err(Error::new_spanned(
+            &f.sig.ident,
+            "an async #[entry] takes its task handle first: `t: Task`",
+        ));
+    }
+    let mut m = method(f, callback, 1)?;
+    if m.takes_ctx {
+        return Err(Error::new_spanned(
+            &f.sig.inputs,
+            "an async #[entry] takes no `&mut Ctx`: await `t.with(|ctx| ..)` to use the PE's",
+        ));
+    }
+    check_callback_args(&m)?;
+    m.is_async = true;
+    Ok(m)
+}
+
+/// A callback entry takes one value or none.
+fn check_callback_args(m: &Method) -> syn::Result<()> {
+    if m.callback && m.args.len() > 1 {
         return Err(Error::new_spanned(
             &m.args[1].ty,
             "an #[entry(callback)] takes one value (or none): a callback delivers one reduction \
              result; wrap several in a Vec or an Encoded struct",
         ));
     }
-    Ok(m)
+    Ok(())
 }
 
-/// The arguments of a method, its `&mut Ctx` last, checked.
-fn method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
+/// The arguments of a method after its first `skip` (an async entry's task), its
+/// `&mut Ctx` last, checked.
+fn method(f: &ImplItemFn, callback: bool, skip: usize) -> syn::Result<Method> {
     let sig = &f.sig;
-    if let Some(a) = &sig.asyncness {
+    if let (Some(a), 0) = (&sig.asyncness, skip) {
         return Err(Error::new_spanned(
             a,
-            "entry methods are not async: a handler runs to completion",
+            "#[init] is not async: it builds the chare at once",
         ));
     }
     if !sig.generics.params.is_empty() {
@@ -271,6 +315,7 @@ fn method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
             FnArg::Typed(t) => Some(t),
             FnArg::Receiver(_) => None,
         })
+        .skip(skip)
         .collect();
     let takes_ctx = typed.last().is_some_and(|t| is_ctx(&t.ty));
     let n = typed.len() - usize::from(takes_ctx);
@@ -301,6 +346,7 @@ fn method(f: &ImplItemFn, callback: bool) -> syn::Result<Method> {
         args,
         takes_ctx,
         callback,
+        is_async: false,
     })
 }
 

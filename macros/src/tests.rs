@@ -243,7 +243,19 @@ fn refusals_say_what_is_wrong() {
         ),
         (
             quote!(impl W { #[entry] async fn go(&mut self) {} }),
-            "not async",
+            "takes no `self`",
+        ),
+        (
+            quote!(impl W { #[entry] async fn go(n: u64) {} }),
+            "task handle first",
+        ),
+        (
+            quote!(impl W { #[entry] async fn go(t: Task, ctx: &mut Ctx) {} }),
+            "takes no `&mut Ctx`",
+        ),
+        (
+            quote!(impl W { #[init] async fn new() -> Self { W } }),
+            "#[init] is not async",
         ),
         (
             quote!(impl W { #[entry] fn go<T>(&mut self, t: T) {} }),

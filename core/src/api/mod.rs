@@ -12,3 +12,4 @@ pub mod registry;
 pub mod report;
 pub(crate) mod result;
 pub mod target;
+pub mod task;

@@ -38,6 +38,11 @@ impl RunReport {
         self.per_pe.iter().map(|p| p.processed).sum()
     }
 
+    /// Async tasks still waiting for an answer when the job ended, on every PE.
+    pub fn tasks_waiting(&self) -> u64 {
+        self.per_pe.iter().map(|p| p.tasks_waiting).sum()
+    }
+
     /// Every value published under `key`, with the PE that published it, PE by PE.
     pub fn outputs<T: DeserializeOwned>(&self, key: &str) -> Vec<(Pe, T)> {
         self.per_pe
@@ -65,6 +70,10 @@ impl RunReport {
                     busy(|p| p.sent),
                     self.wall_s
                 );
+                let waiting = self.tasks_waiting();
+                if waiting > 0 {
+                    s.push_str(&format!(", {waiting} tasks still waiting for a reply"));
+                }
                 if let Some(sim) = &self.sim {
                     s.push('\n');
                     s.push_str(&sim.to_text());
@@ -77,6 +86,8 @@ impl RunReport {
                 "wall_s": self.wall_s,
                 "messages_processed": busy(|p| p.processed),
                 "messages_sent": busy(|p| p.sent),
+                "tasks_waiting": self.tasks_waiting(),
+                "late_replies": busy(|p| p.late_replies),
                 "sim": self.sim,
             })
             .to_string(),

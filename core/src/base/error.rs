@@ -446,6 +446,15 @@ pub enum RuntimeError {
     /// The job can make no more progress and never exited.
     #[error("job stalled: {0}")]
     Stalled(String),
+    /// An async task's owner (the array element or chare that spawned it) left its
+    /// PE while the task waited; the task, which cannot move, is dropped.
+    #[error("PE {pe}: a task of {owner} was dropped: its owner left the PE while it waited; finish tasks before migrating")]
+    TaskOwnerLeft {
+        /// The PE the task ran on.
+        pe: Pe,
+        /// Its owner.
+        owner: String,
+    },
     /// Values that cannot be used, from another PE's envelope or a caller: a tree
     /// root outside the job, a quiescence reply no wave waits for, an array shape too
     /// large, a second creation of one chare or collection. The input is dropped.

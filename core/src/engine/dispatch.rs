@@ -55,14 +55,16 @@ impl PeRuntime {
         self.settle();
     }
 
-    /// Act on what the handler asked for once it returned: contributions, moves and
-    /// `at_sync` calls, until none is left (a resume may ask for more).
+    /// Act on what the handler asked for once it returned: tasks it spawned or woke,
+    /// contributions, moves and `at_sync` calls, until none is left (a resume may
+    /// ask for more).
     pub(super) fn settle(&mut self) {
         loop {
+            self.run_tasks();
             self.apply_deferred();
             self.apply_moves();
             self.apply_syncs();
-            if self.core.settled() {
+            if self.core.settled() && !self.tasks_ready() {
                 break;
             }
         }
@@ -85,6 +87,7 @@ impl PeRuntime {
             Kind::Flow(m) => self.on_flow(m, from),
             Kind::Balance(m) => self.on_balance(m, from),
             Kind::Ckpt(m) => self.on_checkpoint(m, from),
+            Kind::Task(m) => self.on_task(m, from),
         }
     }
 

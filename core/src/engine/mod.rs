@@ -46,6 +46,7 @@ pub(crate) mod quiescence;
 mod reduce;
 pub(crate) mod report;
 pub(crate) mod scheduler;
+mod tasks;
 
 pub(crate) use checkpoint::files::Restart;
 pub(crate) use checkpoint::Resumed;
@@ -202,6 +203,7 @@ impl PeRuntime {
                 flow: Lazy::default(),
                 syncs: balance::Syncs::new(strategy, setup.lb_period),
                 resumed: None,
+                tasks: Lazy::default(),
             },
             chares: Lazy::default(),
             colls: HashMap::default(),
@@ -428,6 +430,16 @@ impl PeRuntime {
             + self.core.loc.waiting_count();
         report.unprocessed = (self.core.queue.len() + waiting) as u64;
         report.qd_waves = self.core.qd.get().map_or(0, Quiescence::waves_run);
+        (report.tasks_waiting, report.late_replies) =
+            self.core.tasks.get().map_or((0, 0), tasks::Tasks::counts);
+        if report.tasks_waiting > 0 {
+            // Nothing will wake them: their answers were never sent, or were lost.
+            tracing::warn!(
+                pe = report.pe,
+                "{} tasks still waiting for a reply at the end of the job",
+                report.tasks_waiting
+            );
+        }
         report
     }
 }

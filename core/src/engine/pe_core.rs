@@ -124,6 +124,8 @@ pub(crate) struct PeCore {
     pub(super) syncs: Syncs,
     /// What this PE was restarted from (`--restart`), if it was.
     pub(super) resumed: Option<Box<crate::engine::Resumed>>,
+    /// Async tasks and the asks they wait on (`engine/tasks.rs`).
+    pub(super) tasks: Lazy<crate::engine::tasks::Tasks>,
 }
 
 /// An element's request to move to PE `to`.

@@ -31,6 +31,11 @@ pub struct PeReport {
     pub aborted: bool,
     /// The array load-balancing steps it decided (PE 0 only), in order.
     pub balance: Vec<BalanceStep>,
+    /// Async tasks (`Ctx::spawn`) still waiting when the job ended: each awaited an
+    /// answer that never came.
+    pub tasks_waiting: u64,
+    /// Replies to asks that had already timed out (or were answered), dropped.
+    pub late_replies: u64,
 }
 
 /// One load-balancing step of a chare array, as PE 0 decided it.

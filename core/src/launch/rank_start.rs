@@ -301,6 +301,8 @@ struct WireReport {
     qd_waves: u64,
     aborted: bool,
     balance: Vec<BalanceStep>,
+    tasks_waiting: u64,
+    late_replies: u64,
 }
 
 /// Every rank's PE reports, on every rank, in PE order.
@@ -319,6 +321,8 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
             qd_waves: r.qd_waves,
             aborted: r.aborted,
             balance: r.balance.clone(),
+            tasks_waiting: r.tasks_waiting,
+            late_replies: r.late_replies,
         })
         .collect();
     let bytes = bincode::serialize(&wire).unwrap_or_default();
@@ -361,6 +365,8 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
                 qd_waves: w.qd_waves,
                 aborted: w.aborted,
                 balance: w.balance,
+                tasks_waiting: w.tasks_waiting,
+                late_replies: w.late_replies,
             })),
             Err(e) => out.extend((r * ppr..(r + 1) * ppr).map(|pe| {
                 let mut report = PeReport::new(pe as Pe);

@@ -16,6 +16,7 @@ pub mod migration;
 pub mod quiescence;
 pub mod reductions;
 pub mod slow_sender;
+pub mod tasks;
 
 /// A named suite test.
 pub type Test = (&'static str, fn(Layer));
@@ -35,6 +36,7 @@ pub fn all() -> Vec<Test> {
         quiescence::TESTS,
         reductions::TESTS,
         slow_sender::TESTS,
+        tasks::TESTS,
     ]
     .concat()
 }

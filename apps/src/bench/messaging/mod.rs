@@ -1,6 +1,8 @@
 //! chorus messaging measured from inside the runtime: throughput on one PE and across
-//! two, and the ping-pong round trip between two PEs.
+//! two, and the ping-pong round trip between two PEs, with chare handlers and with a
+//! task's `ask().await` (`ask.rs`).
 
+pub mod ask;
 pub mod report;
 
 use crate::bench::error::BenchError;
@@ -237,10 +239,11 @@ mod tests {
     }
 
     #[test]
-    fn pingpong_times_every_round() {
-        let rtt = pingpong_rtt_ns(50, None)
-            .expect("ping-pong completes")
-            .value;
-        assert!(rtt.is_finite() && rtt > 0.0, "round trip {rtt} ns");
+    fn pingpong_times_every_round_with_handlers_and_with_asks() {
+        // `ask_rtt_ns` fails unless every one of its asks was answered.
+        for measured in [pingpong_rtt_ns(50, None), ask::ask_rtt_ns(50, None)] {
+            let rtt = measured.expect("ping-pong completes").value;
+            assert!(rtt.is_finite() && rtt > 0.0, "round trip {rtt} ns");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! actix, best of the repetitions, untraced and (with `--trace`) traced, and the
 //! ratios it aims for.
 
+use super::ask::ask_rtt_ns;
 use super::{cross_pe_msgs_per_s, pingpong_rtt_ns, same_pe_msgs_per_s, Measured};
 use crate::bench::error::BenchError;
 use crate::bench::report::{Better, Report, Target};
@@ -20,6 +21,8 @@ pub const PINGPONG_VS_CROSSBEAM: Target = Target::AtMost(1.5);
 pub const TRACED_THROUGHPUT: Target = Target::AtLeast(0.9);
 /// Traced ping-pong round trip over untraced.
 pub const TRACED_RTT: Target = Target::AtMost(1.25);
+/// Issue 34's target for a task's `ask().await` round trip over the chare ping-pong's.
+pub const ASK_VS_PINGPONG: Target = Target::AtMost(1.2);
 
 /// The flags of `chorus-bench messaging`.
 #[derive(Debug, Clone, clap::Args)]
@@ -71,6 +74,8 @@ pub struct MessagingReport {
     pub cross_pe: Pair,
     /// Ping-pong round trip, ns.
     pub rtt: Pair,
+    /// The same round trip as a task's `ask().await`, ns.
+    pub ask_rtt: Pair,
     /// The trace report of the last traced cross-PE run.
     pub cross_pe_trace: Option<TraceReport>,
     /// The baselines.
@@ -122,10 +127,13 @@ pub fn measure(args: &MessagingArgs) -> Result<MessagingReport, String> {
     .map_err(err)?;
     let (rtt, _) =
         best_pair(reps, Better::Lower, trace, |t| pingpong_rtt_ns(rounds, t)).map_err(err)?;
+    let (ask_rtt, _) =
+        best_pair(reps, Better::Lower, trace, |t| ask_rtt_ns(rounds, t)).map_err(err)?;
     Ok(MessagingReport {
         same_pe,
         cross_pe,
         rtt,
+        ask_rtt,
         cross_pe_trace,
         baselines: baselines(messages, rounds, reps)?,
         messages,
@@ -173,6 +181,8 @@ impl Report for MessagingReport {
             "cross_pe_vs_actix": cross / b.actix_msgs_per_s,
             "pingpong_vs_crossbeam": rtt / b.crossbeam_rtt_ns,
             "pingpong_vs_crossbeam_envelope": rtt / b.crossbeam_envelope_rtt_ns,
+            "ask_rtt_ns": self.ask_rtt.plain,
+            "ask_vs_pingpong": self.ask_rtt.plain / rtt,
             "messages": self.messages,
             "rounds": self.rounds,
             "reps": self.reps,
@@ -205,6 +215,11 @@ impl Report for MessagingReport {
         row("chorus cross-PE msgs/s", cross.plain, cross.traced);
         row("actix msgs/s (100 actors)", b.actix_msgs_per_s, None);
         row("chorus ping-pong RTT ns", rtt.plain, rtt.traced);
+        row(
+            "chorus ask().await RTT ns",
+            self.ask_rtt.plain,
+            self.ask_rtt.traced,
+        );
         row("crossbeam ping-pong RTT ns", b.crossbeam_rtt_ns, None);
         row(
             "  with envelope-sized messages",
@@ -237,6 +252,11 @@ impl MessagingReport {
             "ping-pong / crossbeam = {:.2}x (target {PINGPONG_VS_CROSSBEAM}x); / envelope-sized crossbeam = {:.2}x",
             rtt / b.crossbeam_rtt_ns,
             rtt / b.crossbeam_envelope_rtt_ns
+        );
+        let _ = writeln!(
+            s,
+            "ask().await / ping-pong RTT = {:.2}x (target {ASK_VS_PINGPONG}x)",
+            self.ask_rtt.plain / rtt
         );
         if let (Some(st), Some(ct)) = (self.same_pe.traced, self.cross_pe.traced) {
             let _ = writeln!(
@@ -272,6 +292,7 @@ mod tests {
             same_pe: pair(100.0, 95.0),
             cross_pe: pair(50.0, 45.0),
             rtt: pair(400.0, 480.0),
+            ask_rtt: pair(440.0, 500.0),
             cross_pe_trace: None,
             baselines: Baselines {
                 crossbeam_rtt_ns: 300.0,
@@ -296,7 +317,12 @@ mod tests {
             table.contains("traced / untraced ping-pong RTT = 1.200 (target <= 1.25)"),
             "{table}"
         );
+        assert!(
+            table.contains("ask().await / ping-pong RTT = 1.10x (target <= 1.2x)"),
+            "{table}"
+        );
         let untraced: serde_json::Value = serde_json::from_str(&report(false).json()).unwrap();
+        assert_eq!(untraced["ask_vs_pingpong"], 1.1);
         assert!(untraced.get("traced").is_none());
         assert!(!report(false).table().contains("traced / untraced"));
     }

@@ -1,6 +1,6 @@
 //! What an envelope carries (`Kind`): a user message, or a runtime message of one
 //! family, the messages one engine subsystem sends and handles (quiescence, exit,
-//! creation, migration, flow control, reductions, broadcasts). Each family is
+//! creation, migration, flow control, reductions, broadcasts, replies to asks). Each family is
 //! declared once, with `family!`, in its own module here: its messages (one struct
 //! each), their wire tags and their names in traces. The handlers live in the
 //! engine module of the subsystem; `kinds!` below lists the families, and the wire
@@ -19,6 +19,7 @@ use migrate::MoveMsg;
 use quiescence::QdMsg;
 use reduce::ReduceMsg;
 use serde::{Deserializer, Serialize, Serializer};
+use task::TaskMsg;
 
 pub(crate) mod balance;
 pub(crate) mod bcast;
@@ -29,6 +30,7 @@ pub(crate) mod flow;
 pub(crate) mod migrate;
 pub(crate) mod quiescence;
 pub(crate) mod reduce;
+pub(crate) mod task;
 
 /// What the runtime asks of one runtime message beyond its fields; each default fits
 /// a message with no payload that needs nothing on arrival.
@@ -285,6 +287,7 @@ kinds! {
     Flow(FlowMsg),
     Balance(BalanceMsg),
     Ckpt(CkptMsg),
+    Task(TaskMsg),
 }
 
 /// The wire tag of user messages.
