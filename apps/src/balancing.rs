@@ -4,6 +4,7 @@
 
 use crate::bench::report::{print, Report};
 use chorus_core::api::balance::max_over_avg;
+use chorus_core::report::BalanceStep;
 use chorus_core::{ArrayIndex, Callback, Chare, Config, Ctx, Entry, Layer, Migratable, Pe};
 use chorus_core::{Reducer, Registry, RunReport, Runtime, RuntimeError};
 use serde::{Deserialize, Serialize};
@@ -172,24 +173,35 @@ pub fn main_of<R: Report, E: std::fmt::Display>(
     crate::cli::exit_status(prog, outcome)
 }
 
+/// Steps whose end times an element keeps (the first ones), so the per-step times
+/// of a long run cost each element a bounded 32 KiB.
+pub const MAX_TIMED_STEPS: usize = 4096;
+
 /// The load one element charged over a run: in total on each PE it ran on, and in
-/// its last step. Travels with the element when it migrates.
+/// its last step, and when each step's compute ended. Travels with the element when
+/// it migrates.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LoadLog {
     /// Seconds charged per PE; at most one entry per PE the element ever ran on.
     by_pe: BTreeMap<Pe, f64>,
     /// Where the last step ran and what it cost.
     last: Option<(Pe, f64)>,
+    /// The layer's clock when each step's compute ended, for the first
+    /// [`MAX_TIMED_STEPS`] steps.
+    ends: Vec<f64>,
 }
 
 impl LoadLog {
     /// Compute for `d` here (`ctx.work`: virtual time on sim, spent on threads and
-    /// mpi), and note it as this step's load on this PE.
+    /// mpi), and note it as this step's load on this PE and when the step ended.
     pub fn charge(&mut self, ctx: &mut Ctx, d: Duration) {
         ctx.work(d);
         let pe = ctx.my_pe();
         *self.by_pe.entry(pe).or_default() += d.as_secs_f64();
         self.last = Some((pe, d.as_secs_f64()));
+        if self.ends.len() < MAX_TIMED_STEPS {
+            self.ends.push(ctx.now());
+        }
     }
 
     /// This element's part of the per-PE loads: `num_pes` run totals, then
@@ -206,13 +218,15 @@ impl LoadLog {
     }
 }
 
-/// Where the elements' results go: a checksum and the per-PE loads.
+/// Where the elements' results go: a checksum, the per-PE loads and the step ends.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Results {
     /// Receives the wrapping sum of the elements' checksums.
     pub checksum: Callback,
     /// Receives the sum of the elements' [`LoadLog::contribution`]s.
     pub loads: Callback,
+    /// Receives, per step, the latest end of that step over the elements.
+    pub ends: Callback,
 }
 
 impl Results {
@@ -221,6 +235,7 @@ impl Results {
         ctx.contribute(checksum, Reducer::Sum, self.checksum.clone());
         let pes = ctx.num_pes();
         ctx.contribute(log.contribution(pes), Reducer::Sum, self.loads.clone());
+        ctx.contribute(log.ends.clone(), Reducer::Max, self.ends.clone());
     }
 }
 
@@ -231,6 +246,8 @@ pub enum CollectorMsg {
     Checksum(u64),
     /// The elements' load logs, summed.
     Loads(Vec<f64>),
+    /// The elements' step ends, the latest of each step.
+    Ends(Vec<f64>),
 }
 
 /// The entries of [`Collector`], registered by [`Collector::register`].
@@ -238,13 +255,15 @@ pub enum CollectorMsg {
 pub struct CollectorEntries {
     checksum: Entry<Collector, u64>,
     loads: Entry<Collector, Vec<f64>>,
+    ends: Entry<Collector, Vec<f64>>,
 }
 
-/// A singleton on PE 0 that waits for both results, publishes them with the time
+/// A singleton on PE 0 that waits for every result, publishes them with the time
 /// they were complete, and ends the job.
 pub struct Collector {
     checksum: Option<u64>,
     loads: Option<Vec<f64>>,
+    ends: Option<Vec<f64>>,
 }
 
 impl Collector {
@@ -254,6 +273,7 @@ impl Collector {
         CollectorEntries {
             checksum: reg.entry::<Collector, u64>("Collector::checksum", CollectorMsg::Checksum),
             loads: reg.entry::<Collector, Vec<f64>>("Collector::loads", CollectorMsg::Loads),
+            ends: reg.entry::<Collector, Vec<f64>>("Collector::ends", CollectorMsg::Ends),
         }
     }
 
@@ -265,6 +285,7 @@ impl Collector {
         Results {
             checksum: Callback::chare(&me, entries.checksum),
             loads: Callback::chare(&me, entries.loads),
+            ends: Callback::chare(&me, entries.ends),
         }
     }
 }
@@ -277,6 +298,7 @@ impl Chare for Collector {
         Collector {
             checksum: None,
             loads: None,
+            ends: None,
         }
     }
 
@@ -284,11 +306,13 @@ impl Chare for Collector {
         match msg {
             CollectorMsg::Checksum(c) => self.checksum = Some(c),
             CollectorMsg::Loads(l) => self.loads = Some(l),
+            CollectorMsg::Ends(e) => self.ends = Some(e),
         }
-        if let (Some(c), Some(l)) = (self.checksum, &self.loads) {
+        if let (Some(c), Some(l), Some(e)) = (self.checksum, &self.loads, &self.ends) {
             ctx.publish("end_s", &ctx.now());
             ctx.publish("checksum", &c);
             ctx.publish("loads", l);
+            ctx.publish("ends", e);
             ctx.exit();
         }
     }
@@ -307,6 +331,11 @@ pub struct Figures {
     pub run_loads: Vec<f64>,
     /// Per PE, the seconds charged there in each element's last step.
     pub last_loads: Vec<f64>,
+    /// Per step, seconds from the start until its last element finished computing
+    /// it (the first [`MAX_TIMED_STEPS`] steps).
+    pub step_ends: Vec<f64>,
+    /// The balancing steps, as PE 0 recorded them.
+    pub balance: Vec<BalanceStep>,
 }
 
 impl Figures {
@@ -320,12 +349,20 @@ impl Figures {
         let mut loads: Vec<f64> = report.output("loads").ok_or(missing("the loads"))?;
         loads.resize(2 * pes, 0.0);
         let last_loads = loads.split_off(pes);
+        let ends: Vec<f64> = report.output("ends").ok_or(missing("the step ends"))?;
+        let balance = report
+            .per_pe
+            .first()
+            .map(|r| r.balance.clone())
+            .unwrap_or_default();
         Ok(Figures {
             pes,
             checksum,
             seconds: end - start,
             run_loads: loads,
             last_loads,
+            step_ends: ends.into_iter().map(|e| e - start).collect(),
+            balance,
         })
     }
 
@@ -337,6 +374,20 @@ impl Figures {
     /// The most loaded PE over the mean, in the last step.
     pub fn last_max_over_avg(&self) -> f64 {
         max_over_avg(&self.last_loads)
+    }
+
+    /// Seconds each timed step took: from the previous step's end (or the start)
+    /// to its own.
+    pub fn step_times(&self) -> Vec<f64> {
+        let mut prev = 0.0;
+        self.step_ends
+            .iter()
+            .map(|&e| {
+                let d = e - prev;
+                prev = e;
+                d
+            })
+            .collect()
     }
 }
 

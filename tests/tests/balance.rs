@@ -57,3 +57,15 @@ fn a_step_waits_for_every_arrival_when_most_pes_only_send() {
         balance::a_step_waits_for_every_arrival_when_most_pes_only_send(layer);
     }
 }
+
+/// On 40 sim PEs the PE tree has four levels: the plan reaches every PE down it, the
+/// arrivals come back up it, and every element moved to the last PE resumes there
+/// once per step.
+#[test]
+fn the_plan_and_the_arrivals_travel_a_deep_tree() {
+    let report =
+        balance::run_steps_on(chorus_core::Layer::Sim, 40, (80, 2), "all-to-last").expect("a run");
+    assert_eq!(report.output::<u64>("resumed"), Some(160));
+    let first = &report.per_pe[0].balance[0];
+    assert_eq!(first.migrations, 78);
+}

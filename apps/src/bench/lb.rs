@@ -165,6 +165,34 @@ impl Report for LbReport {
                 r.run.figures.run_max_over_avg(),
             );
         }
+        for r in &self.runs {
+            out.push_str(&detail(r));
+        }
         out
     }
+}
+
+/// One run's balancing steps and per-step times, in milliseconds.
+fn detail(r: &JacobiOutcome) -> String {
+    let f = &r.run.figures;
+    let mut out = format!("{}:\n", r.run.strategy);
+    for b in &f.balance {
+        let _ = writeln!(
+            out,
+            "  lb step {}: at {:.3} ms, {:.3} ms, {} moves, max/avg {:.2} -> {:.2}",
+            b.round,
+            b.started * 1e3,
+            (b.ended - b.started) * 1e3,
+            b.migrations,
+            b.before,
+            b.after,
+        );
+    }
+    let steps: Vec<String> = f
+        .step_times()
+        .iter()
+        .map(|t| format!("{:.3}", t * 1e3))
+        .collect();
+    let _ = writeln!(out, "  step ms: {}", steps.join(" "));
+    out
 }

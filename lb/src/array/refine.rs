@@ -4,8 +4,10 @@
 //! When elements are too coarse for any PE to take one under the threshold, a
 //! second phase still lowers the most loaded PE: it moves the element that best
 //! halves the gap to the least loaded PE, as long as that lowers the maximum (what
-//! RefineLB's search for the lowest feasible threshold reaches).
+//! RefineLB's search for the lowest feasible threshold reaches); if the maximum is
+//! still above the threshold, GreedyRefine from there, when it does better.
 
+use super::greedy::greedy_refine_range;
 use super::plan::{lg, DecisionCost, LoadKey, Placement, Plan, Planner};
 use chorus_core::api::balance::{LoadStats, Move};
 use chorus_core::ArrayStrategy;
@@ -102,7 +104,31 @@ pub(crate) fn refine_range(pl: &mut Placement, range: Range<usize>, tolerance: f
             donors.push(LoadKey(pl.loads[donor as usize], donor));
         }
     }
-    ops + lower_the_max(pl, whole, threshold)
+    ops += lower_the_max(pl, whole.clone(), threshold);
+    ops + greedy_refine_if_better(pl, whole, threshold, tolerance)
+}
+
+/// When refinement leaves a PE of `range` above `threshold` (elements too coarse: a
+/// heavy element fits nowhere until a receiver's light ones make way for it, which
+/// moving only off overloaded PEs never does), try GreedyRefine from the refined
+/// placement and keep it if it lowers the maximum; returns the compute steps.
+fn greedy_refine_if_better(
+    pl: &mut Placement,
+    range: Range<usize>,
+    threshold: f64,
+    tolerance: f64,
+) -> u64 {
+    let max = |pl: &Placement| pl.loads[range.clone()].iter().copied().fold(0.0, f64::max);
+    let before = max(pl);
+    if before <= threshold {
+        return 0;
+    }
+    let mut tried = pl.clone();
+    let ops = greedy_refine_range(&mut tried, range.clone(), tolerance);
+    if max(&tried) < before {
+        *pl = tried;
+    }
+    ops
 }
 
 /// While the most loaded PE of `range` is above `threshold`, move to the least

@@ -244,3 +244,27 @@ fn at_131072_pes_and_a_million_elements() {
         );
     }
 }
+
+/// Jacobi2D's shape in small: four heavy elements on one PE and four light ones on
+/// each other PE, so no PE has room for a heavy element until light ones leave it.
+/// Refinement alone stopped at max/avg 1.45; GreedyRefine from there reaches greedy's.
+#[test]
+fn refine_makes_room_for_coarse_elements() {
+    let objs = (0..32u32)
+        .map(|i| ObjLoad {
+            key: IndexKey(i.to_be_bytes().to_vec()),
+            pe: i / 4,
+            load: if i < 4 { 4.0 } else { 1.0 },
+        })
+        .collect();
+    let stats = LoadStats {
+        num_pes: 8,
+        objs,
+        background: vec![0.0; 8],
+        comm: Vec::new(),
+    };
+    let after = |moves: &[chorus_core::Move]| max_over_avg(&loads_after(&stats, moves));
+    let greedy = after(&Greedy.decide(&stats));
+    let refine = after(&Refine::default().decide(&stats));
+    assert!(refine <= greedy * 1.05, "refine {refine}, greedy {greedy}");
+}

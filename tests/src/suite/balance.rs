@@ -189,6 +189,17 @@ fn run_steps(
     })
 }
 
+/// `elements` steppers on exactly `p` PEs of `layer`, heavy on PE 0, run `steps`
+/// steps under `--array-lb strategy`.
+pub fn run_steps_on(
+    layer: Layer,
+    p: u32,
+    (elements, steps): (usize, u32),
+    strategy: &str,
+) -> Result<RunReport, RuntimeError> {
+    run_steps(layer, p, (elements, steps), strategy, Twist::Heavy)
+}
+
 /// 16 steppers on 4 sim PEs run 3 balanced steps; PE `pe` is killed at `at_ns`.
 pub fn run_with_kill(pe: u32, at_ns: u64) -> Result<RunReport, RuntimeError> {
     let (reg, e) = registry();

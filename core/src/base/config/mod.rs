@@ -366,7 +366,7 @@ pub struct Config {
         )
     )]
     pub array_lb: String,
-    /// Balance arrays at every Nth AtSync step (1 = at every step).
+    /// Balance arrays at the first AtSync step and then every Nth (1 = at every step).
     #[cfg_attr(
         feature = "cli",
         arg(

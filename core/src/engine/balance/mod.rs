@@ -20,7 +20,7 @@ use crate::engine::report::BalanceStep;
 use crate::msg::array::ElemAddr;
 use crate::msg::envelope::SendOpts;
 use crate::msg::kind::balance::{
-    Arrived, BalanceMsg, ObjRecord, PeRecord, Resume, SyncHome, SyncUp,
+    Arrived, BalanceMsg, ObjRecord, PeRecord, Plan, Resume, SyncHome, SyncUp,
 };
 use std::sync::Arc;
 
@@ -36,9 +36,18 @@ struct Gather {
 
 /// PE 0's account of a step whose plan is out.
 struct Underway {
-    /// PEs that have not yet said they received every element sent to them.
-    receivers: usize,
     report: BalanceStep,
+}
+
+/// A PE's account of the elements arriving in a step, it and its subtree.
+#[derive(Default)]
+struct Landing {
+    /// Elements of the step that arrived here.
+    got: u32,
+    /// How many the plan sends here, once the plan has come.
+    want: Option<u32>,
+    /// Children whose subtrees have not yet said all their elements arrived.
+    children: usize,
 }
 
 /// The balancing state of one PE.
@@ -66,8 +75,9 @@ struct Steps {
     /// Steps being gathered here, by array and step: at most one step per array is
     /// gathered at a time (its resume comes before any element's next `at_sync`).
     gathers: HashMap<(CollectionId, u32), Gather>,
-    /// Elements of a step that arrived here, and how many the plan said would come.
-    arrivals: HashMap<(CollectionId, u32), (u32, Option<u32>)>,
+    /// Elements of a step that arrived here and in the subtree (at most one step per
+    /// array: its resume comes after every subtree's arrivals).
+    arrivals: HashMap<(CollectionId, u32), Landing>,
     /// PE 0's steps whose plans are out (one per array at most).
     underway: HashMap<(CollectionId, u32), Underway>,
     /// Each element's heaviest receivers since the last step (bounded per element).
@@ -131,6 +141,15 @@ impl Syncs {
             *light = (to.clone(), light.1 + 1, light.2 + bytes);
         }
     }
+}
+
+/// Whether an element's `syncs`-th `at_sync` (counting from 1) balances under
+/// `--lb-period period`: the first one, since the initial placement knows nothing of
+/// load and every step before the first balancing pays for it, and then every
+/// `period`-th after it (1, 1 + period, 1 + 2 period, ...).
+fn balances_at(syncs: u32, period: u32) -> bool {
+    let period = period.max(1);
+    syncs % period == 1 % period
 }
 
 impl PeCore {
@@ -205,7 +224,8 @@ impl PeRuntime {
         };
         let round = e.syncs;
         e.syncs = e.syncs.saturating_add(1);
-        let balances = self.core.syncs.strategy.is_some() && e.syncs % self.core.syncs.period == 0;
+        let balances =
+            self.core.syncs.strategy.is_some() && balances_at(e.syncs, self.core.syncs.period);
         if !balances {
             e.load = 0.0;
             return self.resume(coll, addr);
@@ -294,8 +314,8 @@ impl PeRuntime {
                 g.children += 1;
                 self.try_send_up(coll, round);
             }
-            BalanceMsg::Plan(plan) => self.follow(plan),
-            BalanceMsg::Arrived(Arrived { coll, round }) => self.receiver_done(coll, round),
+            BalanceMsg::Plan(Plan { coll, round, parts }) => self.scatter(coll, round, parts),
+            BalanceMsg::Arrived(Arrived { coll, round }) => self.child_landed(coll, round),
             BalanceMsg::Resume(Resume { coll, round }) => self.on_resume(coll, round),
         }
     }
@@ -347,3 +367,20 @@ impl PeRuntime {
 }
 
 mod plan;
+
+#[cfg(test)]
+mod tests {
+    use super::balances_at;
+
+    #[test]
+    fn the_first_sync_balances_then_every_period() {
+        let at = |period| {
+            (1..=30)
+                .filter(|&s| balances_at(s, period))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at(10), vec![1, 11, 21]);
+        assert_eq!(at(1), (1..=30).collect::<Vec<_>>());
+        assert_eq!(at(0), (1..=30).collect::<Vec<_>>());
+    }
+}

@@ -1,16 +1,18 @@
-//! PE 0's decision in a balancing step and the plan it sends out; the moves, the
-//! arrivals and the resume that ends the step on every PE.
+//! PE 0's decision in a balancing step and the plan it sends down the PE tree; the
+//! moves, the arrivals counted back up the tree, and the resume that ends the step
+//! on every PE.
 
-use super::{Gather, Underway};
+use super::{Gather, Landing, Underway};
 use crate::api::balance::{check_decision, CommEdge, LoadStats, Move, ObjLoad};
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{CollectionId, IndexKey, Pe};
+use crate::base::tree;
 use crate::engine::report::BalanceStep;
 use crate::engine::{Members, MoveRequest, PeRuntime};
 use crate::msg::array::ElemAddr;
 use crate::msg::envelope::SendOpts;
-use crate::msg::kind::balance::{Arrived, Plan, Resume};
+use crate::msg::kind::balance::{Arrived, Plan, PlanPart, Resume};
 use crate::trace::ns;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -108,29 +110,21 @@ impl PeRuntime {
             loads_before: stats.pe_loads(),
             loads_after: loads_after(&stats, &moves),
         };
-        let plans = Self::plans(coll, round, &stats, &moves);
-        let receivers = plans.iter().filter(|(_, p)| p.incoming > 0).count();
+        let parts = Self::parts(&stats, &moves);
         self.core
             .syncs
             .steps
             .get_mut()
             .underway
-            .insert((coll, round), Underway { receivers, report });
-        for (pe, plan) in plans {
-            let env = self.core.envelope(plan, SendOpts::default());
-            self.core.post(pe, env);
-        }
-        if receivers == 0 {
-            self.finish_step(coll, round);
-        }
+            .insert((coll, round), Underway { report });
+        self.scatter(coll, round, parts);
     }
 
     /// Each PE's part of the plan: what it sends and how many it receives.
-    fn plans(coll: CollectionId, round: u32, stats: &LoadStats, moves: &[Move]) -> Vec<(Pe, Plan)> {
-        let mut by_pe: BTreeMap<Pe, Plan> = BTreeMap::new();
-        let new = |_: &Pe| Plan {
-            coll,
-            round,
+    fn parts(stats: &LoadStats, moves: &[Move]) -> Vec<PlanPart> {
+        let mut by_pe: BTreeMap<Pe, PlanPart> = BTreeMap::new();
+        let new = |&pe: &Pe| PlanPart {
+            pe,
             out: Vec::new(),
             incoming: 0,
         };
@@ -140,7 +134,64 @@ impl PeRuntime {
             from.out.push((o.key.clone(), m.to));
             by_pe.entry(m.to).or_insert_with_key(new).incoming += 1;
         }
-        by_pe.into_iter().collect()
+        by_pe.into_values().collect()
+    }
+
+    /// Pass the parts of the plan for each child's subtree on to that child (every
+    /// child, so every PE answers for its subtree), and follow this PE's own part.
+    /// Down the tree, not from PE 0 to each PE, so that no PE sends or receives more
+    /// than its children's messages in a step.
+    pub(super) fn scatter(&mut self, coll: CollectionId, round: u32, parts: Vec<PlanPart>) {
+        let me = self.core.me;
+        let children: Vec<Pe> = self.core.tree_children().collect();
+        let mut below: Vec<Vec<PlanPart>> = vec![Vec::new(); children.len()];
+        let mut mine = PlanPart {
+            pe: me,
+            out: Vec::new(),
+            incoming: 0,
+        };
+        for part in parts {
+            if part.pe == me {
+                mine = part;
+            } else if let Some(i) = self.child_towards(part.pe, &children) {
+                below[i].push(part);
+            }
+        }
+        let a = self.landing(coll, round);
+        a.want = Some(mine.incoming);
+        a.children = children.len();
+        for (child, parts) in children.into_iter().zip(below) {
+            let plan = Plan { coll, round, parts };
+            let env = self.core.envelope(plan, SendOpts::default());
+            self.core.post(child, env);
+        }
+        self.follow(coll, mine.out);
+        self.check_arrivals(coll, round);
+    }
+
+    /// The position in `children` of the child whose subtree holds `pe` (none for a
+    /// PE outside this PE's subtree, which a plan from the parent never names).
+    fn child_towards(&self, pe: Pe, children: &[Pe]) -> Option<usize> {
+        let (me, npes, k) = (self.core.me, self.core.npes, self.core.arity);
+        let mut at = pe;
+        loop {
+            let up = tree::parent(at, 0, npes, k)?;
+            if up == me {
+                return children.iter().position(|&c| c == at);
+            }
+            at = up;
+        }
+    }
+
+    /// This PE's count of the arrivals of step `round`.
+    fn landing(&mut self, coll: CollectionId, round: u32) -> &mut Landing {
+        self.core
+            .syncs
+            .steps
+            .get_mut()
+            .arrivals
+            .entry((coll, round))
+            .or_default()
     }
 
     /// The order key of element `key` of array `coll`, if it is on this PE.
@@ -151,14 +202,8 @@ impl PeRuntime {
         }
     }
 
-    /// Send away the elements the plan names, and note how many will arrive.
-    pub(super) fn follow(&mut self, plan: Plan) {
-        let Plan {
-            coll,
-            round,
-            out,
-            incoming,
-        } = plan;
+    /// Send away the elements this PE's part of the plan names.
+    fn follow(&mut self, coll: CollectionId, out: Vec<(IndexKey, Pe)>) {
         for (key, to) in out {
             // An element the plan names is here: it cannot move by hand in a step.
             let Some(order) = self.order_here(coll, &key) else {
@@ -177,71 +222,42 @@ impl PeRuntime {
                 balancing: true,
             });
         }
-        let a = self
-            .core
-            .syncs
-            .steps
-            .get_mut()
-            .arrivals
-            .entry((coll, round))
-            .or_default();
-        a.1 = Some(incoming);
-        self.check_arrivals(coll, round);
     }
 
     /// An element moving in step `round` arrived here: it waits for the resume.
     pub(crate) fn arrived_in_step(&mut self, coll: CollectionId, key: IndexKey, round: u32) {
         self.core.syncs.steps.get_mut().waiting.insert((coll, key));
-        self.core
-            .syncs
-            .steps
-            .get_mut()
-            .arrivals
-            .entry((coll, round))
-            .or_default()
-            .0 += 1;
+        self.landing(coll, round).got += 1;
         self.check_arrivals(coll, round);
     }
 
-    /// Tell PE 0 once every element the plan sends here has arrived. A PE the plan
-    /// sends nothing is not one PE 0 waits for: its word would end the step early.
+    /// Once every element the plan sends here has arrived and every child has said
+    /// the same of its subtree, say so to the parent; on PE 0, the step is over.
     fn check_arrivals(&mut self, coll: CollectionId, round: u32) {
-        let (done, receives) = match self.core.syncs.steps.get_mut().arrivals.get(&(coll, round)) {
-            Some(&(got, Some(want))) => (got >= want, want > 0),
-            _ => (false, false),
-        };
-        if done {
-            self.core
-                .syncs
-                .steps
-                .get_mut()
-                .arrivals
-                .remove(&(coll, round));
+        let arrivals = &mut self.core.syncs.steps.get_mut().arrivals;
+        let done = arrivals
+            .get(&(coll, round))
+            .is_some_and(|a| a.want.is_some_and(|w| a.got >= w) && a.children == 0);
+        if !done {
+            return;
         }
-        if done && receives {
-            let env = self
-                .core
-                .envelope(Arrived { coll, round }, SendOpts::default());
-            self.core.post(0, env);
+        arrivals.remove(&(coll, round));
+        match self.core.tree_parent() {
+            Some(parent) => {
+                let env = self
+                    .core
+                    .envelope(Arrived { coll, round }, SendOpts::default());
+                self.core.post(parent, env);
+            }
+            None => self.finish_step(coll, round),
         }
     }
 
-    /// On PE 0: a receiver has all its elements; the last one ends the step.
-    pub(super) fn receiver_done(&mut self, coll: CollectionId, round: u32) {
-        let Some(u) = self
-            .core
-            .syncs
-            .steps
-            .get_mut()
-            .underway
-            .get_mut(&(coll, round))
-        else {
-            return;
-        };
-        u.receivers = u.receivers.saturating_sub(1);
-        if u.receivers == 0 {
-            self.finish_step(coll, round);
-        }
+    /// A child's subtree has all its elements of step `round`.
+    pub(super) fn child_landed(&mut self, coll: CollectionId, round: u32) {
+        let a = self.landing(coll, round);
+        a.children = a.children.saturating_sub(1);
+        self.check_arrivals(coll, round);
     }
 
     /// On PE 0: every element is in place; record the step and send the resume.

@@ -52,17 +52,26 @@ pub(crate) struct SyncUp {
     pub(crate) pes: Vec<PeRecord>,
 }
 
-/// PE 0's plan for one PE in step `round`: the elements it sends away, and how many
-/// it receives.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Plan {
-    pub(crate) coll: CollectionId,
-    pub(crate) round: u32,
+/// One PE's part of the plan of a step: the elements it sends away, and how many it
+/// receives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PlanPart {
+    pub(crate) pe: Pe,
     pub(crate) out: Vec<(IndexKey, Pe)>,
     pub(crate) incoming: u32,
 }
 
-/// A PE has received every element the plan of step `round` sends it.
+/// PE 0's plan of step `round` for the subtree of the PE it is sent to, down the PE
+/// tree (a PE with no part has nothing to move, but still answers `Arrived`).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Plan {
+    pub(crate) coll: CollectionId,
+    pub(crate) round: u32,
+    pub(crate) parts: Vec<PlanPart>,
+}
+
+/// Every element the plan of step `round` sends into the subtree of the PE that
+/// sends this (to its tree parent) has arrived.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Arrived {
     pub(crate) coll: CollectionId,
@@ -110,13 +119,21 @@ impl Body for Plan {
         Some(self.coll)
     }
     fn check(&self, npes: usize) -> Result<(), String> {
-        match self.out.iter().find(|(_, to)| *to as usize >= npes) {
-            Some((_, to)) => Err(format!("a plan sends an element to PE {to} of {npes}")),
+        if let Some(p) = self.parts.iter().find(|p| p.pe as usize >= npes) {
+            return Err(format!("a plan has a part for PE {} of {npes}", p.pe));
+        }
+        let mut to = self
+            .parts
+            .iter()
+            .flat_map(|p| p.out.iter().map(|(_, to)| *to));
+        match to.find(|&to| to as usize >= npes) {
+            Some(to) => Err(format!("a plan sends an element to PE {to} of {npes}")),
             None => Ok(()),
         }
     }
     fn body_bytes(&self) -> u64 {
-        20 + 16 * self.out.len() as u64
+        let parts = self.parts.iter();
+        20 + parts.map(|p| 8 + 16 * p.out.len() as u64).sum::<u64>()
     }
 }
 
