@@ -2,6 +2,8 @@
 
 pub mod balancing;
 pub mod bench;
+pub mod chains;
+pub mod checkpointing;
 pub mod cli;
 pub mod jacobi2d;
 pub mod job;
