@@ -18,7 +18,7 @@ pub struct CheckpointArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), requires = "checkpoint_dir")]
     pub checkpoint_every: Option<u32>,
     /// The directory --checkpoint-every saves into (created if missing).
-    #[arg(long, requires = "checkpoint_every", value_parser = directory)]
+    #[arg(long, requires = "checkpoint_every", value_parser = named_path)]
     pub checkpoint_dir: Option<PathBuf>,
     /// For testing a launcher: in a job not started with --restart, the process
     /// holding the last element aborts (SIGABRT) when that element ends this step.
@@ -26,10 +26,10 @@ pub struct CheckpointArgs {
     pub die_at_step: Option<u32>,
 }
 
-/// `--checkpoint-dir` checked as it is parsed: a directory needs a name.
-fn directory(s: &str) -> Result<PathBuf, String> {
+/// A path flag checked as it is parsed: a path needs a name.
+pub fn named_path(s: &str) -> Result<PathBuf, String> {
     if s.is_empty() {
-        return Err("a directory needs a name".into());
+        return Err("a path needs a name".into());
     }
     Ok(PathBuf::from(s))
 }

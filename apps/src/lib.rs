@@ -8,6 +8,7 @@ pub mod cli;
 pub mod jacobi2d;
 pub mod job;
 pub mod jquick;
+pub mod launcher;
 pub mod lbtest;
 pub mod memory;
 pub mod mpi_model;
