@@ -5,7 +5,9 @@
 use crate::bench::report::{print, Report};
 use chorus_core::api::balance::max_over_avg;
 use chorus_core::report::BalanceStep;
-use chorus_core::{ArrayIndex, Callback, Chare, Config, Ctx, Entry, Layer, Migratable, Pe};
+use chorus_core::{
+    ArrayIndex, ArrayMap, Callback, Chare, Config, Ctx, Entry, Layer, Migratable, Pe,
+};
 use chorus_core::{Reducer, Registry, RunReport, Runtime, RuntimeError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -73,13 +75,30 @@ pub fn run_app<C: Migratable>(
     name: &str,
     start: impl FnOnce(&mut Ctx, Results) + Send + 'static,
 ) -> Result<Figures, RunError> {
+    run_app_with::<C, ()>(
+        config,
+        name,
+        |_| (),
+        move |ctx, results, ()| start(ctx, results),
+    )
+}
+
+/// [`run_app`] for an app with entries of its own: `entries` registers them after
+/// the element type, and `start` gets them beside the results.
+pub fn run_app_with<C: Migratable, E: Send + 'static>(
+    config: &Config,
+    name: &str,
+    entries: impl FnOnce(&mut Registry) -> E,
+    start: impl FnOnce(&mut Ctx, Results, E) + Send + 'static,
+) -> Result<Figures, RunError> {
     let mut reg = Registry::new();
     register_array_strategies(&mut reg);
-    let entries = Collector::register(&mut reg);
+    let collector = Collector::register(&mut reg);
     reg.migratable::<C>(name);
+    let own = entries(&mut reg);
     let report = Runtime::new(reg, config.clone()).run(move |ctx| {
-        let results = Collector::start(ctx, entries);
-        start(ctx, results);
+        let results = Collector::start(ctx, collector);
+        start(ctx, results, own);
     })?;
     Figures::read(&report)
 }
@@ -204,6 +223,12 @@ impl LoadLog {
         }
     }
 
+    /// Forget the loads charged so far: a restarted job measures its own run, on
+    /// PEs numbered anew.
+    pub fn clear(&mut self) {
+        *self = LoadLog::default();
+    }
+
     /// This element's part of the per-PE loads: `num_pes` run totals, then
     /// `num_pes` last-step loads, summed over the array by [`Collector`].
     pub fn contribution(&self, num_pes: usize) -> Vec<f64> {
@@ -258,8 +283,10 @@ pub struct CollectorEntries {
     ends: Entry<Collector, Vec<f64>>,
 }
 
-/// A singleton on PE 0 that waits for every result, publishes them with the time
-/// they were complete, and ends the job.
+/// The one element of an array on PE 0 (an array, not a singleton, so a checkpoint
+/// saves it) that waits for every result, publishes them with the time they were
+/// complete, and ends the job.
+#[derive(Serialize, Deserialize)]
 pub struct Collector {
     checksum: Option<u64>,
     loads: Option<Vec<f64>>,
@@ -269,7 +296,7 @@ pub struct Collector {
 impl Collector {
     /// Register the collector and its entries.
     pub fn register(reg: &mut Registry) -> CollectorEntries {
-        reg.chare::<Collector>("chorus_apps::balancing::Collector");
+        reg.migratable::<Collector>("chorus_apps::balancing::Collector");
         CollectorEntries {
             checksum: reg.entry::<Collector, u64>("Collector::checksum", CollectorMsg::Checksum),
             loads: reg.entry::<Collector, Vec<f64>>("Collector::loads", CollectorMsg::Loads),
@@ -277,18 +304,23 @@ impl Collector {
         }
     }
 
-    /// Create the collector on PE 0 from `main`, publish the start time, and return
-    /// where the elements send their results.
+    /// Create the collector on PE 0 from `main` (or, in a restarted job, find the
+    /// one restored), publish the start time, and return where the elements send
+    /// their results.
     pub fn start(ctx: &mut Ctx, entries: CollectorEntries) -> Results {
-        let me = ctx.create_chare::<Collector>((), 0);
+        let restored = ctx.restored_arrays::<Collector, usize>().into_iter().next();
+        let me =
+            restored.unwrap_or_else(|| ctx.create_array_1d::<Collector>(1, (), ArrayMap::Block));
         ctx.publish("start_s", &ctx.now());
         Results {
-            checksum: Callback::chare(&me, entries.checksum),
-            loads: Callback::chare(&me, entries.loads),
-            ends: Callback::chare(&me, entries.ends),
+            checksum: Callback::array_element(&me, &0, entries.checksum),
+            loads: Callback::array_element(&me, &0, entries.loads),
+            ends: Callback::array_element(&me, &0, entries.ends),
         }
     }
 }
+
+impl Migratable for Collector {}
 
 impl Chare for Collector {
     type Init = ();

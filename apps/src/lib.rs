@@ -2,10 +2,13 @@
 
 pub mod balancing;
 pub mod bench;
+pub mod chains;
+pub mod checkpointing;
 pub mod cli;
 pub mod jacobi2d;
 pub mod job;
 pub mod jquick;
+pub mod launcher;
 pub mod lbtest;
 pub mod memory;
 pub mod mpi_model;

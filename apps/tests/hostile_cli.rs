@@ -69,6 +69,12 @@ const ACCEPTED: &[(&str, &[&str], &str)] = &[
     ("passes", &MAX_U32, "a count"),
     ("nrep-max", &MAX_U32, "a count"),
     ("drift-every", &MAX_U32, "a period in steps"),
+    ("checkpoint-every", &MAX_U32, "a period in steps"),
+    (
+        "die-at-step",
+        &MAX_U32,
+        "a test hook's step, which a run may never reach",
+    ),
     ("change-every", &MAX_U32, "a period in steps"),
     ("lb-period", &MAX_U32, "a period in steps"),
     (

@@ -82,6 +82,7 @@ pub use config::{
     Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
 };
 pub use ctx::Ctx;
+pub use engine::{verify_checkpoint, CommittedCheckpoint};
 pub use error::SyncError;
 pub use error::{RegistryMismatch, RuntimeError};
 pub use ids::{ChareId, CollectionId, Pe};

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Args = cli::parse_program();
     let params = args.jacobi.params();
-    let run = || jacobi2d::run(&args.chorus, params);
+    let plan = args.checkpoint.plan(args.chorus.restart.is_some());
+    let run = || jacobi2d::run_checkpointed(&args.chorus, params, plan);
     main_of(
         "jacobi2d",
         &args.chorus,

@@ -1,6 +1,8 @@
 //! mcmc: the MCMC walker benchmark kernel of the noncollective-communicator paper,
 //! run under each load-balancing strategy and compared.
 
+use chorus_apps::balancing::main_of;
+use chorus_apps::chains::{self, ChainParams, ChainsOutcome};
 use chorus_apps::cli::tagged_path;
 use chorus_apps::programs::mcmc::Args;
 use chorus_core::Layer;
@@ -11,26 +13,50 @@ use std::time::Duration;
 
 fn main() -> ExitCode {
     let args: Args = chorus_apps::cli::parse_program();
+    if args.checkpointed() {
+        return run_chains(&args);
+    }
     chorus_apps::cli::exit_status("mcmc", run(&args).map(|()| true))
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    let strategies = StrategySpec::parse_list(&args.lb).map_err(|e| e.to_string())?;
-    let workload = match args
-        .workload
-        .parse::<Workload>()
-        .map_err(|e| e.to_string())?
-    {
-        // Plain `random` draws from --seed; `random:S` names its own seed.
-        Workload::Random { .. } if args.workload == "random" => Workload::Random {
-            seed: args.chorus.seed,
-        },
-        w => w,
+/// The chains kernel, checkpointed or restarted.
+fn run_chains(args: &Args) -> ExitCode {
+    let workload = match workload(args) {
+        Ok(w) => w,
+        Err(e) => return chorus_apps::cli::exit_status("mcmc", Err(e)),
     };
-    let item_ms = args.item_ms.unwrap_or(match args.chorus.layer {
+    let params = ChainParams {
+        item: Duration::from_secs_f64(item_ms(args) / 1e3),
+        group_size: args.group_size,
+        workload,
+    };
+    let plan = args.checkpoint.plan(args.chorus.restart.is_some());
+    let run = || chains::run(&args.chorus, params, plan);
+    main_of("mcmc", &args.chorus, args.json, run, ChainsOutcome::exact)
+}
+
+/// `--workload`, parsed when the flags were; plain `random` draws from --seed.
+fn workload(args: &Args) -> Result<Workload, String> {
+    match args.workload.parse::<Workload>() {
+        Ok(Workload::Random { .. }) if args.workload == "random" => Ok(Workload::Random {
+            seed: args.chorus.seed,
+        }),
+        w => w.map_err(|e| e.to_string()),
+    }
+}
+
+/// `--item-ms`, or its layer's default.
+fn item_ms(args: &Args) -> f64 {
+    args.item_ms.unwrap_or(match args.chorus.layer {
         Layer::Sim => 100.0,
         Layer::Threads | Layer::Mpi => 40.0,
-    });
+    })
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let strategies = StrategySpec::parse_list(args.strategies()).map_err(|e| e.to_string())?;
+    let workload = workload(args)?;
+    let item_ms = item_ms(args);
     let params = McmcParams {
         group_size: args.group_size,
         item: Duration::from_secs_f64(item_ms / 1e3),

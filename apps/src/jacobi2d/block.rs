@@ -5,7 +5,8 @@
 use super::grid::{block_checksum, boundary, initial, is_hot, stencil};
 use super::params::JacobiParams;
 use crate::balancing::{resume_by_message, LoadLog, Results};
-use chorus_core::{Chare, Ctx, Migratable};
+use crate::checkpointing::CheckpointPlan;
+use chorus_core::{Callback, Chare, Ctx, Entry, Migratable, Reducer, Registry};
 use serde::{Deserialize, Serialize};
 
 /// A side of a block; a ghost named by a side holds the neighbour's cells there.
@@ -42,6 +43,29 @@ pub struct BlockInit {
     pub params: JacobiParams,
     /// Where the block's checksum and load go after the last step.
     pub results: Results,
+    /// When the blocks checkpoint.
+    pub plan: CheckpointPlan,
+    /// The entries a checkpoint goes through.
+    pub entries: BlockEntries,
+}
+
+/// The entries of a block that callbacks name: the checkpoint's.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+pub struct BlockEntries {
+    /// Every block reached a checkpoint step (to block (0, 0)).
+    reached: Entry<Block, u64>,
+    /// The checkpoint is committed (to every block).
+    saved: Entry<Block, ()>,
+}
+
+impl BlockEntries {
+    /// Register the entries.
+    pub fn register(reg: &mut Registry) -> Self {
+        BlockEntries {
+            reached: reg.entry::<Block, u64>("Block::reached", BlockMsg::Reached),
+            saved: reg.entry::<Block, ()>("Block::saved", |()| BlockMsg::Saved),
+        }
+    }
 }
 
 /// Messages of a block.
@@ -57,6 +81,18 @@ pub enum BlockMsg {
         side: Side,
         /// The edge's cells, in row or column order.
         cells: Vec<f64>,
+    },
+    /// Every block reached the checkpoint step (the steps summed; to block (0, 0)).
+    Reached(u64),
+    /// The checkpoint is committed: go on.
+    Saved,
+    /// The job was restarted from a checkpoint: check its parameters, take the new
+    /// job's plan, and go on.
+    Restart {
+        /// The new job's parameters (the saved ones must equal them).
+        params: JacobiParams,
+        /// The new job's checkpoint plan.
+        plan: CheckpointPlan,
     },
 }
 
@@ -77,6 +113,8 @@ pub struct Block {
     /// This block sent its edges of `step` (false while it waits for its resume).
     sent: bool,
     load: LoadLog,
+    plan: CheckpointPlan,
+    entries: BlockEntries,
 }
 
 impl Chare for Block {
@@ -98,6 +136,8 @@ impl Chare for Block {
             early: Default::default(),
             sent: false,
             load: LoadLog::default(),
+            plan: init.plan,
+            entries: init.entries,
         }
     }
 
@@ -116,6 +156,20 @@ impl Chare for Block {
                 *slot = Some(cells);
                 self.try_step(ctx);
             }
+            BlockMsg::Reached(_) => {
+                let Some(array) = ctx.this_array::<Block, (usize, usize)>() else {
+                    return ctx.fail("jacobi2d", "a block is not an array element");
+                };
+                let after = Callback::array_all(&array, self.entries.saved);
+                ctx.checkpoint(&self.plan.dir, after);
+            }
+            BlockMsg::Saved => {
+                if Self::index(ctx) == (0, 0) {
+                    self.plan.note_saved(self.step);
+                }
+                self.begin_step(ctx);
+            }
+            BlockMsg::Restart { params, plan } => self.restart(params, plan, ctx),
         }
     }
 }
@@ -192,12 +246,39 @@ impl Block {
         self.step += 1;
         self.ghosts = std::mem::take(&mut self.early);
         self.sent = false;
+        let last = self.p.blocks_per_side() - 1;
+        self.plan.die_if_due(self.step, me == (last, last));
+        if me == (0, 0) {
+            self.plan.note_progress(self.step);
+        }
         if self.step == self.p.steps {
             let sum = block_checksum(me.0, me.1, &self.cells);
             self.results.contribute(ctx, sum, &self.load);
+        } else if self.plan.due(self.step, self.p.steps) {
+            let Some(array) = ctx.this_array::<Block, (usize, usize)>() else {
+                return ctx.fail("jacobi2d", "a block is not an array element");
+            };
+            let zero = Callback::array_element(&array, &(0, 0), self.entries.reached);
+            ctx.contribute(u64::from(self.step), Reducer::Sum, zero);
         } else if let Err(e) = ctx.at_sync() {
             ctx.fail("jacobi2d", e);
         }
+    }
+
+    /// Go on in a restarted job, if it asks for the computation that was saved.
+    fn restart(&mut self, params: JacobiParams, plan: CheckpointPlan, ctx: &mut Ctx) {
+        if params != self.p {
+            let why = format!(
+                "the checkpoint holds a run of {:?}, the restarted job asks for {params:?}: \
+                 restart with the flags of the run that wrote it",
+                self.p
+            );
+            return ctx.fail("jacobi2d", why);
+        }
+        self.plan = plan;
+        // The loads were charged on the saved job's PEs.
+        self.load.clear();
+        self.begin_step(ctx);
     }
 
     /// One stencil step over the block, reading the ghosts (or the fixed boundary).

@@ -8,9 +8,10 @@ pub mod block;
 pub mod grid;
 pub mod params;
 
-use crate::balancing::{json_num, run_app, AppError, Checked};
+use crate::balancing::{json_num, run_app_with, AppError, Checked};
 use crate::bench::report::Report;
-use block::{Block, BlockInit, BlockMsg};
+use crate::checkpointing::CheckpointPlan;
+use block::{Block, BlockEntries, BlockInit, BlockMsg};
 use chorus_core::{ArrayMap, Config, Layer, NetworkModel};
 pub use params::{JacobiArgs, JacobiParams, ParamError};
 use serde_json::json;
@@ -48,13 +49,33 @@ pub fn ideal_model(config: &Config) -> Option<NetworkModel> {
 
 /// Run Jacobi2D under `config` and compare its grid with the serial run's.
 pub fn run(config: &Config, params: JacobiParams) -> Result<JacobiOutcome, JacobiError> {
+    run_checkpointed(config, params, CheckpointPlan::none())
+}
+
+/// [`run`], checkpointing as `plan` says; a job started with `--restart` goes on
+/// from the checkpoint (made with the same parameters) instead of from step 0.
+pub fn run_checkpointed(
+    config: &Config,
+    params: JacobiParams,
+    plan: CheckpointPlan,
+) -> Result<JacobiOutcome, JacobiError> {
     params.validate().map_err(AppError::Params)?;
     let nb = params.blocks_per_side();
-    let figures = run_app::<Block>(
+    let figures = run_app_with::<Block, BlockEntries>(
         config,
         "chorus_apps::jacobi2d::Block",
-        move |ctx, results| {
-            let init = BlockInit { params, results };
+        BlockEntries::register,
+        move |ctx, results, entries| {
+            let restored = ctx.restored_arrays::<Block, (usize, usize)>();
+            if let Some(blocks) = restored.first() {
+                return blocks.broadcast(ctx, BlockMsg::Restart { params, plan });
+            }
+            let init = BlockInit {
+                params,
+                results,
+                plan,
+                entries,
+            };
             let blocks = ctx.create_array_2d::<Block>((nb, nb), init, ArrayMap::Block);
             blocks.broadcast(ctx, BlockMsg::Step);
         },

@@ -21,6 +21,8 @@ latency."
 pub struct Args {
     #[command(flatten)]
     pub jacobi: JacobiArgs,
+    #[command(flatten)]
+    pub checkpoint: crate::checkpointing::CheckpointArgs,
     /// Print one JSON object instead of lines.
     #[arg(long, help_heading = "Output")]
     pub json: bool,

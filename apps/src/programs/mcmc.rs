@@ -21,15 +21,32 @@ pub struct Args {
     /// Chain lengths: `cyclic` (S = 10 * (leader mod 32)) or `random` (from --seed).
     #[arg(long, default_value = "cyclic", value_parser = workload)]
     pub workload: String,
-    /// Strategies: none, collective:I, async, or all (none, collective:1,16,128, async).
-    #[arg(long, default_value = "all", value_parser = strategies)]
-    pub lb: String,
+    /// Strategies: none, collective:I, async, or all (none, collective:1,16,128, async)
+    /// [default: all]. Not with --checkpoint-every or --restart, which run the chains
+    /// as a chare array balanced by --array-lb.
+    #[arg(long, value_parser = strategies)]
+    pub lb: Option<String>,
     /// Print one JSON object instead of a table.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    #[command(flatten)]
+    pub checkpoint: crate::checkpointing::CheckpointArgs,
     /// The runtime's flags.
     #[command(flatten)]
     pub chorus: Config,
+}
+
+impl Args {
+    /// The strategies `--lb` names.
+    pub fn strategies(&self) -> &str {
+        self.lb.as_deref().unwrap_or("all")
+    }
+
+    /// True if the run checkpoints or restarts: it then runs the chains kernel
+    /// (`crate::chains`).
+    pub fn checkpointed(&self) -> bool {
+        self.checkpoint.checkpoint_every.is_some() || self.chorus.restart.is_some()
+    }
 }
 
 /// `--lb` checked as it is parsed, so a bad strategy is a usage error.
@@ -54,6 +71,13 @@ impl super::ProgramArgs for Args {
     }
 
     fn usage(&self) -> Result<(), String> {
+        if let (true, Some(lb)) = (self.checkpointed(), &self.lb) {
+            return Err(format!(
+                "--lb {lb} with --checkpoint-every or --restart: walker groups cannot be \
+                 checkpointed (their sections and driver are not saved); a checkpointed run \
+                 walks the chains as a chare array, balanced by --array-lb"
+            ));
+        }
         // Under mpirun the PEs are the ranks', checked when the job starts.
         if self.chorus.layer != chorus_core::Layer::Mpi && self.group_size > self.chorus.pes {
             return Err(format!(

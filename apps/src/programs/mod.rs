@@ -4,6 +4,7 @@
 //! program through [`all`] without starting a process per case).
 
 pub mod bench;
+pub mod chorus_run;
 pub mod hello;
 pub mod jacobi2d;
 pub mod jquick;
@@ -61,6 +62,7 @@ pub fn all() -> Vec<Program> {
         program::<lb_test::Args>(),
         program::<bench::Cli>(),
         program::<tune::Args>(),
+        program::<chorus_run::RunArgs>(),
         Program {
             name: "examples (Config::from_args)",
             command: || {

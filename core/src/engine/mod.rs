@@ -30,6 +30,7 @@ use std::sync::Arc;
 pub(crate) mod announced;
 mod balance;
 mod checkpoint;
+pub use checkpoint::files::{verify_checkpoint, CommittedCheckpoint};
 mod create;
 mod deliver;
 mod digest;

@@ -200,6 +200,50 @@ fn read_pe_file(dir: &Path, f: &FileEntry) -> Result<PeState, CheckpointError> {
     Ok(state)
 }
 
+/// A committed checkpoint, as its manifest describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedCheckpoint {
+    /// Which checkpoint of its directory it is (they count up from 1).
+    pub epoch: u64,
+    /// How many PEs wrote it.
+    pub pes: usize,
+    /// The bytes of its PE files.
+    pub bytes: u64,
+}
+
+/// Check the checkpoint committed in `dir` whole (its manifest and every PE file's
+/// length, checksum and contents) without the program's registry, as a launcher
+/// does before it restarts a job from it; files of an uncommitted epoch are ignored.
+pub fn verify_checkpoint(dir: &Path) -> Result<CommittedCheckpoint, CheckpointError> {
+    let m = read_manifest(dir)?;
+    let file = dir.join(MANIFEST);
+    if m.version != FORMAT_VERSION {
+        let (found, expected) = (m.version, FORMAT_VERSION);
+        return Err(CheckpointError::Version {
+            file,
+            found,
+            expected,
+        });
+    }
+    let mut bytes = 0;
+    for pe in 0..m.pes {
+        let Some(f) =
+            (m.files.iter()).find(|f| f.pe as usize == pe && f.name == file_name(f.pe, m.epoch))
+        else {
+            let pe = Pe::try_from(pe).unwrap_or(Pe::MAX);
+            let file = dir.join(file_name(pe, m.epoch));
+            return Err(CheckpointError::MissingFile { file, pe });
+        };
+        read_pe_file(dir, f)?;
+        bytes += f.bytes;
+    }
+    Ok(CommittedCheckpoint {
+        epoch: m.epoch,
+        pes: m.pes,
+        bytes,
+    })
+}
+
 /// A checkpoint read and checked whole, before any PE of the restarted job starts.
 pub(crate) struct Restart {
     pub(crate) info: Restarted,
