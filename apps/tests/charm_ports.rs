@@ -140,3 +140,55 @@ fn bad_parameters_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--block dividing --size"));
 }
+
+/// `chorus-bench charm-leanmd` on a 3 x 3 x 2 box for 20 steps (small enough for
+/// CI), with `layer_args` for the job; its one JSON object.
+fn leanmd(layer_args: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_chorus-bench"))
+        .args([
+            "charm-leanmd",
+            "--dim-x",
+            "3",
+            "--dim-y",
+            "3",
+            "--dim-z",
+            "2",
+        ])
+        .args([
+            "--steps",
+            "20",
+            "--first-ldb-step",
+            "5",
+            "--ldb-period",
+            "5",
+            "--json",
+        ])
+        .args(layer_args)
+        .output()
+        .expect("chorus-bench runs");
+    assert!(
+        out.status.success(),
+        "charm-leanmd {layer_args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+#[test]
+fn leanmd_conserves_energy_and_particles_alike_on_threads_and_sim() {
+    // 18 cells of 100 + 150 id / 18 particles each; balancing after steps 5, 10
+    // and 15, and an exchange of particles at step 20.
+    let want: u64 = (0..18).map(|id| 100 + id * 150 / 18).sum();
+    let threads = leanmd(&["--layer", "threads", "--pes", "2", "--array-lb", "greedy"]);
+    let sim = leanmd(&["--layer", "sim", "--pes", "3", "--array-lb", "refine"]);
+    for v in [&threads, &sim] {
+        assert_eq!(v["particles"], want, "{v}");
+        assert_eq!(v["computes"], 38 * 18, "{v}");
+        let (i, f) = (positive(v, "initial_energy"), positive(v, "final_energy"));
+        assert!((f - i).abs() < 1e-5 && f != i, "{v}");
+    }
+    // Sums in a fixed order: the same bits whatever the layer, PEs and strategy.
+    for key in ["initial_energy", "final_energy"] {
+        assert_eq!(threads[key], sim[key], "{key}: {threads} / {sim}");
+    }
+}

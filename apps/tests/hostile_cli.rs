@@ -77,6 +77,12 @@ const ACCEPTED: &[(&str, &[&str], &str)] = &[
     ),
     ("change-every", &MAX_U32, "a period in steps"),
     ("lb-period", &MAX_U32, "a period in steps"),
+    ("ldb-period", &MAX_U64, "a period in steps"),
+    (
+        "first-ldb-step",
+        &["0", "4294967295", "4294967296", "18446744073709551615"],
+        "a step; past --steps no step balances",
+    ),
     (
         "iterations",
         &MAX_U32,

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds Charm++ (multicore-linux-x86_64 and mpi-linux-x86_64 with mpicxx, -O3)
-# from a source tree, then the benchmarks and the Jacobi2D example that
-# scripts/vs-charm.sh runs beside their chorus ports.
+# from a source tree, then the benchmarks, the Jacobi2D example and, given its
+# tree, the LeanMD mini-app that scripts/vs-charm.sh runs beside their chorus ports.
 #
-#   scripts/charm/build.sh SRC [OUT]
+#   [LEANMD=DIR] scripts/charm/build.sh SRC [OUT]
 #
 # SRC is a charmplusplus/charm source tree; OUT (default ./charm-build) receives
 # one directory per build and a bin/<build>/ folder with the benchmark binaries.
+# LEANMD is a charmplusplus/leanmd tree (its own repository, not in SRC): built
+# against each build with its Makefile (CkMulticast and CommonLBs linked in, -O3).
 # BUILDS="multicore-linux-x86_64 mpi-linux-x86_64" picks the builds; JOBS=2 the
 # make parallelism. Needs a C++ compiler, make and, for mpi, OpenMPI's mpicxx.
 # Never run in CI: it builds from a local tree and takes tens of minutes.
@@ -82,8 +84,25 @@ build_benches() {
   done
 }
 
+# LeanMD's Makefile names its Charm++ build by CHARMBASE, so it is built in a
+# copy of its tree under OUT/work/<build>/leanmd with CHARMBASE set on the line.
+build_leanmd() {
+  local target=$1 dest="$OUT/bin/$1" work="$OUT/work/$1/leanmd"
+  [[ -n ${LEANMD:-} ]] || { echo "== leanmd: LEANMD not set, skipped"; return; }
+  [[ -f "$LEANMD/leanmd.ci" ]] || { echo "== $LEANMD is not a LeanMD tree (no leanmd.ci)" >&2; exit 2; }
+  echo "== $target: leanmd"
+  rm -rf "$work"
+  mkdir -p "$(dirname "$work")" "$dest"
+  cp -r "$LEANMD" "$work"
+  make -C "$work" clean >/dev/null 2>&1 || true
+  make -C "$work" CHARMBASE="$SRC/$target" OPTS="-O3" leanmd >"$work.log" 2>&1 ||
+    { echo "   failed: see $work.log"; return; }
+  cp "$work/leanmd" "$dest/"
+}
+
 for t in $BUILDS; do
   build_charm "$t"
   build_benches "$t"
+  build_leanmd "$t"
 done
 echo "== done: binaries in $OUT/bin/<build>/"

@@ -21,6 +21,11 @@ MIGRATE_SIZES = [1, 4096, 65536]
 # The rows of the size sweeps (xcastredn, all-to-all) that go into the table.
 XCAST_ROWS = {8, 1024, 65536}
 ALLTOALL_ROWS = {32, 1024, 16384}
+# LeanMD at its default box (3 x 3 x 3 cells, LB from step 20 every 20) but 101 of
+# its 1001 steps, so a pair of runs takes minutes; both sides balance the computes
+# with the same strategy (Charm++'s +balancer name, chorus's --array-lb name).
+LEANMD_STEPS = 101
+LEANMD_LB = ("GreedyLB", "greedy")
 
 
 def pingpong(out):
@@ -74,6 +79,14 @@ def jacobi2d(out):
     return {"jacobi2d 1024 / 64, per iteration": float(m.group(2)) * 1e6 / int(m.group(1))} if m else {}
 
 
+def leanmd(out):
+    if "SIMULATION SUCCESSFULL" not in out:
+        return {}
+    m = re.search(r"Total application time ([\d.]+) s", out)
+    label = f"leanmd 3x3x3 {LEANMD_LB[1]}, per step"
+    return {label: float(m.group(1)) * 1e6 / LEANMD_STEPS} if m else {}
+
+
 def cases(pes):
     """(label, chorus args, Charm++ binary, Charm++ args, parser) per pair."""
     out = []
@@ -93,6 +106,8 @@ def cases(pes):
     out.append(("alltoall", ["charm-alltoall"], "ataTest", ["32", "16384"], alltoall))
     out.append(("jacobi2d", ["charm-jacobi2d", "--size", "1024", "--block", "64", "--max-iterations", "100"],
                 "jacobi2d", ["1024", "64", "100"], jacobi2d))
+    out.append(("leanmd", ["charm-leanmd", "--steps", str(LEANMD_STEPS), "--array-lb", LEANMD_LB[1]],
+                "leanmd", ["3", "3", "3", str(LEANMD_STEPS), "20", "20", "+balancer", LEANMD_LB[0]], leanmd))
     return out
 
 

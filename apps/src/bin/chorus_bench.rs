@@ -41,6 +41,7 @@ fn run(command: &Command) -> Result<(), String> {
         Command::CharmMigrate(a) => charm::migrate::measure(a),
         Command::CharmAlltoall(a) => charm::alltoall::measure(a),
         Command::CharmJacobi2d(a) => charm::jacobi2d::measure(a),
+        Command::CharmLeanmd(a) => charm::leanmd::measure(a),
     }
 }
 

@@ -67,6 +67,9 @@ pub enum Command {
     CharmAlltoall(charm::alltoall::AllToAllArgs),
     /// Charm++'s jacobi2d-2d-decomposition: a 5-point stencil over a 2-D array of blocks.
     CharmJacobi2d(charm::jacobi2d::JacobiArgs),
+    /// LeanMD: Lennard-Jones dynamics over 3-D cells and 6-D computes, the computes
+    /// balanced by --array-lb every --ldb-period steps.
+    CharmLeanmd(charm::leanmd::LeanmdArgs),
 }
 
 impl Command {
@@ -99,6 +102,7 @@ impl Command {
             Command::CharmMigrate(a) => Some(a.config.clone()),
             Command::CharmAlltoall(a) => Some(a.config.clone()),
             Command::CharmJacobi2d(a) => Some(a.config.clone()),
+            Command::CharmLeanmd(a) => Some(a.config.clone()),
             Command::Messaging(_) => None,
         }
     }
@@ -118,6 +122,7 @@ impl Command {
             Command::CharmMigrate(a) => a.check(),
             Command::CharmAlltoall(a) => a.check(),
             Command::CharmJacobi2d(a) => a.check(),
+            Command::CharmLeanmd(a) => a.check(),
             _ => Ok(()),
         }
     }

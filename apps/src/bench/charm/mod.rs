@@ -9,6 +9,7 @@
 pub mod alltoall;
 pub mod jacobi2d;
 pub mod kneighbor;
+pub mod leanmd;
 pub mod migrate;
 pub mod pingpong;
 pub mod xcastredn;
