@@ -82,7 +82,7 @@ pub use config::{
     Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
 };
 pub use ctx::Ctx;
-pub use error::SyncError;
+pub use error::{DestroyError, SyncError};
 pub use error::{RegistryMismatch, RuntimeError};
 pub use ids::{ChareId, CollectionId, Pe};
 #[cfg(feature = "mpi")]

@@ -55,12 +55,13 @@ impl PeRuntime {
         self.settle();
     }
 
-    /// Act on what the handler asked for once it returned: contributions, moves and
-    /// `at_sync` calls, until none is left (a resume may ask for more).
+    /// Act on what the handler asked for once it returned: contributions, moves,
+    /// deletions and `at_sync` calls, until none is left (a resume may ask for more).
     pub(super) fn settle(&mut self) {
         loop {
             self.apply_deferred();
             self.apply_moves();
+            self.apply_destroys();
             self.apply_syncs();
             if self.core.settled() {
                 break;

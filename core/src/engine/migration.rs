@@ -17,7 +17,7 @@ use crate::msg::kind::migrate::{Migrate, MoveMsg, Moved};
 use crate::msg::payload::Payload;
 
 /// How an element is named in errors.
-fn element_name(coll: CollectionId, addr: &ElemAddr) -> String {
+pub(super) fn element_name(coll: CollectionId, addr: &ElemAddr) -> String {
     format!("element {} of {coll}", describe_index(addr))
 }
 
@@ -30,6 +30,9 @@ impl PeCore {
         }
         if self.in_step(coll, &addr.key) {
             return Err(MigrateError::InBalancingStep);
+        }
+        if self.destroying(coll, &addr) {
+            return Err(MigrateError::Destroyed);
         }
         if to as usize >= self.npes {
             return Err(MigrateError::NoSuchPe {
@@ -273,10 +276,12 @@ impl PeRuntime {
     }
 
     /// Run a migration or location message.
-    pub(super) fn on_move(&mut self, m: MoveMsg, _from: Origin) {
+    pub(super) fn on_move(&mut self, m: MoveMsg, from: Origin) {
         match m {
             MoveMsg::Migrate(m) => self.arrive(m),
             MoveMsg::Moved(news) => self.learn(news),
+            MoveMsg::Destroy(d) => self.on_destroy(d, from),
+            MoveMsg::Deleted(d) => self.on_deleted(d),
         }
     }
 
@@ -403,6 +408,9 @@ impl PeRuntime {
         via: Via,
     ) {
         let me = self.core.me;
+        if self.drop_if_deleted(coll, &addr, payload.count() as u64) {
+            return;
+        }
         let opts = SendOpts {
             prio: via.prio,
             expedited: via.expedited,

@@ -116,6 +116,8 @@ pub(crate) struct PeCore {
     pub(super) loc: Locations,
     /// Moves asked for by the running handler, made once it returns.
     pub(super) moves: Vec<MoveRequest>,
+    /// Elements that deleted themselves in the running handler, deleted once it returns.
+    pub(super) destroys: Vec<(CollectionId, ElemAddr)>,
     /// True while an element's state is being serialized to leave this PE.
     pub(super) leaving: bool,
     /// Windows of messages unhandled at other PEs, credits owed, held messages.
