@@ -16,13 +16,13 @@
 //! processed, as quiescence needs, and reported in `PeReport::dropped_to_deleted`).
 
 use super::migration::element_name;
-use super::{Census, Members, Origin, PeCore, PeRuntime};
+use super::{Census, Members, Origin, PeCore, PeRuntime, Via};
 use crate::base::error::{DestroyError, RuntimeError};
 use crate::base::ids::{CollectionId, Pe};
 use crate::engine::ledger::Dropped;
 use crate::engine::location::{Loc, Route};
 use crate::msg::array::ElemAddr;
-use crate::msg::envelope::{Dest, Envelope, SendOpts};
+use crate::msg::envelope::{Dest, SendOpts};
 use crate::msg::kind::create::Emptied;
 use crate::msg::kind::migrate::{Deleted, Destroy};
 
@@ -161,19 +161,12 @@ impl PeRuntime {
             Route::Forward { pe, moves } => Some((pe, moves)),
             Route::NoNews if moves > 0 => {
                 // On its way here: the request waits for it as its messages do.
-                let env = Envelope {
-                    src: from.src,
-                    seq: from.seq,
-                    prio: from.prio,
-                    expedited: from.expedited,
-                    counted: true,
-                    kind: Destroy {
-                        coll,
-                        addr: addr.clone(),
-                        moves,
-                    }
-                    .into(),
+                let kind = Destroy {
+                    coll,
+                    addr: addr.clone(),
+                    moves,
                 };
+                let env = Via::new(from, 0).waiting(kind.into());
                 self.core.loc.wait(coll, addr.key.clone(), env);
                 None
             }

@@ -430,18 +430,11 @@ impl PeRuntime {
             }
             Route::NoNews if moves > 0 => {
                 // The news it followed was sent after the element was sent here.
-                let env = Envelope {
-                    src: via.src,
-                    seq: via.seq,
-                    prio: via.prio,
-                    expedited: via.expedited,
-                    counted: true,
-                    kind: Kind::User {
-                        dest: Dest::ElementAt(coll, addr.clone(), moves),
-                        payload,
-                        hops: via.hops,
-                    },
-                };
+                let env = via.waiting(Kind::User {
+                    dest: Dest::ElementAt(coll, addr.clone(), moves),
+                    payload,
+                    hops: via.hops,
+                });
                 self.core.loc.wait(coll, addr.key, env);
             }
             Route::NoNews => match self.core.locate(coll, &addr) {

@@ -43,6 +43,19 @@ pub(crate) struct Via {
 }
 
 impl Via {
+    /// The counted envelope of `kind` as it came, to wait here for an element on its
+    /// way and run when it arrives.
+    pub(crate) fn waiting(&self, kind: Kind) -> Envelope {
+        Envelope {
+            src: self.src,
+            seq: self.seq,
+            prio: self.prio,
+            expedited: self.expedited,
+            counted: true,
+            kind,
+        }
+    }
+
     /// A user message from `from` that was forwarded `hops` times.
     pub(crate) fn new(from: Origin, hops: u8) -> Self {
         Via {
