@@ -83,7 +83,7 @@ pub use config::{
 };
 pub use ctx::Ctx;
 pub use engine::{verify_checkpoint, CommittedCheckpoint};
-pub use error::SyncError;
+pub use error::{DestroyError, SyncError};
 pub use error::{RegistryMismatch, RuntimeError};
 pub use ids::{ChareId, CollectionId, Pe};
 #[cfg(feature = "mpi")]

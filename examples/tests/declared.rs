@@ -38,7 +38,7 @@ fn array_sum_adds_the_indices_of_1000_elements() {
 }
 
 #[test]
-fn split_sum_allreduces_each_of_three_colours() {
+fn split_sum_reduces_each_of_three_colours() {
     for (layer, pes) in [("threads", 8), ("sim", 1000), ("sim", 2)] {
         let expected = split_expected(u64::from(pes));
         assert_eq!(run("split_sum", layer, pes), expected, "{layer} {pes}");
@@ -60,12 +60,12 @@ fn ping_pong_makes_100000_round_trips() {
     }
 }
 
-/// The line budgets of issue 34 (`wc -l` of the rustfmt'd file): array_sum 20 and
-/// ping_pong 25. split_sum (budget 25) is not within its budget yet: its sections
-/// setup and two sections calls take the lines.
+/// The line budgets of issue 34 (`wc -l` of the rustfmt'd file): array_sum 20,
+/// split_sum 25 and ping_pong 25.
 #[test]
 fn the_programs_stay_within_their_line_budgets() {
     let lines = |text: &str| text.lines().count();
     assert!(lines(include_str!("../src/bin/array_sum.rs")) <= 20);
+    assert!(lines(include_str!("../src/bin/split_sum.rs")) <= 25);
     assert!(lines(include_str!("../src/bin/ping_pong.rs")) <= 25);
 }

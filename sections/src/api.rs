@@ -17,7 +17,7 @@
 //! whole group reaches that group's member on the PE the result is for.
 
 use crate::collectives::{CollectiveError, Collectives, TreeMember};
-use crate::host::{self, Builder, BuilderInit, FreeMsg, HostError, Request, Split, SplitMsg};
+use crate::host::{self, Builder, BuilderInit, FreeMsg, HostError, Request, Split, SplitMsg, Then};
 use crate::section::{Section, WORLD_CREATOR};
 use chorus_core::{Callback, Ctx, GroupProxy, RedData, Reducer, Reducible, Registry};
 use serde::{Deserialize, Serialize};
@@ -62,9 +62,59 @@ impl Sections {
     pub fn split(&self, ctx: &mut Ctx, split: Split, on_member: Callback) -> Result<(), HostError> {
         split.validate()?;
         let me = ctx.my_pe();
-        let call = SplitMsg::Call { split, on_member };
+        let call = SplitMsg::Call {
+            split,
+            on_member,
+            then: None,
+        };
         self.builder.send(ctx, me, call.into());
         Ok(())
+    }
+
+    /// A split (as [`Sections::split`]) and a reduction over each section it makes:
+    /// each member's `value` combined with `reducer`, the result to the `done` of the
+    /// section's rank 0 (so once per section). The sections are not handed to the
+    /// members and are freed once the reduction is done (use `split` and the
+    /// collectives to keep using them). A split that does not validate is reported
+    /// by this PE's builder under the job's `--on-error` policy.
+    pub fn split_reduce<T: Reducible>(
+        &self,
+        ctx: &mut Ctx,
+        split: Split,
+        value: T,
+        reducer: Reducer,
+        done: Callback,
+    ) {
+        let me = ctx.my_pe();
+        let then = Then {
+            value: value.into_data(),
+            reducer,
+            done,
+            collectives: self.collectives,
+        };
+        let call = SplitMsg::Call {
+            split,
+            on_member: Callback::Ignore,
+            then: Some(Box::new(then)),
+        };
+        self.builder.send(ctx, me, call.into());
+    }
+
+    /// Run a job with `registrations` and the sections, configured by the command
+    /// line's standard flags (as `Runtime::from_args`): `main` runs on PE 0 with the
+    /// set-up handle and a callback to it; returns every value delivered there until
+    /// quiescence, in arrival order (`Runtime::run_for_all`).
+    #[cfg(feature = "cli")]
+    pub fn run_for_all<T: Reducible>(
+        registrations: impl chorus_core::IntoRegistry,
+        main: impl FnOnce(&mut Ctx, Sections, Callback) + Send + 'static,
+    ) -> Result<Vec<T>, chorus_core::RuntimeError> {
+        let mut reg = registrations.into_registry();
+        let init = Sections::register(&mut reg);
+        chorus_core::Runtime::from_args(reg).run_for_all(move |ctx, done| {
+            let sections = init.setup(ctx);
+            main(ctx, sections, done)
+        })
     }
 
     /// Create a section as `req` says (any PE of its parent asks; see

@@ -23,14 +23,30 @@ struct Plan {
     /// has reached them and waits for their call), then PE 0 ends the job at the
     /// next quiescence.
     late: bool,
+    /// A split by any colour: the colours are `colours` values spread over the whole
+    /// `u64` range instead of 0..colours.
+    any: bool,
 }
 
 impl Plan {
     /// PE `pe`'s colour (one PE in 7 names none) and key.
-    fn of(&self, pe: Pe) -> (Option<u32>, i64) {
+    fn of(&self, pe: Pe) -> (Option<u64>, i64) {
         let x = mix64(self.seed ^ u64::from(pe));
-        let colour = (!x.is_multiple_of(7)).then_some((x >> 8) as u32 % self.colours);
+        let dense = (!x.is_multiple_of(7)).then_some(u64::from((x >> 8) as u32 % self.colours));
+        let colour = dense.map(|c| if self.any { mix64(c ^ self.seed) } else { c });
         (colour, ((x >> 32) % 5) as i64 - 2)
+    }
+
+    /// A plan with `colours` colours and `seed`, the default algorithm, one split.
+    fn simple(colours: u32, seed: u64, any: bool) -> Self {
+        Plan {
+            colours,
+            seed,
+            algorithm: None,
+            nested: false,
+            late: false,
+            any,
+        }
     }
 }
 
@@ -85,7 +101,12 @@ impl Chare for Worker {
                     return;
                 }
                 let (colour, key) = plan.of(pe);
-                let mut split = Split::new(plan.colours).key(key);
+                let mut split = if plan.any {
+                    Split::any()
+                } else {
+                    Split::new(plan.colours)
+                }
+                .key(key);
                 split = match colour {
                     Some(c) => split.colour(c),
                     None => split.no_colour(),
@@ -212,6 +233,16 @@ fn verify(pes: u32, plan: Plan, report: &RunReport) {
         }
     }
     check_sections(pes, &first, &want);
+    // Sections are made in ascending colour order: the same colours, the same ids.
+    let mut by_colour: Vec<(u64, SectionId)> =
+        colour_of_id.iter().map(|(&id, &c)| (c, id)).collect();
+    by_colour.sort_unstable();
+    assert!(
+        by_colour
+            .windows(2)
+            .all(|w| w[0].1.counter < w[1].1.counter),
+        "{by_colour:?}"
+    );
     for (id, members) in &want {
         let total: u64 = members.iter().map(|&(_, pe)| u64::from(pe)).sum();
         for &(_, pe) in members {
@@ -254,6 +285,7 @@ fn every_algorithm_ranks_by_key_then_pe_on_threads_and_sim() {
                 algorithm: Some(alg),
                 nested: false,
                 late: false,
+                any: false,
             };
             let report = run(layer, 13, plan);
             verify(13, plan, &report);
@@ -270,6 +302,7 @@ fn a_section_made_by_a_split_splits_again() {
             algorithm: None,
             nested: true,
             late: false,
+            any: false,
         };
         let report = run(layer, 16, plan);
         verify(16, plan, &report);
@@ -278,15 +311,53 @@ fn a_section_made_by_a_split_splits_again() {
 
 #[test]
 fn the_default_algorithm_on_a_large_job() {
-    let plan = Plan {
-        colours: 4,
-        seed: 3,
-        algorithm: None,
-        nested: false,
-        late: false,
-    };
-    let report = run(Layer::Sim, 300, plan);
-    verify(300, plan, &report);
+    for any in [false, true] {
+        let plan = Plan::simple(4, 3, any);
+        let report = run(Layer::Sim, 300, plan);
+        verify(300, plan, &report);
+    }
+}
+
+#[test]
+fn a_split_by_any_u64_colour_makes_one_section_per_colour_on_threads_and_sim() {
+    for layer in [Layer::Threads, Layer::Sim] {
+        for (i, alg) in available().into_iter().enumerate() {
+            let plan = Plan {
+                algorithm: Some(alg),
+                nested: true,
+                ..Plan::simple(5, 40 + i as u64, true)
+            };
+            let report = run(layer, 14, plan);
+            verify(14, plan, &report);
+        }
+    }
+}
+
+#[test]
+fn splits_by_any_colour_and_by_0_to_n_run_in_call_order_with_late_callers() {
+    for layer in [Layer::Threads, Layer::Sim] {
+        let plan = Plan {
+            nested: true,
+            late: true,
+            ..Plan::simple(3, 9, true)
+        };
+        let report = run(layer, 12, plan);
+        verify(12, plan, &report);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+    #[test]
+    fn random_u64_colours_split_into_their_sections(
+        seed in 0u64..1_000_000,
+        colours in 1u32..9,
+        pes in 1u32..40,
+    ) {
+        let plan = Plan::simple(colours, seed, true);
+        let report = run(Layer::Sim, pes, plan);
+        verify(pes, plan, &report);
+    }
 }
 
 #[test]
@@ -299,6 +370,7 @@ fn a_pe_that_calls_after_the_start_came_still_joins() {
                 algorithm: Some(algorithm),
                 nested: true,
                 late: true,
+                any: false,
             };
             let report = run(layer, 12, plan);
             verify(12, plan, &report);
@@ -308,11 +380,12 @@ fn a_pe_that_calls_after_the_start_came_still_joins() {
 
 #[test]
 fn a_colour_out_of_range_is_an_error_at_the_call() {
-    let split = Split::new(2).colour(2);
+    let split = Split::new(2).colour(2u32);
     assert!(matches!(split.validate(), Err(HostError::BadColours(_))));
-    assert!(Split::new(2).colour(1).key(-4).validate().is_ok());
+    assert!(Split::new(2).colour(1u32).key(-4).validate().is_ok());
     assert!(matches!(
         Split::new(0).validate(),
         Err(HostError::BadColours(_))
     ));
+    assert!(Split::any().colour(u64::MAX).validate().is_ok());
 }

@@ -7,7 +7,7 @@ use crate::api::proxy::{ArrayProxy, ChareProxy, GroupProxy};
 use crate::api::registry::Entry;
 use crate::base::config::ErrorPolicy;
 use crate::base::error::RuntimeError;
-use crate::base::error::{MigrateError, SyncError};
+use crate::base::error::{DestroyError, MigrateError, SyncError};
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::engine::{Current, PeCore};
 use crate::msg::array::{ArrayIndex, ArrayMap, ElemAddr, Shape};
@@ -309,6 +309,15 @@ impl Ctx<'_> {
     /// `RuntimeError::Migrate` under the job's `--on-error` policy.
     pub fn migrate_me(&mut self, to: Pe) -> Result<(), MigrateError> {
         self.core.request_move(to)
+    }
+
+    /// Delete the running array element once this handler returns (Charm++'s
+    /// `ckDestroy`). Later reductions over its array count only the elements left;
+    /// messages that reach it afterwards are not run but counted in
+    /// `PeReport::dropped_to_deleted`. Refused (typed) outside an element, after
+    /// `migrate_me` in the same handler, in a balancing step, or when called twice.
+    pub fn destroy_me(&mut self) -> Result<(), DestroyError> {
+        self.core.request_destroy()
     }
 
     /// The running array element has reached a step boundary (Charm++'s `AtSync`):

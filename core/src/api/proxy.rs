@@ -182,6 +182,13 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
             .insert_element(self.coll, ElemAddr::of(&index), Payload::new(init));
     }
 
+    /// Delete the element at `index` wherever it is (see `Ctx::destroy_me`); a
+    /// second delete, or one that finds it in a balancing step, is reported as
+    /// `RuntimeError::Destroy` under the job's `--on-error` policy.
+    pub fn destroy(&self, ctx: &mut Ctx, index: &I) {
+        ctx.core.destroy_element(self.coll, ElemAddr::of(index));
+    }
+
     /// Close a round of insertions: every PE recounts its elements for reductions.
     pub fn done_inserting(&self, ctx: &mut Ctx) {
         ctx.core.done_inserting(self.coll);

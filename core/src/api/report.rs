@@ -33,6 +33,11 @@ impl RunReport {
         self.per_pe.iter().flat_map(|p| p.errors.iter()).collect()
     }
 
+    /// Messages that reached deleted array elements and were not run, over all PEs.
+    pub fn dropped_to_deleted(&self) -> u64 {
+        self.per_pe.iter().map(|p| p.dropped_to_deleted).sum()
+    }
+
     /// Total counted messages processed.
     pub fn messages_processed(&self) -> u64 {
         self.per_pe.iter().map(|p| p.processed).sum()

@@ -417,6 +417,16 @@ pub enum RuntimeError {
         /// What went wrong.
         reason: MigrateError,
     },
+    /// An array element could not be deleted (it stays, or was already gone).
+    #[error("PE {pe}: {element} cannot be deleted: {reason}")]
+    Destroy {
+        /// The PE that found the problem.
+        pe: Pe,
+        /// The element, by array and index.
+        element: String,
+        /// What went wrong.
+        reason: DestroyError,
+    },
     /// An array element's migrating state or a message for it reached a PE that had
     /// failed (sim `--sim-kill`): the element moved or lived there, or was homed there
     /// (messages find it through its home), and what reached it is lost.
@@ -541,6 +551,31 @@ pub enum MigrateError {
         /// Messages that waited for it.
         messages: u64,
     },
+    /// The element deleted itself in this handler (`destroy_me`): it no longer moves.
+    #[error("it deleted itself in this handler (destroy_me), so it no longer moves")]
+    Destroyed,
+}
+
+/// Why an array element could not be deleted.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum DestroyError {
+    /// `destroy_me` was called from something that is not an array element.
+    #[error("only array elements are deleted, and the running handler belongs to {0}")]
+    NotAnElement(String),
+    /// The element asked to move in this handler, or is being packed to leave: it
+    /// moves, and can be deleted where it arrives.
+    #[error("it is migrating (migrate_me was called in this handler, or it is leaving): delete it where it arrives")]
+    Migrating,
+    /// The element is in a load-balancing step, whose count of elements it is part of.
+    #[error("it is in a load-balancing step: delete it before at_sync or after resume_from_sync")]
+    InBalancingStep,
+    /// The element was deleted already (`destroy_me` twice, or a second `destroy`).
+    #[error("it was deleted already")]
+    AlreadyDeleted,
+    /// An index that was deleted cannot be inserted again: its home stands in for it
+    /// in the array's reductions.
+    #[error("it was deleted, and a deleted index cannot be inserted again")]
+    Reinserted,
 }
 
 /// Why a strategy's decision was refused.

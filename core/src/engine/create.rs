@@ -3,7 +3,7 @@
 
 use super::{guarded, Census, Collection, Current, Element, Members, Origin, PeRuntime, Pending};
 use crate::api::chare::AnyChare;
-use crate::base::error::RuntimeError;
+use crate::base::error::{DestroyError, RuntimeError};
 use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::base::tree;
@@ -83,6 +83,7 @@ impl PeRuntime {
             CreateMsg::Insert(i) => self.insert(i),
             CreateMsg::DoneInserting(DoneInserting { coll, root }) => self.recount(coll, root),
             CreateMsg::Census(c) => self.census_report(c, from.src),
+            CreateMsg::Emptied(e) => self.child_emptied(e, from.src),
         }
     }
 
@@ -243,6 +244,13 @@ impl PeRuntime {
             .get(coll, &addr.key)
             .filter(|l| l.homed_here && l.pe != me)
             .map(|l| l.pe);
+        if c.census.deleted.contains_key(&addr.key) {
+            return self.core.fail(RuntimeError::Destroy {
+                pe: me,
+                element: format!("element {} of {coll}", describe_index(&addr)),
+                reason: DestroyError::Reinserted,
+            });
+        }
         if resident || away.is_some() {
             return self.core.fail(RuntimeError::DuplicateIndex {
                 pe: me,
@@ -316,7 +324,9 @@ impl PeRuntime {
             let me = self.core.me;
             let homed = elements.values().filter(|e| e.home == me).count() as u64;
             c.census.epoch += 1;
-            c.census.local = homed + self.core.loc.away_count(coll, me);
+            // A deleted element's home stands in for it (see `destroy.rs`).
+            let deleted = c.census.deleted.len() as u64;
+            c.census.local = homed + self.core.loc.away_count(coll, me) + deleted;
             c.census.done = false;
             self.advance_census(coll);
         }
@@ -365,10 +375,7 @@ impl PeRuntime {
             );
             self.core.post(p, env);
         }
-        let seqs: Vec<u64> = self.colls[&coll].reductions.seqs();
-        for seq in seqs {
-            self.try_complete(coll, seq);
-        }
+        self.recheck(coll);
     }
 }
 

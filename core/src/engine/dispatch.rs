@@ -56,13 +56,14 @@ impl PeRuntime {
     }
 
     /// Act on what the handler asked for once it returned: tasks it spawned or woke,
-    /// contributions, moves and `at_sync` calls, until none is left (a resume may
-    /// ask for more).
+    /// contributions, moves, deletions and `at_sync` calls, until none is left (a
+    /// resume may ask for more).
     pub(super) fn settle(&mut self) {
         loop {
             self.run_tasks();
             self.apply_deferred();
             self.apply_moves();
+            self.apply_destroys();
             self.apply_syncs();
             if self.core.settled() && !self.tasks_ready() {
                 break;

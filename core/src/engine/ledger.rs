@@ -15,6 +15,8 @@ pub(crate) enum Dropped {
     OnWire,
     /// Lost with a failed PE: queued or held there, or sent to it.
     WithPe,
+    /// For an array element that was deleted (taken to run, so already processed).
+    ToDeleted,
 }
 
 /// One PE's counts of counted messages.
@@ -23,6 +25,7 @@ pub(crate) struct Ledger {
     sent: u64,
     processed: u64,
     dropped_on_wire: u64,
+    dropped_to_deleted: u64,
 }
 
 impl Ledger {
@@ -43,6 +46,14 @@ impl Ledger {
         self.processed += weight;
         if why == Dropped::OnWire {
             self.dropped_on_wire += weight;
+        }
+    }
+
+    /// Counted messages of `weight`, counted processed when dispatch took them to
+    /// run, found no target for `why` (`Dropped::ToDeleted`): reported, not run.
+    pub(crate) fn undelivered(&mut self, weight: u64, why: Dropped) {
+        if why == Dropped::ToDeleted {
+            self.dropped_to_deleted += weight;
         }
     }
 
@@ -68,6 +79,7 @@ impl Ledger {
         report.sent = self.sent;
         report.processed = self.processed;
         report.dropped_on_wire = self.dropped_on_wire;
+        report.dropped_to_deleted = self.dropped_to_deleted;
     }
 }
 
@@ -84,6 +96,7 @@ mod tests {
         l.dropped(2, Dropped::OnWire);
         l.dropped(1, Dropped::WithPe);
         l.requeued(1);
+        l.undelivered(3, Dropped::ToDeleted);
         assert_eq!(l.counters(), (6, 5));
         let mut report = PeReport::new(0);
         l.report(&mut report);
@@ -91,5 +104,6 @@ mod tests {
             (report.sent, report.processed, report.dropped_on_wire),
             (6, 5, 2)
         );
+        assert_eq!(report.dropped_to_deleted, 3);
     }
 }

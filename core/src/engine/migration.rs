@@ -17,7 +17,7 @@ use crate::msg::kind::migrate::{Migrate, MoveMsg, Moved};
 use crate::msg::payload::Payload;
 
 /// How an element is named in errors.
-fn element_name(coll: CollectionId, addr: &ElemAddr) -> String {
+pub(super) fn element_name(coll: CollectionId, addr: &ElemAddr) -> String {
     format!("element {} of {coll}", describe_index(addr))
 }
 
@@ -30,6 +30,9 @@ impl PeCore {
         }
         if self.in_step(coll, &addr.key) {
             return Err(MigrateError::InBalancingStep);
+        }
+        if self.destroying(coll, &addr) {
+            return Err(MigrateError::Destroyed);
         }
         if to as usize >= self.npes {
             return Err(MigrateError::NoSuchPe {
@@ -273,10 +276,12 @@ impl PeRuntime {
     }
 
     /// Run a migration or location message.
-    pub(super) fn on_move(&mut self, m: MoveMsg, _from: Origin) {
+    pub(super) fn on_move(&mut self, m: MoveMsg, from: Origin) {
         match m {
             MoveMsg::Migrate(m) => self.arrive(m),
             MoveMsg::Moved(news) => self.learn(news),
+            MoveMsg::Destroy(d) => self.on_destroy(d, from),
+            MoveMsg::Deleted(d) => self.on_deleted(d),
         }
     }
 
@@ -403,6 +408,9 @@ impl PeRuntime {
         via: Via,
     ) {
         let me = self.core.me;
+        if self.drop_if_deleted(coll, &addr, payload.count() as u64) {
+            return;
+        }
         let opts = SendOpts {
             prio: via.prio,
             expedited: via.expedited,
@@ -422,18 +430,11 @@ impl PeRuntime {
             }
             Route::NoNews if moves > 0 => {
                 // The news it followed was sent after the element was sent here.
-                let env = Envelope {
-                    src: via.src,
-                    seq: via.seq,
-                    prio: via.prio,
-                    expedited: via.expedited,
-                    counted: true,
-                    kind: Kind::User {
-                        dest: Dest::ElementAt(coll, addr.clone(), moves),
-                        payload,
-                        hops: via.hops,
-                    },
-                };
+                let env = via.waiting(Kind::User {
+                    dest: Dest::ElementAt(coll, addr.clone(), moves),
+                    payload,
+                    hops: via.hops,
+                });
                 self.core.loc.wait(coll, addr.key, env);
             }
             Route::NoNews => match self.core.locate(coll, &addr) {

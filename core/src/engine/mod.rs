@@ -33,6 +33,7 @@ mod checkpoint;
 pub use checkpoint::files::{verify_checkpoint, CommittedCheckpoint};
 mod create;
 mod deliver;
+mod destroy;
 mod digest;
 mod dispatch;
 mod drive;
@@ -68,6 +69,17 @@ struct Census {
     done: bool,
     /// Children's subtree counts by epoch (a child may report before we advance).
     reports: HashMap<u32, Vec<(Pe, u64)>>,
+    /// Elements homed here that were deleted, with the reductions each had
+    /// contributed to: each stands in for its element in later reductions, and
+    /// counts in `local`. One per deleted element homed here (a deleted index is
+    /// never inserted again), so it grows only with the array's deletions.
+    deleted: HashMap<IndexKey, u64>,
+    /// Children whose whole subtree was deleted: (child, epoch, the first reduction
+    /// it sends nothing for). At most one per child and epoch; older epochs are
+    /// dropped as the census advances.
+    emptied: Vec<(Pe, u32, u64)>,
+    /// The epoch in which this PE told its parent its subtree was deleted.
+    told_empty: Option<u32>,
 }
 
 struct Element {
@@ -200,6 +212,7 @@ impl PeRuntime {
                 trace: setup.trace,
                 loc: Locations::default(),
                 moves: Vec::new(),
+                destroys: Vec::new(),
                 leaving: false,
                 flow: Lazy::default(),
                 syncs: balance::Syncs::new(strategy, setup.lb_period),

@@ -43,6 +43,19 @@ pub(crate) struct Via {
 }
 
 impl Via {
+    /// The counted envelope of `kind` as it came, to wait here for an element on its
+    /// way and run when it arrives.
+    pub(crate) fn waiting(&self, kind: Kind) -> Envelope {
+        Envelope {
+            src: self.src,
+            seq: self.seq,
+            prio: self.prio,
+            expedited: self.expedited,
+            counted: true,
+            kind,
+        }
+    }
+
     /// A user message from `from` that was forwarded `hops` times.
     pub(crate) fn new(from: Origin, hops: u8) -> Self {
         Via {
@@ -116,6 +129,8 @@ pub(crate) struct PeCore {
     pub(super) loc: Locations,
     /// Moves asked for by the running handler, made once it returns.
     pub(super) moves: Vec<MoveRequest>,
+    /// Elements that deleted themselves in the running handler, deleted once it returns.
+    pub(super) destroys: Vec<(CollectionId, ElemAddr)>,
     /// True while an element's state is being serialized to leave this PE.
     pub(super) leaving: bool,
     /// Windows of messages unhandled at other PEs, credits owed, held messages.

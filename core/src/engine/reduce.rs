@@ -237,8 +237,7 @@ impl PeRuntime {
         let Some(p) = c.reductions.get(seq) else {
             return;
         };
-        let census = &c.census;
-        if !census.done || p.local < census.local || p.children < census.active_children.len() {
+        if !c.census.complete(seq, p.local, p.children) {
             return;
         }
         let Some(p) = c.reductions.remove(seq) else {

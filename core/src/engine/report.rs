@@ -19,6 +19,9 @@ pub struct PeReport {
     /// on the way in, or refused on the way out (one error can cover a run of
     /// several messages).
     pub dropped_on_wire: u64,
+    /// Counted messages that reached a deleted array element's home after it was
+    /// deleted (`destroy_me`, `ArrayProxy::destroy`): not run, counted here.
+    pub dropped_to_deleted: u64,
     /// The first [`MAX_ERRORS_KEPT`] errors it saw.
     pub errors: Vec<RuntimeError>,
     /// Errors it saw after the first [`MAX_ERRORS_KEPT`]: counted, not kept.

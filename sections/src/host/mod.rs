@@ -57,7 +57,7 @@ pub mod tally;
 pub use algo::{available, protocol, Proto, ProtoMsg};
 pub use builder::{
     Builder, BuilderInit, BuilderMsg, CreationMsg, FreeMsg, Keyed, MergeMsg, Party, Placed,
-    RepairMsg, SplitMsg,
+    RepairMsg, SplitMsg, Then,
 };
 pub use merge::MergeRequest;
 pub use spec::{

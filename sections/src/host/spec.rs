@@ -369,6 +369,10 @@ pub enum HostError {
         /// The section named.
         id: SectionId,
     },
+    /// The reduction `Sections::split_reduce` starts over a section it made was
+    /// refused by the collectives host (the value, reducer or section is wrong).
+    #[error("the reduction over a section the split made was refused: {0}")]
+    Reduction(#[from] crate::collectives::CollectiveError),
     /// A member freed a section while splits of it that other members started were
     /// never called on this PE: they can never finish.
     #[error("PE {pe} freed section {id} without calling {splits} split(s) of it that its other members started; every member must make the same splits of a section before freeing it")]

@@ -7,14 +7,18 @@ use chorus_core::Callback;
 use serde::{Deserialize, Serialize};
 
 /// What one PE of the parent says in a split: its own colour and key, and how the
-/// sections are made (every PE of the parent gives the same `colours`, `parent`,
-/// `algorithm` and `k`; the parent's root's `on_report` and `tag` count).
+/// sections are made (every PE of the parent gives the same `colours`, `any`,
+/// `parent`, `algorithm` and `k`; the parent's root's `on_report` and `tag` count).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Split {
-    /// Number of colours, each a section (those with no member end up empty).
+    /// Number of colours, each a section (those with no member end up empty); not
+    /// used by a split by any colour (`any`).
     pub colours: u32,
-    /// This PE's colour, below `colours`; None: this PE joins no section.
-    pub colour: Option<u32>,
+    /// This PE's colour (below `colours` unless `any`); None: this PE joins no section.
+    pub colour: Option<u64>,
+    /// A split by any colour ([`Split::any`]): one section per distinct colour the
+    /// PEs name, the sections numbered in ascending colour order.
+    pub any: bool,
     /// This PE's key: members are ranked by (key, PE).
     pub key: i64,
     /// The PEs that split (every one of them calls).
@@ -36,6 +40,7 @@ impl Split {
         Split {
             colours,
             colour: Some(0),
+            any: false,
             key: 0,
             parent: Parent::World,
             algorithm: None,
@@ -45,10 +50,27 @@ impl Split {
         }
     }
 
-    /// This PE joins section `colour`.
-    pub fn colour(self, colour: u32) -> Self {
+    /// A split of the world by any `u64` colour (`MPI_Comm_split`'s colours): one
+    /// section per distinct colour named, made in ascending colour order, so the
+    /// same colours give the same sections on every run. Each PE gives only its own
+    /// colour; the PEs find the distinct colours (at most [`MAX_COLOURS`]) over the
+    /// parent's tree first. This PE takes colour 0 and key 0 until told otherwise.
+    pub fn any() -> Self {
         Split {
-            colour: Some(colour),
+            any: true,
+            ..Split::new(1)
+        }
+    }
+
+    /// A split of the world by any colour ([`Split::any`]) in which this PE names `colour`.
+    pub fn by(colour: u64) -> Self {
+        Split::any().colour(colour)
+    }
+
+    /// This PE joins the section of `colour`.
+    pub fn colour(self, colour: impl Into<u64>) -> Self {
+        Split {
+            colour: Some(colour.into()),
             ..self
         }
     }
@@ -98,10 +120,13 @@ impl Split {
 
     /// Check what this PE alone can check.
     pub fn validate(&self) -> Result<(), HostError> {
+        if self.any {
+            return self.request(0, 0).validate();
+        }
         if !(1..=MAX_COLOURS).contains(&self.colours) {
             return Err(HostError::BadColours(format!("{} colours", self.colours)));
         }
-        if let Some(c) = self.colour.filter(|&c| c >= self.colours) {
+        if let Some(c) = self.colour.filter(|&c| c >= u64::from(self.colours)) {
             return Err(HostError::BadColours(format!(
                 "colour {c} of {}",
                 self.colours

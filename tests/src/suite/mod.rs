@@ -9,6 +9,7 @@ pub mod arrays;
 pub mod bad_input;
 pub mod balance;
 pub mod checkpoint;
+pub mod destroy;
 pub mod faults;
 pub mod ledger;
 pub mod messaging;
@@ -29,6 +30,7 @@ pub fn all() -> Vec<Test> {
         arrays::TESTS,
         balance::TESTS,
         bad_input::TESTS,
+        destroy::TESTS,
         faults::TESTS,
         ledger::TESTS,
         messaging::TESTS,

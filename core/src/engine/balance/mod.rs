@@ -188,7 +188,10 @@ impl PeCore {
 
     /// Whether nothing a handler asked for waits to be acted on.
     pub(crate) fn settled(&self) -> bool {
-        self.deferred.is_empty() && self.moves.is_empty() && self.syncs.asked.is_empty()
+        self.deferred.is_empty()
+            && self.moves.is_empty()
+            && self.destroys.is_empty()
+            && self.syncs.asked.is_empty()
     }
 
     /// Whether the element is between its `at_sync` and its resume.
@@ -320,6 +323,23 @@ impl PeRuntime {
         }
     }
 
+    /// Pass up the records of any step of `coll` gathered here that can now go (after
+    /// a deletion: deleted elements never sync).
+    pub(super) fn recheck_steps(&mut self, coll: CollectionId) {
+        let rounds: Vec<u32> = match self.core.syncs.steps.get() {
+            Some(s) => s
+                .gathers
+                .keys()
+                .filter(|k| k.0 == coll)
+                .map(|k| k.1)
+                .collect(),
+            None => Vec::new(),
+        };
+        for round in rounds {
+            self.try_send_up(coll, round);
+        }
+    }
+
     /// Pass the step's records up once every element homed here and every child
     /// with members below it has reported; on PE 0, decide.
     fn try_send_up(&mut self, coll: CollectionId, round: u32) {
@@ -330,7 +350,8 @@ impl PeRuntime {
         let Some(g) = self.core.syncs.steps.get_mut().gathers.get(&(coll, round)) else {
             return;
         };
-        if !census.done || g.members < census.local || g.children < census.active_children.len() {
+        // Deleted elements never sync: every one stands in (`u64::MAX`: any round).
+        if !census.complete(u64::MAX, g.members, g.children) {
             return;
         }
         let Some(mut g) = self

@@ -18,6 +18,7 @@ family! {
         Insert = 5 => None;
         DoneInserting = 6 => Some("chorus::census");
         Census = 7 => Some("chorus::census");
+        Emptied = 31 => Some("chorus::census");
     }
 }
 
@@ -76,6 +77,21 @@ pub(crate) struct Census {
     pub(crate) coll: CollectionId,
     pub(crate) epoch: u32,
     pub(crate) count: u64,
+}
+
+/// Every element below the sender was deleted (census epoch `epoch`): its parent
+/// stops waiting for its subtree from reduction `from` on.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Emptied {
+    pub(crate) coll: CollectionId,
+    pub(crate) epoch: u32,
+    pub(crate) from: u64,
+}
+
+impl Body for Emptied {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
 }
 
 impl Body for CreateChare {

@@ -13,6 +13,8 @@ family! {
     MoveMsg {
         Migrate = 15 => Some("chorus::migrate");
         Moved = 16 => Some("chorus::location");
+        Destroy = 29 => Some("chorus::destroy");
+        Deleted = 30 => Some("chorus::destroy");
     }
 }
 
@@ -40,6 +42,43 @@ pub(crate) struct Moved {
     pub(crate) home: Pe,
     pub(crate) pe: Pe,
     pub(crate) moves: u32,
+}
+
+/// A request to delete an element (`ArrayProxy::destroy`), routed as its messages are:
+/// `moves` is the news it followed (0: sent by the map).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Destroy {
+    pub(crate) coll: CollectionId,
+    pub(crate) addr: ElemAddr,
+    pub(crate) moves: u32,
+}
+
+/// An element away from its home was deleted after `moves` moves and `contributed`
+/// reductions: its home stands in for it in later reductions.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Deleted {
+    pub(crate) coll: CollectionId,
+    pub(crate) addr: ElemAddr,
+    pub(crate) moves: u32,
+    pub(crate) contributed: u64,
+}
+
+impl Body for Destroy {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn body_bytes(&self) -> u64 {
+        16 + self.addr.key.0.len() as u64
+    }
+}
+
+impl Body for Deleted {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
+    fn body_bytes(&self) -> u64 {
+        24 + self.addr.key.0.len() as u64
+    }
 }
 
 impl Body for Migrate {

@@ -134,6 +134,7 @@ impl Builder {
         let place = self.parent_tree(&req, dead)?;
         let (world, way) = self.run_way(&req, dead)?;
         let sections = req.membership.sections();
+        let then = call.as_ref().and_then(|c| c.then.clone());
         let (colour, key, on_member) = self.own_part(&req, call)?;
         let me = self.me;
         let orphans = &mut self.creations.orphans;
@@ -166,6 +167,7 @@ impl Builder {
         let run = Run {
             keep: req.keep,
             key,
+            then,
             algorithm: Some(req.algorithm),
             up: place.up,
             down: place.down,
@@ -208,14 +210,18 @@ impl Builder {
     ) -> Result<(Option<u32>, Option<i64>, Callback), HostError> {
         let sections = req.membership.sections();
         match call {
-            Some(Call { split, on_member }) => {
+            Some(Call {
+                split, on_member, ..
+            }) => {
                 if split.colours != sections {
                     return Err(HostError::BadColours(format!(
                         "PE {} splits into {} colours, the parent's root into {sections}",
                         self.me, split.colours
                     )));
                 }
-                Ok((split.colour, Some(split.key), on_member))
+                // Checked below `colours` (a split by any colour arrives here numbered).
+                let colour = split.colour.and_then(|c| u32::try_from(c).ok());
+                Ok((colour, Some(split.key), on_member))
             }
             None => Ok((req.membership.colour(self.me), None, req.on_member.clone())),
         }

@@ -174,6 +174,8 @@ pub(super) struct Run {
     pub(super) meta: Meta,
     /// This PE's key in a split by colour and key: its sections are ranked by it.
     pub(super) key: Option<i64>,
+    /// A split's reduction over each section made, instead of telling `on_member`.
+    pub(super) then: Option<Box<Then>>,
     pub(super) algorithm: Option<Algorithm>,
     pub(super) parts: Vec<Part>,
     pub(super) up: Option<Pe>,
@@ -195,6 +197,7 @@ impl Run {
             way,
             meta,
             key: None,
+            then: None,
             algorithm: None,
             parts,
             up: None,

@@ -27,11 +27,13 @@ impl Builder {
         let cb = local_callback(&run.meta.on_member, me);
         let keep = run.keep;
         let meta = run.meta.clone();
+        let then = run.then.clone();
         if let Some(key) = run.key {
             // A split by colour and key: members hear of their sections once ranked.
             for section in placed {
                 let meta = keep.then(|| meta.clone());
-                self.start_ranking(ctx, section, key, cb.clone(), meta)?;
+                let to = (cb.clone(), then.clone());
+                self.start_ranking(ctx, section, key, to, meta)?;
             }
             return self.try_up(ctx, token);
         }

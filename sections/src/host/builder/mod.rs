@@ -8,7 +8,8 @@
 //!   runs them, `wait.rs` holds starts that came before their parent, `finish.rs`
 //!   ends them and `abort.rs` ends them at a failure;
 //! - splits by colour and key (`split.rs`: [`SplitMsg`], `Splits`): the calls, and
-//!   the ranking of their sections by (key, PE) (`rank.rs`);
+//!   the ranking of their sections by (key, PE) (`rank.rs`); a split by any `u64`
+//!   colour first finds the distinct colours over the parent's tree (`colours.rs`);
 //! - merges (`merging.rs`: [`MergeMsg`], `Merges`);
 //! - repairs after a failure (`repair.rs`: [`RepairMsg`], `Repairs`);
 //! - frees and map sizes (`free.rs`: [`FreeMsg`], `Frees`).
@@ -16,7 +17,7 @@
 //! What several parts read stays on the builder: this PE, the sections it keeps
 //! (`Kept`), the PEs known failed and the count of dropped messages.
 
-use crate::collectives::CollectivesHost;
+use crate::collectives::{Collectives, CollectivesHost, TreeMember};
 use crate::creation::neighbour_discovery::Intermediaries;
 use crate::creation::protocol::{
     Algorithm, Outbox, Phase, Protocol, ProtocolError, Setup, ToIntermediary, Wire,
@@ -30,7 +31,7 @@ use crate::host::split::Split;
 use crate::host::tally::Tally;
 use crate::kary;
 use crate::section::{Placement, Section, SectionId};
-use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Pe};
+use chorus_core::{Callback, Chare, Ctx, Encoded, Entry, GroupProxy, Pe, RedData, Reducer};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
@@ -38,6 +39,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 const SALT: u64 = 0x5EC7_104A_5400;
 
 mod abort;
+mod colours;
 mod create;
 mod creations;
 mod finish;
@@ -70,6 +72,19 @@ struct Meta {
     on_member: Callback,
     on_report: Callback,
     tag: u64,
+}
+
+/// A reduction a member starts over its section as soon as the split made it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Then {
+    /// This member's value.
+    pub value: RedData,
+    /// How values combine.
+    pub reducer: Reducer,
+    /// Where the section's result goes (its rank 0's callback counts).
+    pub done: Callback,
+    /// The collectives host that runs the reduction.
+    pub collectives: Collectives,
 }
 
 /// What the builder group is created with: [`crate::host::register`] returns it.

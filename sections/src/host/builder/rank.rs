@@ -46,6 +46,8 @@ pub(super) struct Ranking {
     made: Section,
     key: i64,
     on_member: Callback,
+    /// A reduction to start over the section instead of telling `on_member`.
+    then: Option<Box<Then>>,
     /// What to keep for rebuilds, if members keep the section.
     meta: Option<Meta>,
     /// Sorted lists from the children of the made tree, by child.
@@ -65,16 +67,18 @@ impl Builder {
         ctx: &mut Ctx,
         made: Section,
         key: i64,
-        on_member: Callback,
+        to: (Callback, Option<Box<Then>>),
         meta: Option<Meta>,
     ) -> Result<(), HostError> {
         let id = made.id;
+        let (on_member, then) = to;
         let ranking = Ranking {
             lists: vec![None; made.children.len()],
             subtrees: Vec::new(),
             made,
             key,
             on_member,
+            then,
             meta,
             mine: None,
             children: Vec::new(),
@@ -234,7 +238,26 @@ impl Builder {
         if let Some(meta) = r.meta {
             self.kept.store(section.clone(), meta);
         }
-        ctx.send_to_callback(&r.on_member, Encoded(section));
+        match r.then {
+            Some(then) => {
+                let Then {
+                    value,
+                    reducer,
+                    done,
+                    collectives,
+                } = *then;
+                let member = TreeMember::new(section, self.me);
+                collectives.reduce(ctx, member, 0, value, reducer, done)?;
+                // Nobody else holds the section: free it once the reduction is done here.
+                let free = FreeMsg::Free {
+                    id,
+                    collectives: collectives.group(),
+                    on_freed: Callback::Ignore,
+                };
+                self.send(ctx, self.me, free);
+            }
+            None => ctx.send_to_callback(&r.on_member, Encoded(section)),
+        }
         self.resume(ctx, id)
     }
 }
