@@ -11,4 +11,5 @@ pub mod proxy;
 pub mod registry;
 pub mod report;
 pub(crate) mod result;
+pub mod section;
 pub mod target;

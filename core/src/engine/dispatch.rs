@@ -85,6 +85,7 @@ impl PeRuntime {
             Kind::Flow(m) => self.on_flow(m, from),
             Kind::Balance(m) => self.on_balance(m, from),
             Kind::Ckpt(m) => self.on_checkpoint(m, from),
+            Kind::Section(m) => self.on_section(m, from),
         }
     }
 

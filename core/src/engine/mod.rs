@@ -46,6 +46,7 @@ pub(crate) mod quiescence;
 mod reduce;
 pub(crate) mod report;
 pub(crate) mod scheduler;
+mod section;
 
 pub(crate) use checkpoint::files::Restart;
 pub(crate) use checkpoint::Resumed;
@@ -129,6 +130,8 @@ pub(crate) struct PeRuntime {
     delivered: Option<Box<DeliveryLog>>,
     /// PE 0's checkpoints, asked for and in progress.
     checkpoints: Lazy<checkpoint::Checkpoints>,
+    /// Array-section reductions in progress here.
+    sections: Lazy<section::SectionReductions>,
 }
 
 /// Settings a PE is built from.
@@ -188,6 +191,7 @@ impl PeRuntime {
                 current: Current::Main,
                 next_chare_seq: HashMap::default(),
                 next_coll_seq: 0,
+                next_section_seq: 0,
                 arrays: HashMap::default(),
                 deferred: Vec::new(),
                 qd: Lazy::default(),
@@ -209,6 +213,7 @@ impl PeRuntime {
             waiting_for_coll: HashMap::default(),
             delivered: None,
             checkpoints: Lazy::default(),
+            sections: Lazy::default(),
         };
         if let Some(r) = restart {
             rt.restore(&r);

@@ -18,6 +18,7 @@ use flow::FlowMsg;
 use migrate::MoveMsg;
 use quiescence::QdMsg;
 use reduce::ReduceMsg;
+use section::SectionMsg;
 use serde::{Deserializer, Serialize, Serializer};
 
 pub(crate) mod balance;
@@ -29,6 +30,7 @@ pub(crate) mod flow;
 pub(crate) mod migrate;
 pub(crate) mod quiescence;
 pub(crate) mod reduce;
+pub(crate) mod section;
 
 /// What the runtime asks of one runtime message beyond its fields; each default fits
 /// a message with no payload that needs nothing on arrival.
@@ -285,6 +287,7 @@ kinds! {
     Flow(FlowMsg),
     Balance(BalanceMsg),
     Ckpt(CkptMsg),
+    Section(SectionMsg),
 }
 
 /// The wire tag of user messages.
