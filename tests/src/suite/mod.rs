@@ -15,6 +15,7 @@ pub mod messaging;
 pub mod migration;
 pub mod quiescence;
 pub mod reductions;
+pub mod sections;
 pub mod slow_sender;
 
 /// A named suite test.
@@ -34,6 +35,7 @@ pub fn all() -> Vec<Test> {
         migration::TESTS,
         quiescence::TESTS,
         reductions::TESTS,
+        sections::TESTS,
         slow_sender::TESTS,
     ]
     .concat()
