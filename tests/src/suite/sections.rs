@@ -245,8 +245,15 @@ fn registry() -> (Registry, Entries) {
     (reg, e)
 }
 
-/// Run a driver of `pick` over `ELEMENTS` block-mapped elements on `p` PEs.
-fn run(layer: Layer, p: u32, seed: u64, pick: Pick, rounds: u64, roam: u64) -> RunReport {
+/// Run a driver of `pick` over `n` block-mapped elements on `p` PEs.
+fn run(
+    layer: Layer,
+    (p, n): (u32, usize),
+    seed: u64,
+    pick: Pick,
+    rounds: u64,
+    roam: u64,
+) -> RunReport {
     let (reg, e) = registry();
     let mut cfg = config(layer, p, ErrorPolicy::Abort);
     cfg.seed = seed;
@@ -256,7 +263,7 @@ fn run(layer: Layer, p: u32, seed: u64, pick: Pick, rounds: u64, roam: u64) -> R
     }
     Runtime::new(reg, cfg)
         .run(move |ctx| {
-            let arr = ctx.create_array_1d::<Member>(ELEMENTS, 11, ArrayMap::Block);
+            let arr = ctx.create_array_1d::<Member>(n, 11, ArrayMap::Block);
             let init = DriverInit {
                 arr,
                 pick,
@@ -269,10 +276,10 @@ fn run(layer: Layer, p: u32, seed: u64, pick: Pick, rounds: u64, roam: u64) -> R
         .expect("run")
 }
 
-/// The members `pick` names.
-fn members(pick: &Pick) -> Vec<usize> {
+/// The members `pick` names in an array of `n`.
+fn members(pick: &Pick, n: usize) -> Vec<usize> {
     let mut m: Vec<usize> = match pick {
-        Pick::EveryThird => (0..ELEMENTS).filter(|i| i % 3 == 0).collect(),
+        Pick::EveryThird => (0..n).filter(|i| i % 3 == 0).collect(),
         Pick::Range(from, to) => (*from..*to).collect(),
         Pick::List(l) => l.clone(),
     };
@@ -311,33 +318,50 @@ fn picks() -> Vec<Pick> {
 /// envelope per PE holding members; on sim, the envelopes between PEs are exactly
 /// the tree's edges, so k members on m PEs take at most m + (tree edges) messages.
 pub fn a_section_multicast_reaches_each_member_once_one_envelope_per_pe(layer: Layer) {
-    const ROUNDS: u64 = 5;
     let p = pes(layer, 8);
-    for pick in picks() {
-        let k = members(&pick).len();
-        let report = run(layer, p, 1, pick.clone(), ROUNDS, 0);
-        balanced(&report);
-        let tally = ROUNDS << 32 | ROUNDS;
-        let (counts, moves) = counts_and_moves(&report);
-        assert_eq!(counts, vec![tally; k]);
-        assert_eq!(moves, 0);
-        let (len, m, edges) = report
-            .output::<(usize, usize, usize)>("shape")
-            .expect("shape");
-        assert_eq!(len, k);
-        if layer != Layer::Sim {
-            continue;
-        }
-        // The same job without the rounds: the difference is theirs alone.
-        let base = run(layer, p, 1, pick, 0, 0);
-        let sent = |r: &RunReport| r.per_pe.iter().map(|pe| pe.sent).sum::<u64>();
-        let network = |r: &RunReport| r.sim.as_ref().expect("sim stats").messages;
-        let counted = (sent(&report) - sent(&base)) / ROUNDS;
-        let crossed = (network(&report) - network(&base)) / ROUNDS;
-        assert_eq!(counted, m as u64, "one counted envelope per PE");
-        assert_eq!(crossed, edges as u64, "one network message per tree edge");
-        assert!(counted <= (m + edges) as u64);
+    let mut jobs: Vec<((u32, usize), Pick)> =
+        picks().into_iter().map(|k| ((p, ELEMENTS), k)).collect();
+    if layer == Layer::Sim {
+        jobs.push(((64, 1000), Pick::EveryThird));
     }
+    for (job, pick) in jobs {
+        count_one(layer, job, pick);
+    }
+}
+
+/// The counted script of `pick` on `job`: deliveries on any layer, and on sim the
+/// messages of one multicast (the job against the same job without the rounds).
+fn count_one(layer: Layer, job: (u32, usize), pick: Pick) {
+    const ROUNDS: u64 = 5;
+    let k = members(&pick, job.1).len();
+    let report = run(layer, job, 1, pick.clone(), ROUNDS, 0);
+    balanced(&report);
+    let tally = ROUNDS << 32 | ROUNDS;
+    let (counts, moves) = counts_and_moves(&report);
+    assert_eq!(counts, vec![tally; k]);
+    assert_eq!(moves, 0);
+    let (len, m, edges) = report
+        .output::<(usize, usize, usize)>("shape")
+        .expect("shape");
+    assert_eq!(len, k);
+    if layer != Layer::Sim {
+        return;
+    }
+    let base = run(layer, job, 1, pick, 0, 0);
+    let sent = |r: &RunReport| r.per_pe.iter().map(|pe| pe.sent).sum::<u64>();
+    let network = |r: &RunReport| r.sim.as_ref().expect("sim stats").messages;
+    let counted = (sent(&report) - sent(&base)) / ROUNDS;
+    let crossed = (network(&report) - network(&base)) / ROUNDS;
+    assert_eq!(counted, m as u64, "one counted envelope per PE");
+    assert_eq!(crossed, edges as u64, "one network message per tree edge");
+    assert!(counted <= (m + edges) as u64);
+    // Captured unless --nocapture: the README's figures.
+    eprintln!(
+        "section multicast: {k} members on {m} of {} PEs, {edges} tree edges: \
+         {counted} messages ({crossed} between PEs) per multicast, bound m + edges = {}",
+        job.0,
+        m + edges
+    );
 }
 
 /// Multicasts and section reductions racing members that move at random (several
@@ -354,8 +378,8 @@ pub fn section_multicasts_and_reductions_racing_migrations_are_exactly_once(laye
     };
     for &seed in seeds {
         for pick in picks() {
-            let m = members(&pick);
-            let report = run(layer, p, seed, pick, ROUNDS, 3);
+            let m = members(&pick, ELEMENTS);
+            let report = run(layer, (p, ELEMENTS), seed, pick, ROUNDS, 3);
             balanced(&report);
             let tally = ROUNDS << 32 | ROUNDS;
             let want: Vec<u64> = (0..ELEMENTS)
