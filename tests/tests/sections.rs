@@ -16,3 +16,10 @@ fn section_multicasts_and_reductions_racing_migrations_are_exactly_once() {
         sections::section_multicasts_and_reductions_racing_migrations_are_exactly_once(layer);
     }
 }
+
+#[test]
+fn section_refusals_are_clear_errors() {
+    for layer in layers() {
+        sections::section_refusals_are_clear_errors(layer);
+    }
+}

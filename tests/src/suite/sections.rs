@@ -399,8 +399,43 @@ pub fn section_multicasts_and_reductions_racing_migrations_are_exactly_once(laye
     }
 }
 
+/// A section made or used wrongly is a clear `SectionError`, never a panic: no
+/// member listed, a predicate that keeps none, a predicate over an array of inserted
+/// elements, a contribution from outside the section (here, from main).
+pub fn section_refusals_are_clear_errors(layer: Layer) {
+    let (reg, _) = registry();
+    let p = pes(layer, 2);
+    let report = Runtime::new(reg, config(layer, p, ErrorPolicy::Abort))
+        .run(|ctx| {
+            let arr = ctx.create_array_1d::<Member>(4, 1, ArrayMap::Block);
+            let inserted = ctx.create_array::<Member, usize>(Vec::new(), 1, ArrayMap::RoundRobin);
+            let mut said = vec![
+                arr.section(ctx, Vec::new()).map(|_| ()),
+                arr.section_where(ctx, |&i| i > 9).map(|_| ()),
+                inserted.section_where(ctx, |_| true).map(|_| ()),
+            ];
+            let mut sec = arr.section(ctx, [1, 2]).expect("a section");
+            said.push(sec.contribute(ctx, 1u64, Reducer::Sum, Callback::Ignore));
+            let said: Vec<String> = said.into_iter().map(|r| format!("{r:?}")).collect();
+            ctx.publish("said", &said);
+            ctx.exit();
+        })
+        .expect("run");
+    let said = report.output::<Vec<String>>("said").expect("said");
+    let want = ["Err(Empty", "Err(Empty", "Err(NoShape", "Err(NotAMember"];
+    assert_eq!(said.len(), want.len());
+    for (s, w) in said.iter().zip(want) {
+        assert!(s.starts_with(w), "{s} is not {w}..");
+    }
+    assert!(report.errors().is_empty(), "{:?}", report.errors());
+}
+
 /// The module's tests.
 pub const TESTS: &[super::Test] = &[
+    (
+        "section_refusals_are_clear_errors",
+        section_refusals_are_clear_errors,
+    ),
     (
         "a_section_multicast_reaches_each_member_once_one_envelope_per_pe",
         a_section_multicast_reaches_each_member_once_one_envelope_per_pe,
