@@ -64,11 +64,13 @@ pub use msg::payload as message;
 pub use msg::{array, callback, reduction};
 
 pub use api::balance::{ArrayStrategy, LoadStats, Move, ObjLoad};
+pub use api::section::ArraySection;
 pub use array::{ArrayIndex, ArrayMap};
 pub use base::checkpoint_error::CheckpointError;
 /// The runtime's fixed 64-bit mixing hash, shared with the other chorus crates.
 #[doc(hidden)]
 pub use base::hash::mix64;
+pub use base::section_error::SectionError;
 pub use base::trace_select::{PeList, TraceWindow};
 pub use bytes::Bytes;
 pub use callback::Callback;

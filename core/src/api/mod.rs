@@ -11,5 +11,6 @@ pub mod proxy;
 pub mod registry;
 pub mod report;
 pub(crate) mod result;
+pub mod section;
 pub mod target;
 pub mod task;

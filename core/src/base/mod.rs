@@ -17,5 +17,6 @@ pub(crate) mod progress;
 #[cfg(not(feature = "cli"))]
 #[path = "progress_off.rs"]
 pub(crate) mod progress;
+pub mod section_error;
 pub mod trace_select;
 pub mod tree;

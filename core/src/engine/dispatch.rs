@@ -89,6 +89,7 @@ impl PeRuntime {
             Kind::Balance(m) => self.on_balance(m, from),
             Kind::Ckpt(m) => self.on_checkpoint(m, from),
             Kind::Task(m) => self.on_task(m, from),
+            Kind::Section(m) => self.on_section(m, from),
         }
     }
 

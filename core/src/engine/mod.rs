@@ -48,6 +48,7 @@ pub(crate) mod quiescence;
 mod reduce;
 pub(crate) mod report;
 pub(crate) mod scheduler;
+mod section;
 mod tasks;
 
 pub(crate) use checkpoint::files::Restart;
@@ -143,6 +144,8 @@ pub(crate) struct PeRuntime {
     delivered: Option<Box<DeliveryLog>>,
     /// PE 0's checkpoints, asked for and in progress.
     checkpoints: Lazy<checkpoint::Checkpoints>,
+    /// Array-section reductions in progress here.
+    sections: Lazy<section::SectionReductions>,
 }
 
 /// Settings a PE is built from.
@@ -202,6 +205,7 @@ impl PeRuntime {
                 current: Current::Main,
                 next_chare_seq: HashMap::default(),
                 next_coll_seq: 0,
+                next_section_seq: 0,
                 arrays: HashMap::default(),
                 deferred: Vec::new(),
                 qd: Lazy::default(),
@@ -225,6 +229,7 @@ impl PeRuntime {
             waiting_for_coll: HashMap::default(),
             delivered: None,
             checkpoints: Lazy::default(),
+            sections: Lazy::default(),
         };
         if let Some(r) = restart {
             rt.restore(&r);

@@ -112,6 +112,8 @@ pub(crate) struct PeCore {
     pub(super) current: Current,
     pub(super) next_chare_seq: HashMap<Pe, u32>,
     pub(super) next_coll_seq: u32,
+    /// Array sections made here so far (`engine/section.rs`).
+    pub(super) next_section_seq: u32,
     pub(super) arrays: HashMap<CollectionId, ArrayMeta>,
     pub(super) deferred: Vec<LocalContribution>,
     pub(super) qd: Lazy<Quiescence>,

@@ -16,6 +16,7 @@ pub mod messaging;
 pub mod migration;
 pub mod quiescence;
 pub mod reductions;
+pub mod sections;
 pub mod slow_sender;
 pub mod tasks;
 
@@ -37,6 +38,7 @@ pub fn all() -> Vec<Test> {
         migration::TESTS,
         quiescence::TESTS,
         reductions::TESTS,
+        sections::TESTS,
         slow_sender::TESTS,
         tasks::TESTS,
     ]

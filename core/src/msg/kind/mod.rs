@@ -18,6 +18,7 @@ use flow::FlowMsg;
 use migrate::MoveMsg;
 use quiescence::QdMsg;
 use reduce::ReduceMsg;
+use section::SectionMsg;
 use serde::{Deserializer, Serialize, Serializer};
 use task::TaskMsg;
 
@@ -30,6 +31,7 @@ pub(crate) mod flow;
 pub(crate) mod migrate;
 pub(crate) mod quiescence;
 pub(crate) mod reduce;
+pub(crate) mod section;
 pub(crate) mod task;
 
 /// What the runtime asks of one runtime message beyond its fields; each default fits
@@ -288,6 +290,7 @@ kinds! {
     Balance(BalanceMsg),
     Ckpt(CkptMsg),
     Task(TaskMsg),
+    Section(SectionMsg),
 }
 
 /// The wire tag of user messages.
