@@ -112,6 +112,17 @@ pub enum CheckpointError {
         /// Why, and what to do.
         why: String,
     },
+    /// A PE's state in an in-memory checkpoint was lost with every PE that held a
+    /// copy of it (the PE and its buddy failed together).
+    #[error("in-memory checkpoint {epoch}: PE {pe}'s state was held by PEs {lost_with:?}, which all failed, so the job cannot roll back: a PE and its buddy (the next PE) must not fail together; restart from a disk checkpoint (ctx.checkpoint) instead")]
+    BuddiesLost {
+        /// The checkpoint.
+        epoch: u64,
+        /// The PE whose state is lost, numbered as when the checkpoint was taken.
+        pe: u32,
+        /// The failed PEs that held it (its own and its buddy's copy).
+        lost_with: Vec<u32>,
+    },
 }
 
 impl CheckpointError {

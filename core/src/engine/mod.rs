@@ -48,6 +48,7 @@ pub(crate) mod report;
 pub(crate) mod scheduler;
 
 pub(crate) use checkpoint::files::Restart;
+pub(crate) use checkpoint::memory as checkpoint_memory;
 pub(crate) use checkpoint::Resumed;
 use create::describe_index;
 pub(crate) use dispatch::Origin;

@@ -113,6 +113,7 @@ impl MachineLayer for Threads {
             per_pe: join_pes(handles, 0),
             wall_s: start.elapsed().as_secs_f64(),
             sim: None,
+            recoveries: Vec::new(),
             trace: trace.map(JobTrace::finish).transpose()?,
         };
         finish_run(report)
