@@ -78,8 +78,8 @@ pub use chare::Chare;
 /// typed proxy methods. See the README's *Entry methods declared in Rust*.
 pub use chorus_macros::chare;
 pub use config::{
-    is_root_process, mpi_launch_rank, mpi_launch_size, Config, ConfigError, ErrorPolicy, KillSpec,
-    Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
+    is_root_process, mpi_launch_rank, mpi_launch_size, Config, ConfigError, ErrorPolicy,
+    InjectedFailure, KillSpec, Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
 };
 pub use ctx::Ctx;
 pub use error::SyncError;

@@ -42,3 +42,24 @@ fn a_sim_job_survives_losing_six_pes_of_64_between_in_memory_checkpoints() {
 fn losing_a_pe_and_its_buddy_is_a_typed_error_naming_both() {
     recovery::losing_a_pe_and_its_buddy_is_a_typed_error_naming_both();
 }
+
+#[test]
+fn a_threads_job_survives_an_injected_pe_failure_between_in_memory_checkpoints() {
+    // PE 3 takes about 25 arrivals before the first checkpoint is complete and
+    // about 70 in the whole run.
+    let report = recovery::a_threads_job_survives_an_injected_failure(40).expect("a recovered run");
+    assert_eq!(report.recoveries.len(), 1, "{:?}", report.recoveries);
+    let r = &report.recoveries[0];
+    assert_eq!((r.failed.as_slice(), r.pes, report.pes), (&[3][..], 7, 7));
+    assert!(r.epoch >= 1, "{r:?}");
+}
+
+#[test]
+fn a_threads_pe_failing_before_any_in_memory_checkpoint_is_a_typed_error() {
+    match recovery::a_threads_job_survives_an_injected_failure(3) {
+        Err(chorus_core::RuntimeError::Checkpoint(
+            chorus_core::CheckpointError::NothingToRollBack { failed },
+        )) => assert_eq!(failed, vec![3]),
+        other => panic!("{:?}", other.map(|r| r.recoveries)),
+    }
+}

@@ -123,6 +123,12 @@ pub enum CheckpointError {
         /// The failed PEs that held it (its own and its buddy's copy).
         lost_with: Vec<u32>,
     },
+    /// PEs failed before the job completed an in-memory checkpoint.
+    #[error("PEs {failed:?} failed before any in-memory checkpoint was complete, so the job cannot roll back: call ctx.checkpoint_in_memory early, and again every few steps")]
+    NothingToRollBack {
+        /// The failed PEs.
+        failed: Vec<u32>,
+    },
 }
 
 impl CheckpointError {

@@ -7,8 +7,8 @@
 use crate::config;
 use crate::suite::checkpoint::RingCell;
 use chorus_core::{
-    ArrayMap, Callback, Chare, CheckpointError, Config, Ctx, Entry, ErrorPolicy, KillSpec, Layer,
-    Migratable, Pe, Reducer, Registry, RunReport, Runtime, RuntimeError,
+    ArrayMap, Callback, Chare, CheckpointError, Config, Ctx, Entry, ErrorPolicy, InjectedFailure,
+    KillSpec, Layer, Migratable, Pe, Reducer, Registry, RunReport, Runtime, RuntimeError,
 };
 use serde::{Deserialize, Serialize};
 
@@ -205,4 +205,19 @@ pub fn losing_a_pe_and_its_buddy_is_a_typed_error_naming_both() {
             other.map(|r| r.output::<u64>("checksum"))
         ),
     }
+}
+
+/// On threads, PE 3 of 8 fails (the layer's test hook) after taking `after`
+/// arrivals from its inbox: a job that rolled back ends with the uninterrupted
+/// checksum; the run's result otherwise.
+pub fn a_threads_job_survives_an_injected_failure(after: u64) -> Result<RunReport, RuntimeError> {
+    let cfg = |fail: Option<InjectedFailure>| Config {
+        inject_failure: fail,
+        ..config(Layer::Threads, 8, ErrorPolicy::Abort)
+    };
+    let want = checksum(&run_ring(cfg(None), false).expect("a plain run"));
+    let fail = InjectedFailure { pe: 3, after };
+    let report = run_ring(cfg(Some(fail)), true)?;
+    assert_eq!(checksum(&report), want, "the uninterrupted answer");
+    Ok(report)
 }

@@ -208,6 +208,13 @@ impl Config {
                 instead: "on sim, fail PEs with --sim-kill",
             },
             LayerRule {
+                flag: given("an injected failure", self.inject_failure.is_some()),
+                layers: &[Threads],
+                needs: "--layer threads",
+                why: "it is the threads layer's test hook (on sim, use --sim-kill)",
+                instead: "drop it",
+            },
+            LayerRule {
                 flag: given("--fault-hold-long-ms", self.fault_hold_long_ms.is_some()),
                 layers: &[Mpi],
                 needs: "--layer mpi under mpirun",
@@ -240,7 +247,12 @@ impl Config {
                 return Err(ConfigError::KillPe0 { kill, pes });
             }
         }
-        Ok(())
+        match self.inject_failure {
+            Some(failure) if failure.pe == 0 || failure.pe >= pes || failure.after == 0 => {
+                Err(ConfigError::BadInjectedFailure { failure, pes })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// `--trace-pes` and `--trace-window` select from a `--trace` within the job.

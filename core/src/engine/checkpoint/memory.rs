@@ -140,6 +140,11 @@ impl PeRuntime {
             .map(|c| c.1.clone())
     }
 
+    /// PE 0: the in-memory checkpoints whose copies may be held, and their callbacks.
+    pub(crate) fn memory_callbacks(&self) -> &[(u64, Callback)] {
+        self.checkpoints.get().map_or(&[], |c| &c.vault.callbacks)
+    }
+
     /// Hold `copies` of the checkpoint this rebuilt PE was restored from, so the job
     /// survives another failure before its next checkpoint.
     pub(crate) fn hold_copies(&mut self, copies: Vec<Copy>) {
