@@ -1,6 +1,7 @@
 //! chorus-bench's command line.
 
 use crate::bench::charm;
+use crate::bench::checkpoint::CheckpointArgs;
 use crate::bench::create_group::report::CreateGroupArgs;
 use crate::bench::lb::LbArgs;
 use crate::bench::messaging::report::MessagingArgs;
@@ -67,6 +68,10 @@ pub enum Command {
     CharmAlltoall(charm::alltoall::AllToAllArgs),
     /// Charm++'s jacobi2d-2d-decomposition: a 5-point stencil over a 2-D array of blocks.
     CharmJacobi2d(charm::jacobi2d::JacobiArgs),
+    /// Checkpoint bandwidth: a disk checkpoint, the restart from it and an in-memory
+    /// checkpoint of --bytes of array state on --pes threads PEs, beside dd writing
+    /// and reading as many bytes in the same directory.
+    Checkpoint(CheckpointArgs),
 }
 
 impl Command {
@@ -99,6 +104,11 @@ impl Command {
             Command::CharmMigrate(a) => Some(a.config.clone()),
             Command::CharmAlltoall(a) => Some(a.config.clone()),
             Command::CharmJacobi2d(a) => Some(a.config.clone()),
+            Command::Checkpoint(a) => Some(Config {
+                pes: a.pes,
+                layer: Layer::Threads,
+                ..Config::default()
+            }),
             Command::Messaging(_) => None,
         }
     }
@@ -118,6 +128,7 @@ impl Command {
             Command::CharmMigrate(a) => a.check(),
             Command::CharmAlltoall(a) => a.check(),
             Command::CharmJacobi2d(a) => a.check(),
+            Command::Checkpoint(a) => a.check(),
             _ => Ok(()),
         }
     }

@@ -9,6 +9,7 @@
 
 use crate::api::migration::Restarted;
 use crate::api::registry::Registry;
+use crate::base::bytes::Bytes;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::hash::Fnv64;
 use crate::base::ids::{CollectionId, IndexKey, Pe};
@@ -68,7 +69,7 @@ pub(crate) struct SavedCollection {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum SavedKind {
     Group {
-        state: Vec<u8>,
+        state: Bytes,
         contributed: u64,
     },
     Array {
@@ -86,7 +87,9 @@ pub(crate) struct SavedElement {
     pub(crate) order: u64,
     pub(crate) contributed: u64,
     pub(crate) syncs: u32,
-    pub(crate) state: Vec<u8>,
+    /// As `Bytes`, which bincode writes as `Vec<u8>`'s bytes, whole rather than one
+    /// at a time.
+    pub(crate) state: Bytes,
 }
 
 /// The file name of PE `pe`'s state in checkpoint `epoch`.

@@ -81,10 +81,11 @@ impl PeRuntime {
                 };
                 self.checkpoints.get_mut().vault.keep(own);
                 let buddy = ((me as usize + 1) % npes) as Pe;
+                // A copy of its own: the buddy's survives this PE's memory.
                 let copy = BuddyCopy {
                     epoch,
                     pe: me,
-                    state: bytes,
+                    state: bytes.into(),
                 };
                 self.core.uncounted(buddy, copy);
             }
@@ -107,14 +108,14 @@ impl PeRuntime {
             epoch: c.epoch,
             pe: c.pe,
             bytes: c.state.len() as u64,
-            checksum: files::checksum(&c.state),
+            checksum: files::checksum(c.state.as_slice()),
             error: None,
         };
         let copy = Copy {
             epoch: c.epoch,
             of: self.core.npes,
             pe: c.pe,
-            bytes: c.state,
+            bytes: c.state.into_vec(),
         };
         self.checkpoints.get_mut().vault.keep(copy);
         self.core.uncounted(0, answer);

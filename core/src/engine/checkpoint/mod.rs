@@ -308,7 +308,7 @@ impl PeRuntime {
                         "register the type with Registry::checkpointable",
                     ));
                 };
-                let state = (k.save)(member.as_mut()).map_err(bad_state)?;
+                let state = (k.save)(member.as_mut()).map_err(bad_state)?.into();
                 SavedKind::Group {
                     state,
                     contributed: *contributed,
@@ -331,7 +331,7 @@ impl PeRuntime {
                         order: e.order,
                         contributed: e.contributed,
                         syncs: e.syncs,
-                        state: (m.save)(e.chare.as_mut()).map_err(bad_state)?,
+                        state: (m.save)(e.chare.as_mut()).map_err(bad_state)?.into(),
                     });
                 }
                 saved.sort_by(|a, b| a.key.cmp(&b.key));

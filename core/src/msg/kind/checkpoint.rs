@@ -52,7 +52,7 @@ pub(crate) struct StateWritten {
 pub(crate) struct BuddyCopy {
     pub(crate) epoch: u64,
     pub(crate) pe: Pe,
-    pub(crate) state: Vec<u8>,
+    pub(crate) state: crate::base::bytes::Bytes,
 }
 
 /// In-memory checkpoint `epoch` is complete: drop the copies of older ones (from
