@@ -399,6 +399,31 @@ mod tests {
     }
 
     #[test]
+    fn an_injected_failure_is_the_threads_layers_and_names_a_pe_other_than_0() {
+        use crate::base::config::InjectedFailure;
+        let with = |layer, pe, after| Config {
+            layer,
+            pes: 4,
+            inject_failure: Some(InjectedFailure { pe, after }),
+            ..Config::default()
+        };
+        assert_eq!(with(Layer::Threads, 3, 1).validate(), Ok(()));
+        for (pe, after) in [(0, 5), (4, 5), (2, 0)] {
+            assert!(
+                matches!(
+                    with(Layer::Threads, pe, after).validate(),
+                    Err(ConfigError::BadInjectedFailure { .. })
+                ),
+                "PE {pe} after {after}"
+            );
+        }
+        assert!(matches!(
+            with(Layer::Sim, 3, 1).validate(),
+            Err(ConfigError::NeedsLayer { .. })
+        ));
+    }
+
+    #[test]
     fn numbers_out_of_range_name_the_flag_the_value_and_the_range() {
         let c = Config {
             tree_arity: 1,
