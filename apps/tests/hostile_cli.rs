@@ -45,6 +45,16 @@ const ACCEPTED: &[(&str, &[&str], &str)] = &[
     ("trace", &NAMES, "a file name"),
     ("debug-trace", &NAMES, "a file name"),
     ("output", &NAMES, "a file name"),
+    // chorus-bench checkpoint's directory: any name is one (made, and emptied of
+    // the bench's files after).
+    ("dir", &NAMES, "a directory name"),
+    // chorus-bench checkpoint's state: 1 MiB to 64 GiB, and refused naming --bytes
+    // where the machine's free memory cannot hold four copies.
+    (
+        "bytes",
+        &["4294967295", "4294967296"],
+        "a size within 1 MiB..=64 GiB",
+    ),
     // Costs that may be zero.
     ("sim-alpha-us", &["0"], "a cost of 0"),
     ("sim-beta-ns-per-byte", &["0"], "a cost of 0"),

@@ -80,8 +80,8 @@ pub use chare::Chare;
 /// typed proxy methods. See the README's *Entry methods declared in Rust*.
 pub use chorus_macros::chare;
 pub use config::{
-    is_root_process, mpi_launch_rank, mpi_launch_size, Config, ConfigError, ErrorPolicy, KillSpec,
-    Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
+    is_root_process, mpi_launch_rank, mpi_launch_size, Config, ConfigError, ErrorPolicy,
+    InjectedFailure, KillSpec, Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
 };
 pub use ctx::Ctx;
 pub use engine::{verify_checkpoint, CommittedCheckpoint};
@@ -97,7 +97,7 @@ pub use migration::{Checkpointable, Migratable, MigrateError, Restarted};
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};
 pub use registry::{Entry, IntoRegistry, Registry};
-pub use report::{PeReport, RunReport, MAX_ERRORS_KEPT};
+pub use report::{PeReport, Recovery, RunReport, MAX_ERRORS_KEPT};
 pub use trace::TraceReport;
 
 pub use api::task::{Ask, AskError, ReplyTo, Task, With};

@@ -1,7 +1,11 @@
-//! Disk checkpoint and restart on every layer of this build (bodies in
-//! `chorus_tests::suite::checkpoint`).
+//! Disk checkpoint and restart on every layer of this build, and the rollback to an
+//! in-memory checkpoint after PE failures (bodies in `chorus_tests::suite::checkpoint`
+//! and `chorus_tests::suite::recovery`).
 
-use chorus_tests::{layers, suite::checkpoint};
+use chorus_tests::{
+    layers,
+    suite::{checkpoint, recovery},
+};
 
 #[test]
 fn a_restart_on_the_same_fewer_or_more_pes_gives_the_uninterrupted_answer() {
@@ -21,5 +25,41 @@ fn a_damaged_incomplete_or_foreign_checkpoint_is_refused_naming_the_file() {
 fn groups_restore_per_pe_and_a_fixed_count_group_refuses_another_count() {
     for layer in layers() {
         checkpoint::groups_restore_per_pe_and_a_fixed_count_group_refuses_another_count(layer);
+    }
+}
+
+#[test]
+fn a_sim_job_survives_losing_one_pe_between_in_memory_checkpoints() {
+    recovery::a_sim_job_survives_losing_pes_between_checkpoints(&[37]);
+}
+
+#[test]
+fn a_sim_job_survives_losing_six_pes_of_64_between_in_memory_checkpoints() {
+    recovery::a_sim_job_survives_losing_pes_between_checkpoints(&[5, 17, 23, 40, 51, 62]);
+}
+
+#[test]
+fn losing_a_pe_and_its_buddy_is_a_typed_error_naming_both() {
+    recovery::losing_a_pe_and_its_buddy_is_a_typed_error_naming_both();
+}
+
+#[test]
+fn a_threads_job_survives_an_injected_pe_failure_between_in_memory_checkpoints() {
+    // PE 3 takes about 25 arrivals before the first checkpoint is complete and
+    // about 70 in the whole run.
+    let report = recovery::a_threads_job_survives_an_injected_failure(40).expect("a recovered run");
+    assert_eq!(report.recoveries.len(), 1, "{:?}", report.recoveries);
+    let r = &report.recoveries[0];
+    assert_eq!((r.failed.as_slice(), r.pes, report.pes), (&[3][..], 7, 7));
+    assert!(r.epoch >= 1, "{r:?}");
+}
+
+#[test]
+fn a_threads_pe_failing_before_any_in_memory_checkpoint_is_a_typed_error() {
+    match recovery::a_threads_job_survives_an_injected_failure(3) {
+        Err(chorus_core::RuntimeError::Checkpoint(
+            chorus_core::CheckpointError::NothingToRollBack { failed },
+        )) => assert_eq!(failed, vec![3]),
+        other => panic!("{:?}", other.map(|r| r.recoveries)),
     }
 }

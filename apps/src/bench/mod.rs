@@ -5,6 +5,7 @@
 #[cfg(feature = "baselines")]
 pub mod baselines;
 pub mod charm;
+pub mod checkpoint;
 pub mod create_group;
 pub mod error;
 pub mod lb;

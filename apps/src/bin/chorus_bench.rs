@@ -1,6 +1,7 @@
 //! chorus-bench: performance measurements of chorus against baselines, run side by side.
 
 use chorus_apps::bench::charm;
+use chorus_apps::bench::checkpoint;
 use chorus_apps::bench::create_group::report as create_group;
 use chorus_apps::bench::lb;
 use chorus_apps::bench::messaging::report as messaging;
@@ -42,6 +43,7 @@ fn run(command: &Command) -> Result<(), String> {
         Command::CharmAlltoall(a) => charm::alltoall::measure(a),
         Command::CharmJacobi2d(a) => charm::jacobi2d::measure(a),
         Command::CharmLeanmd(a) => charm::leanmd::measure(a),
+        Command::Checkpoint(a) => show(checkpoint::measure(a), a.json),
     }
 }
 

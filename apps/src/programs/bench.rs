@@ -1,6 +1,7 @@
 //! chorus-bench's command line.
 
 use crate::bench::charm;
+use crate::bench::checkpoint::CheckpointArgs;
 use crate::bench::create_group::report::CreateGroupArgs;
 use crate::bench::lb::LbArgs;
 use crate::bench::messaging::report::MessagingArgs;
@@ -70,6 +71,10 @@ pub enum Command {
     /// LeanMD: Lennard-Jones dynamics over 3-D cells and 6-D computes, the computes
     /// balanced by --array-lb every --ldb-period steps.
     CharmLeanmd(charm::leanmd::LeanmdArgs),
+    /// Checkpoint bandwidth: a disk checkpoint, the restart from it and an in-memory
+    /// checkpoint of --bytes of array state on --pes threads PEs, beside dd writing
+    /// and reading as many bytes in the same directory.
+    Checkpoint(CheckpointArgs),
 }
 
 impl Command {
@@ -103,6 +108,11 @@ impl Command {
             Command::CharmAlltoall(a) => Some(a.config.clone()),
             Command::CharmJacobi2d(a) => Some(a.config.clone()),
             Command::CharmLeanmd(a) => Some(a.config.clone()),
+            Command::Checkpoint(a) => Some(Config {
+                pes: a.pes,
+                layer: Layer::Threads,
+                ..Config::default()
+            }),
             Command::Messaging(_) => None,
         }
     }
@@ -123,6 +133,7 @@ impl Command {
             Command::CharmAlltoall(a) => a.check(),
             Command::CharmJacobi2d(a) => a.check(),
             Command::CharmLeanmd(a) => a.check(),
+            Command::Checkpoint(a) => a.check(),
             _ => Ok(()),
         }
     }

@@ -235,7 +235,17 @@ impl Ctx<'_> {
     /// job's `--on-error` policy, and the previous one in `dir` stays intact.
     pub fn checkpoint(&mut self, dir: impl AsRef<std::path::Path>, callback: Callback) {
         let dir = dir.as_ref().to_string_lossy().into_owned();
-        self.core.request_checkpoint(dir, callback);
+        self.core.request_checkpoint(Some(dir), callback);
+    }
+
+    /// Save the job in memory at the next quiescence, as `checkpoint` saves it to
+    /// disk: each PE keeps its state and gives a copy to its buddy, the next PE
+    /// (FTC-Charm++'s double checkpoint); then deliver `false` to `callback`. If PEs
+    /// fail, the survivors roll back to the newest complete one, the failed PEs'
+    /// elements are rebuilt on survivors, and `callback` gets `true`: the program
+    /// goes on from there. Only the newest complete checkpoint is kept.
+    pub fn checkpoint_in_memory(&mut self, callback: Callback) {
+        self.core.request_checkpoint(None, callback);
     }
 
     /// What the job was restarted from, if it was started with `--restart`: main

@@ -114,6 +114,9 @@ pub struct Restarted {
     pub saved_pes: usize,
     /// Which checkpoint of that directory it was (they count up from 1).
     pub epoch: u64,
+    /// True if the job rolled back to an in-memory checkpoint after a PE failed
+    /// (`Ctx::checkpoint_in_memory`); `dir` is then empty.
+    pub in_memory: bool,
 }
 
 /// Serialize a chare's state (no hook runs).

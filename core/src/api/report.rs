@@ -7,7 +7,7 @@ use crate::machine::sim::stats::SimStats;
 use crate::trace::TraceReport;
 use serde::de::DeserializeOwned;
 
-pub use crate::engine::report::{BalanceStep, PeReport, MAX_ERRORS_KEPT};
+pub use crate::engine::report::{BalanceStep, PeReport, Recovery, MAX_ERRORS_KEPT};
 
 /// The outcome of `Runtime::run`.
 #[derive(Debug, Clone)]
@@ -24,6 +24,9 @@ pub struct RunReport {
     pub sim: Option<SimStats>,
     /// The trace written under `--trace`.
     pub trace: Option<TraceReport>,
+    /// The rollbacks to an in-memory checkpoint after PEs failed, in order; per-PE
+    /// figures are those of the PEs the job ended with, numbered from 0.
+    pub recoveries: Vec<Recovery>,
 }
 
 impl RunReport {

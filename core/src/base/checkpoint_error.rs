@@ -112,6 +112,23 @@ pub enum CheckpointError {
         /// Why, and what to do.
         why: String,
     },
+    /// A PE's state in an in-memory checkpoint was lost with every PE that held a
+    /// copy of it (the PE and its buddy failed together).
+    #[error("in-memory checkpoint {epoch}: PE {pe}'s state was held by PEs {lost_with:?}, which all failed, so the job cannot roll back: a PE and its buddy (the next PE) must not fail together; restart from a disk checkpoint (ctx.checkpoint) instead")]
+    BuddiesLost {
+        /// The checkpoint.
+        epoch: u64,
+        /// The PE whose state is lost, numbered as when the checkpoint was taken.
+        pe: u32,
+        /// The failed PEs that held it (its own and its buddy's copy).
+        lost_with: Vec<u32>,
+    },
+    /// PEs failed before the job completed an in-memory checkpoint.
+    #[error("PEs {failed:?} failed before any in-memory checkpoint was complete, so the job cannot roll back: call ctx.checkpoint_in_memory early, and again every few steps")]
+    NothingToRollBack {
+        /// The failed PEs.
+        failed: Vec<u32>,
+    },
 }
 
 impl CheckpointError {

@@ -52,6 +52,7 @@ mod section;
 mod tasks;
 
 pub(crate) use checkpoint::files::Restart;
+pub(crate) use checkpoint::memory as checkpoint_memory;
 pub(crate) use checkpoint::Resumed;
 use create::describe_index;
 pub(crate) use dispatch::Origin;

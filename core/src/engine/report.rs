@@ -69,6 +69,24 @@ pub struct BalanceStep {
     pub loads_after: Vec<f64>,
 }
 
+/// A rollback to an in-memory checkpoint after PEs failed
+/// (`Ctx::checkpoint_in_memory`), as the machine layer did it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Recovery {
+    /// When the layer rolled the job back (its clock, seconds: virtual on sim).
+    pub at: f64,
+    /// The PEs that failed, by the numbers the job was started with.
+    pub failed: Vec<Pe>,
+    /// The checkpoint the job rolled back to.
+    pub epoch: u64,
+    /// PEs the job goes on with.
+    pub pes: usize,
+    /// Messages of the failed epoch in flight between PEs, discarded.
+    pub discarded_in_flight: u64,
+    /// Messages of the failed epoch queued or waiting on a surviving PE, discarded.
+    pub discarded_queued: u64,
+}
+
 /// Errors a PE keeps in its report; under `--on-error drop` a job can see one per
 /// message, so the rest are only counted (in `errors_not_kept`) to bound its memory.
 pub const MAX_ERRORS_KEPT: usize = 1024;

@@ -86,6 +86,7 @@ impl RankStart {
             wall_s,
             per_pe,
             sim: None,
+            recoveries: Vec::new(),
             trace,
         })
     }

@@ -9,10 +9,14 @@
 //!
 //! PEs are built lazily, on the first message that reaches them, so a job pays
 //! memory only for the PEs it uses.
+//!
+//! A job that took an in-memory checkpoint (`ctx.checkpoint_in_memory`) survives
+//! `--sim-kill`: at the failure's time the simulator rolls every PE back to the
+//! newest complete checkpoint (`sim_recovery.rs`).
 
 use super::{finish_run, Job, MachineLayer};
 use crate::api::registry::Registry;
-use crate::api::report::{PeReport, RunReport};
+use crate::api::report::{PeReport, Recovery, RunReport};
 use crate::base::config::Config;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
@@ -32,6 +36,9 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
+
+#[path = "sim_recovery.rs"]
+mod recovery;
 
 /// The discrete-event simulation layer.
 pub struct Sim;
@@ -89,6 +96,14 @@ struct Simulator {
     dropped: u64,
     killed: u64,
     makespan: u64,
+    /// The PE number the job started with of each PE now (they change when a
+    /// rollback leaves the failed PEs out).
+    ids: Vec<Pe>,
+    /// A rollback to the in-memory checkpoint is scheduled: PEs failed since.
+    recover_pending: bool,
+    /// Messages of the failed epoch that reached a failed PE since it failed.
+    pending_discarded: u64,
+    recoveries: Vec<Recovery>,
     digest: Digest,
     progress: Progress,
     trace: Option<JobTrace>,
@@ -118,6 +133,10 @@ impl Simulator {
             dropped: 0,
             killed: 0,
             makespan: 0,
+            ids: (0..npes as Pe).collect(),
+            recover_pending: false,
+            pending_discarded: 0,
+            recoveries: Vec::new(),
             digest: Digest::default(),
             progress: Progress::new("sim", config.progress),
             trace,
@@ -129,10 +148,11 @@ impl Simulator {
         let cfg = &self.config;
         let (registry, cursor, trace) = (&self.registry, &self.cursor, &self.trace);
         let restart = &self.restart;
+        let npes = self.pes.len();
         self.pes[pe as usize].rt.get_or_insert_with(|| {
             let mut setup = PeSetup::new(
                 cfg,
-                cfg.pes as usize,
+                npes,
                 pe,
                 trace.as_ref().map(|t| t.pe(pe, pe / SIM_PES_PER_GROUP)),
             );
@@ -174,6 +194,7 @@ impl Simulator {
                 What::Arrive(slot) => self.arrive(ev.pe, ev.time, slot),
                 What::Wake => self.wake(ev.pe, ev.time),
                 What::Kill => self.kill(ev.pe, ev.time),
+                What::Recover => self.recover(ev.time),
             }
             if self.events_done & 0xffff == 0 {
                 let (done, pending) = (self.events_done, self.events.len());
@@ -194,6 +215,10 @@ impl Simulator {
             return;
         };
         let st = &self.pes[pe as usize];
+        if st.dead && self.recover_pending {
+            self.pending_discarded += env.weight();
+            return;
+        }
         if st.dead && !env.kind.is_quiescence_wave() {
             self.dropped += env.weight();
             self.runtime(pe).lost_here(&env);
@@ -255,6 +280,10 @@ impl Simulator {
     fn wake(&mut self, pe: Pe, t: u64) {
         let st = &mut self.pes[pe as usize];
         st.wake = false;
+        // A failed PE of a job about to roll back runs nothing more.
+        if st.dead && self.recover_pending {
+            return;
+        }
         // A dead PE still runs the quiescence waves that pass through it, with its
         // counts frozen at the kill plus what was lost with it: the stand-in for a
         // failure-aware detector, which would agree on those counts with the
@@ -323,7 +352,13 @@ impl Simulator {
         }
     }
 
-    fn kill(&mut self, pe: Pe, t: u64) {
+    /// PE `id` (numbered as the job started) fails at `t`.
+    fn kill(&mut self, id: Pe, t: u64) {
+        // A PE a rollback left out has nothing left to kill.
+        let Some(pe) = self.ids.iter().position(|&i| i == id) else {
+            return;
+        };
+        let pe = pe as Pe;
         // A kill scheduled after the job ended kills nothing: counting it (and waking
         // the PE for it) moved the makespan to the kill's time.
         if self
@@ -344,6 +379,21 @@ impl Simulator {
         }
         st.dead = true;
         self.killed += 1;
+        if self.holds_memory_checkpoint() {
+            // Other failures at the same time join the same rollback.
+            if !std::mem::replace(&mut self.recover_pending, true) {
+                self.events.push(t, 0, What::Recover);
+            }
+            tracing::info!(pe = id, at_ns = t, "sim: PE killed; rolling back");
+            return;
+        }
+        self.lose(pe, t);
+    }
+
+    /// Failed PE `pe`'s queue and objects are lost at `t`, reported to the senders
+    /// of what it held and to the subscribers of `on_pe_failure`.
+    fn lose(&mut self, pe: Pe, t: u64) {
+        let st = &mut self.pes[pe as usize];
         let mut lost = Vec::new();
         if let Some(rt) = st.rt.as_mut() {
             self.dropped += rt.discard_queue(|env| {
@@ -465,6 +515,7 @@ impl Simulator {
             per_pe,
             sim: Some(SimStats { wall_s, ..stats }),
             trace: self.trace.map(JobTrace::finish).transpose()?,
+            recoveries: self.recoveries,
         };
         finish_run(report)
     }

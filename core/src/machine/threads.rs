@@ -10,6 +10,7 @@ use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::msg::envelope::Envelope;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +44,17 @@ pub(crate) struct ThreadPort {
     /// This PE, and which of its messages arrive damaged (`--fault-corrupt-every`).
     me: Pe,
     fault: Option<Corrupter>,
+    /// The job's failure detector and this PE's injected failure, if any.
+    failure: Option<Failure>,
+}
+
+/// The threads layer's stand-in for a failure detector: `down` is set when a PE
+/// fails, and every PE's port then closes, so the job can roll back; a PE given
+/// `after` fails when it has taken that many arrivals (`Config::inject_failure`).
+struct Failure {
+    down: Arc<AtomicBool>,
+    after: Option<u64>,
+    taken: u64,
 }
 
 impl ThreadPort {
@@ -66,7 +78,45 @@ impl ThreadPort {
             dirty: Vec::new(),
             me: first,
             fault: None,
+            failure: None,
         }
+    }
+
+    /// Close this port when `down` is set, and set it after taking `after`
+    /// arrivals (the PE fails).
+    pub(crate) fn with_failure(mut self, down: Arc<AtomicBool>, after: Option<u64>) -> Self {
+        self.failure = Some(Failure {
+            down,
+            after,
+            taken: 0,
+        });
+        self
+    }
+
+    /// True if a PE of the job failed: this port is closed.
+    fn down(&self) -> bool {
+        self.failure
+            .as_ref()
+            .is_some_and(|f| f.down.load(Ordering::Acquire))
+    }
+
+    /// Count an arrival taken; the one at which this PE fails is lost with it, and
+    /// every PE is woken to find its port closed.
+    fn taken(&mut self, p: Poll) -> Poll {
+        let Some(f) = self.failure.as_mut() else {
+            return p;
+        };
+        if matches!(p, Poll::Ready(_)) {
+            f.taken += 1;
+            if f.after == Some(f.taken) {
+                f.down.store(true, Ordering::Release);
+                for i in 0..self.peers.len() {
+                    self.deliver(i, Arrival::Many(Vec::new()));
+                }
+                return Poll::Closed;
+            }
+        }
+        p
     }
 
     /// Put `packet` into the inbox of local PE `i`.
@@ -158,18 +208,25 @@ impl Port for ThreadPort {
     }
 
     fn poll(&mut self) -> Poll {
-        match self.inbox.try_recv() {
+        if self.down() {
+            return Poll::Closed;
+        }
+        let p = match self.inbox.try_recv() {
             Ok(a) => Poll::Ready(a.into()),
             Err(TryRecvError::Empty) => Poll::Empty,
             Err(TryRecvError::Disconnected) => Poll::Closed,
-        }
+        };
+        self.taken(p)
     }
 
     /// Spin, then yield, then block on the inbox.
     fn wait(&mut self) -> Poll {
+        if self.down() {
+            return Poll::Closed;
+        }
         for i in 0..SPIN_POLLS + YIELD_POLLS {
             match self.inbox.try_recv() {
-                Ok(a) => return Poll::Ready(a.into()),
+                Ok(a) => return self.taken(Poll::Ready(a.into())),
                 Err(TryRecvError::Disconnected) => return Poll::Closed,
                 Err(TryRecvError::Empty) if i < SPIN_POLLS => std::hint::spin_loop(),
                 Err(TryRecvError::Empty) => std::thread::yield_now(),
@@ -177,7 +234,7 @@ impl Port for ThreadPort {
         }
         // Bounded, so the drive loop can probe for a stall while it waits.
         match self.inbox.recv_timeout(WAIT_AT_MOST) {
-            Ok(a) => Poll::Ready(a.into()),
+            Ok(a) => self.taken(Poll::Ready(a.into())),
             Err(RecvTimeoutError::Timeout) => Poll::Empty,
             Err(RecvTimeoutError::Disconnected) => Poll::Closed,
         }

@@ -31,14 +31,66 @@ enum AtStep {
     Stop,
 }
 
+/// The arithmetic of one cell of a ring of `elements` (this ring's and
+/// `suite::recovery`'s): each step mixes its two neighbours' values of that step
+/// into its own.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct RingCell {
+    pub(crate) i: usize,
+    elements: usize,
+    pub(crate) value: u64,
+    pub(crate) step: u32,
+    /// Neighbour values that arrived, by (step, from the left).
+    inbox: Vec<(u32, bool, u64)>,
+}
+
+impl RingCell {
+    /// Cell `i` of `elements`, at step 0.
+    pub(crate) fn new(i: usize, elements: usize) -> Self {
+        RingCell {
+            i,
+            elements,
+            value: chorus_core::mix64(i as u64 + 1) % 1_000_003,
+            step: 0,
+            inbox: Vec::new(),
+        }
+    }
+
+    /// The left and right neighbours.
+    pub(crate) fn neighbours(&self) -> (usize, usize) {
+        let n = self.elements;
+        ((self.i + n - 1) % n, (self.i + 1) % n)
+    }
+
+    /// A neighbour's value of `step` arrived.
+    pub(crate) fn arrived(&mut self, step: u32, from_left: bool, v: u64) {
+        self.inbox.push((step, from_left, v));
+    }
+
+    /// Take the current step if both its values are in; true if it did.
+    pub(crate) fn try_step(&mut self) -> bool {
+        let step = self.step;
+        let side = |from_left: bool| {
+            self.inbox
+                .iter()
+                .position(|m| m.0 == step && m.1 == from_left)
+        };
+        let (Some(l), Some(r)) = (side(true), side(false)) else {
+            return false;
+        };
+        let (lv, rv) = (self.inbox[l].2, self.inbox[r].2);
+        self.inbox.retain(|m| m.0 != step);
+        self.value =
+            chorus_core::mix64(lv ^ self.value.rotate_left(7) ^ rv.wrapping_mul(3)) % 1_000_003;
+        self.step += 1;
+        true
+    }
+}
+
 /// One cell of the ring: each step it takes its neighbours' values.
 #[derive(Serialize, Deserialize)]
 struct Ring {
-    i: usize,
-    value: u64,
-    step: u32,
-    /// Neighbour values that arrived, by (step, from the left).
-    inbox: Vec<(u32, bool, u64)>,
+    cell: RingCell,
     at_step: AtStep,
     dir: String,
     entries: (Entry<Ring, u64>, Entry<Ring, ()>, Entry<Ring, u64>),
@@ -71,10 +123,7 @@ impl Chare for Ring {
     fn create((at_step, dir, entries): RingInit, ctx: &mut Ctx) -> Self {
         let i = ctx.this_index::<usize>().expect("a 1-D element");
         Ring {
-            i,
-            value: chorus_core::mix64(i as u64 + 1) % 1_000_003,
-            step: 0,
-            inbox: Vec::new(),
+            cell: RingCell::new(i, ELEMENTS),
             at_step,
             dir,
             entries,
@@ -85,7 +134,7 @@ impl Chare for Ring {
         match msg {
             RingMsg::Go => self.send_value(ctx),
             RingMsg::Value { step, from_left, v } => {
-                self.inbox.push((step, from_left, v));
+                self.cell.arrived(step, from_left, v);
                 self.advance(ctx);
             }
             RingMsg::Reached(_) => {
@@ -109,8 +158,8 @@ impl Migratable for Ring {}
 impl Ring {
     fn send_value(&mut self, ctx: &mut Ctx) {
         let me = ctx.this_array::<Ring, usize>().expect("in the ring");
-        let (left, right) = ((self.i + ELEMENTS - 1) % ELEMENTS, (self.i + 1) % ELEMENTS);
-        let (step, v) = (self.step, self.value);
+        let (left, right) = self.cell.neighbours();
+        let (step, v) = (self.cell.step, self.cell.value);
         me.send(
             ctx,
             &right,
@@ -134,27 +183,17 @@ impl Ring {
 
     /// Take the step whose two values are in, as often as they are.
     fn advance(&mut self, ctx: &mut Ctx) {
-        let step = self.step;
-        let side = |from_left: bool| {
-            self.inbox
-                .iter()
-                .position(|m| m.0 == step && m.1 == from_left)
-        };
-        let (Some(l), Some(r)) = (side(true), side(false)) else {
+        if !self.cell.try_step() {
             return;
-        };
-        let (lv, rv) = (self.inbox[l].2, self.inbox[r].2);
-        self.inbox.retain(|m| m.0 != step);
-        self.value =
-            chorus_core::mix64(lv ^ self.value.rotate_left(7) ^ rv.wrapping_mul(3)) % 1_000_003;
-        self.step += 1;
+        }
         let me = ctx.this_array::<Ring, usize>().expect("in the ring");
         let zero = Callback::array_element(&me, &0, self.entries.0);
-        if self.step == STEPS {
+        let step = self.cell.step;
+        if step == STEPS {
             let done = Callback::array_element(&me, &0, self.entries.2);
-            ctx.contribute(self.value, Reducer::Sum, done);
-        } else if self.step == AT && self.at_step != AtStep::Run {
-            ctx.contribute(u64::from(self.step), Reducer::Sum, zero);
+            ctx.contribute(self.cell.value, Reducer::Sum, done);
+        } else if step == AT && self.at_step != AtStep::Run {
+            ctx.contribute(u64::from(step), Reducer::Sum, zero);
         } else {
             self.send_value(ctx);
         }

@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod messaging;
 pub mod migration;
 pub mod quiescence;
+pub mod recovery;
 pub mod reductions;
 pub mod sections;
 pub mod slow_sender;

@@ -208,6 +208,13 @@ impl Config {
                 instead: "on sim, fail PEs with --sim-kill",
             },
             LayerRule {
+                flag: given("an injected failure", self.inject_failure.is_some()),
+                layers: &[Threads],
+                needs: "--layer threads",
+                why: "it is the threads layer's test hook (on sim, use --sim-kill)",
+                instead: "drop it",
+            },
+            LayerRule {
                 flag: given("--fault-hold-long-ms", self.fault_hold_long_ms.is_some()),
                 layers: &[Mpi],
                 needs: "--layer mpi under mpirun",
@@ -240,7 +247,12 @@ impl Config {
                 return Err(ConfigError::KillPe0 { kill, pes });
             }
         }
-        Ok(())
+        match self.inject_failure {
+            Some(failure) if failure.pe == 0 || failure.pe >= pes || failure.after == 0 => {
+                Err(ConfigError::BadInjectedFailure { failure, pes })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// `--trace-pes` and `--trace-window` select from a `--trace` within the job.
@@ -384,6 +396,31 @@ mod tests {
         );
         c.sim.kill[0].pe = 3;
         assert_eq!(c.validate(), Ok(()));
+    }
+
+    #[test]
+    fn an_injected_failure_is_the_threads_layers_and_names_a_pe_other_than_0() {
+        use crate::base::config::InjectedFailure;
+        let with = |layer, pe, after| Config {
+            layer,
+            pes: 4,
+            inject_failure: Some(InjectedFailure { pe, after }),
+            ..Config::default()
+        };
+        assert_eq!(with(Layer::Threads, 3, 1).validate(), Ok(()));
+        for (pe, after) in [(0, 5), (4, 5), (2, 0)] {
+            assert!(
+                matches!(
+                    with(Layer::Threads, pe, after).validate(),
+                    Err(ConfigError::BadInjectedFailure { .. })
+                ),
+                "PE {pe} after {after}"
+            );
+        }
+        assert!(matches!(
+            with(Layer::Sim, 3, 1).validate(),
+            Err(ConfigError::NeedsLayer { .. })
+        ));
     }
 
     #[test]

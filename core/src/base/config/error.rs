@@ -91,6 +91,15 @@ pub enum ConfigError {
         /// PEs in the job.
         pes: u32,
     },
+    /// The threads layer's injected failure (a test hook) names PE 0 or a PE
+    /// outside the job, or fails a PE before it took any message.
+    #[error("the injected failure of PE {} after {} arrivals: name a PE in 1..{pes} (PE 0 runs main) and at least 1 arrival", .failure.pe, .failure.after)]
+    BadInjectedFailure {
+        /// The failure as configured.
+        failure: crate::base::config::InjectedFailure,
+        /// PEs in the job.
+        pes: u32,
+    },
     /// `--sim-kill` names PE 0: it runs main and alone fires the quiescence callbacks,
     /// so the job could never end.
     #[error("--sim-kill {kill}: PE 0 runs main and cannot be killed; name a PE in 1..pes (1..{pes} here)")]

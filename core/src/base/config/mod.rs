@@ -395,6 +395,20 @@ pub struct Config {
     /// for a configuration built in code (a test's jobs).
     #[cfg_attr(feature = "cli", arg(skip = true))]
     pub progress: bool,
+    /// The threads layer fails a PE (a test hook, no flag): see `InjectedFailure`.
+    #[cfg_attr(feature = "cli", arg(skip))]
+    pub inject_failure: Option<InjectedFailure>,
+}
+
+/// A PE the threads layer fails on purpose, the test hook of the rollback to an
+/// in-memory checkpoint (`Ctx::checkpoint_in_memory`): PE `pe` stops when it has
+/// taken `after` arrivals from its inbox, and the job is told it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InjectedFailure {
+    /// The PE that fails (not PE 0, which runs main).
+    pub pe: u32,
+    /// Arrivals it takes before it fails.
+    pub after: u64,
 }
 
 /// The `--array-lb` value that balances nothing.
@@ -426,6 +440,7 @@ impl Default for Config {
             restart: None,
             sim: SimArgs::default(),
             progress: false,
+            inject_failure: None,
         }
     }
 }

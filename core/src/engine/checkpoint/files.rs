@@ -9,6 +9,7 @@
 
 use crate::api::migration::Restarted;
 use crate::api::registry::Registry;
+use crate::base::bytes::Bytes;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::hash::Fnv64;
 use crate::base::ids::{CollectionId, IndexKey, Pe};
@@ -68,7 +69,7 @@ pub(crate) struct SavedCollection {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum SavedKind {
     Group {
-        state: Vec<u8>,
+        state: Bytes,
         contributed: u64,
     },
     Array {
@@ -86,7 +87,9 @@ pub(crate) struct SavedElement {
     pub(crate) order: u64,
     pub(crate) contributed: u64,
     pub(crate) syncs: u32,
-    pub(crate) state: Vec<u8>,
+    /// As `Bytes`, which bincode writes as `Vec<u8>`'s bytes, whole rather than one
+    /// at a time.
+    pub(crate) state: Bytes,
 }
 
 /// The file name of PE `pe`'s state in checkpoint `epoch`.
@@ -115,10 +118,33 @@ pub(crate) fn write_pe_file(
     state: &PeState,
 ) -> Result<(u64, u64), CheckpointError> {
     let path = dir.join(file_name(state.pe, epoch));
-    let bytes = bincode::serialize(state).map_err(|e| CheckpointError::io(&path, e))?;
+    let bytes = encode_state(state, &path)?;
     std::fs::create_dir_all(dir).map_err(|e| CheckpointError::io(dir, e))?;
     write_staged(&path, &bytes)?;
     Ok((bytes.len() as u64, checksum(&bytes)))
+}
+
+/// The bytes of `state`, as a PE file or an in-memory copy holds them (`what`
+/// names the file or copy in an error).
+pub(crate) fn encode_state(state: &PeState, what: &Path) -> Result<Vec<u8>, CheckpointError> {
+    bincode::serialize(state).map_err(|e| CheckpointError::io(what, e))
+}
+
+/// The state `encode_state` wrote, which must be PE `pe`'s (`what` names the file or
+/// copy in an error).
+pub(crate) fn decode_state(bytes: &[u8], pe: Pe, what: &Path) -> Result<PeState, CheckpointError> {
+    let state: PeState = bincode::deserialize(bytes).map_err(|e| CheckpointError::Corrupt {
+        file: what.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    if state.pe != pe {
+        let reason = format!("it holds PE {}'s state, not PE {pe}'s", state.pe);
+        return Err(CheckpointError::Corrupt {
+            file: what.to_path_buf(),
+            reason,
+        });
+    }
+    Ok(state)
 }
 
 /// The epoch of the checkpoint `dir` holds, 0 if none is readable there.
@@ -189,15 +215,7 @@ fn read_pe_file(dir: &Path, f: &FileEntry) -> Result<PeState, CheckpointError> {
         );
         return Err(CheckpointError::Corrupt { file, reason });
     }
-    let state: PeState = bincode::deserialize(&bytes).map_err(|e| CheckpointError::Corrupt {
-        file: file.clone(),
-        reason: e.to_string(),
-    })?;
-    if state.pe != f.pe {
-        let reason = format!("it holds PE {}'s state, not PE {}'s", state.pe, f.pe);
-        return Err(CheckpointError::Corrupt { file, reason });
-    }
-    Ok(state)
+    decode_state(&bytes, f.pe, &file)
 }
 
 /// A committed checkpoint, as its manifest describes it.
@@ -279,17 +297,31 @@ impl Restart {
                 }),
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let info = Restarted {
+            dir: dir.to_path_buf(),
+            saved_pes: m.pes,
+            epoch: m.epoch,
+            in_memory: false,
+        };
+        Restart::of_states(states, info, &file, reg, npes)
+    }
+
+    /// The restart of a job of `npes` PEs from `states`, every saved PE's state in PE
+    /// order (`file` names the checkpoint in errors).
+    pub(crate) fn of_states(
+        states: Vec<PeState>,
+        info: Restarted,
+        file: &Path,
+        reg: &Registry,
+        npes: usize,
+    ) -> Result<Self, CheckpointError> {
         let mut restart = Restart {
-            info: Restarted {
-                dir: dir.to_path_buf(),
-                saved_pes: m.pes,
-                epoch: m.epoch,
-            },
+            info,
             states,
             placed: (0..npes).map(|_| Mutex::new(Vec::new())).collect(),
         };
-        restart.check_groups(&file, reg, npes)?;
-        restart.place_elements(&file, reg, npes)?;
+        restart.check_groups(file, reg, npes)?;
+        restart.place_elements(file, reg, npes)?;
         Ok(restart)
     }
 

@@ -22,7 +22,7 @@ fn pe_state(pe: Pe) -> PeState {
             order: i,
             contributed: i,
             syncs: 1,
-            state: vec![i as u8; 5],
+            state: vec![i as u8; 5].into(),
         })
         .collect();
     let id = |seq| CollectionId { creator: 0, seq };
@@ -35,7 +35,7 @@ fn pe_state(pe: Pe) -> PeState {
                 id: id(0),
                 ty: 0,
                 kind: SavedKind::Group {
-                    state: vec![pe as u8; 8],
+                    state: vec![pe as u8; 8].into(),
                     contributed: 3,
                 },
             },

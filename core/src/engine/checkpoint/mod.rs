@@ -1,21 +1,26 @@
-//! Disk checkpoints and restarts, the engine's side. A `ctx.checkpoint` request
-//! travels to PE 0, which asks quiescence detection for a point where no message is
-//! in flight; there it tells every PE to write its state (`WriteState`), collects
-//! their answers, commits the manifest and fires the request's callback. Callbacks
-//! of other quiescence requests found at the same point are held until the state is
-//! saved, so none of their messages can change it. A restarted PE rebuilds its
-//! collections from the `Restart` its layer read before the job started.
+//! Checkpoints and restarts, the engine's side. A `ctx.checkpoint` (or
+//! `ctx.checkpoint_in_memory`) request travels to PE 0, which asks quiescence
+//! detection for a point where no message is in flight; there it tells every PE to
+//! save its state (`WriteState`), collects their answers, commits the checkpoint (the
+//! manifest on disk; `MemoryCommit` in memory, `memory.rs`) and fires the request's
+//! callback. Callbacks of other quiescence requests found at the same point are held
+//! until the state is saved, so none of their messages can change it. A restarted PE
+//! rebuilds its collections from the `Restart` its layer read before the job started
+//! (or gathered from the survivors' in-memory copies).
 
 use super::{Members, Origin, PeRuntime};
 
 pub(crate) mod files;
+pub(crate) mod memory;
 mod restore;
 use crate::api::migration::Restarted;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
 use crate::base::ids::{CollectionId, Pe};
 use crate::msg::callback::Callback;
-use crate::msg::kind::checkpoint::{CheckpointRequest, CkptMsg, StateWritten, WriteState};
+use crate::msg::kind::checkpoint::{
+    CheckpointRequest, CkptMsg, MemoryCommit, StateWritten, WriteState,
+};
 use crate::msg::reduction::RedData;
 use files::{
     FileEntry, Manifest, PeState, SavedCollection, SavedElement, SavedKind, FORMAT_VERSION,
@@ -23,9 +28,11 @@ use files::{
 use std::collections::VecDeque;
 use std::path::Path;
 
-/// PE 0's checkpoints: those asked for and the one being written.
+/// PE 0's checkpoints: those asked for and the one being written; on every PE, the
+/// in-memory copies it holds.
 #[derive(Default)]
 pub(crate) struct Checkpoints {
+    vault: memory::Vault,
     /// Requests not started, oldest first: one per `ctx.checkpoint` call, each
     /// started at the next quiescence, so the program's own calls bound it.
     waiting: VecDeque<CheckpointRequest>,
@@ -45,9 +52,10 @@ struct Active {
 }
 
 impl crate::engine::PeCore {
-    /// Ask PE 0 for a checkpoint into `dir` at the next quiescence, then `callback`.
-    /// Counted like any message, so quiescence cannot be found before it arrives.
-    pub(crate) fn request_checkpoint(&mut self, dir: String, callback: Callback) {
+    /// Ask PE 0 for a checkpoint into `dir` (in memory if `None`) at the next
+    /// quiescence, then `callback`. Counted like any message, so quiescence cannot
+    /// be found before it arrives.
+    pub(crate) fn request_checkpoint(&mut self, dir: Option<String>, callback: Callback) {
         let env = self.envelope(
             CheckpointRequest { dir, callback },
             crate::msg::envelope::SendOpts::expedited(),
@@ -86,6 +94,8 @@ impl PeRuntime {
             }
             CkptMsg::WriteState(w) => self.write_checkpoint(w),
             CkptMsg::StateWritten(w) => self.checkpoint_written(w),
+            CkptMsg::BuddyCopy(c) => self.keep_buddy_copy(c),
+            CkptMsg::MemoryCommit(MemoryCommit { epoch }) => self.memory_committed(epoch),
         }
     }
 
@@ -119,8 +129,11 @@ impl PeRuntime {
             return callbacks;
         };
         c.asked = false;
-        let epoch = files::current_epoch(Path::new(&request.dir)) + 1;
         let dir = request.dir.clone();
+        let epoch = match &dir {
+            Some(d) => files::current_epoch(Path::new(d)) + 1,
+            None => c.vault.next_epoch(request.callback.clone()),
+        };
         c.active = Some(Box::new(Active {
             request,
             epoch,
@@ -135,12 +148,16 @@ impl PeRuntime {
         Vec::new()
     }
 
-    /// Save this PE's state as PE 0 asked and tell it how that went.
+    /// Save this PE's state as PE 0 asked and tell it how that went (in memory, its
+    /// buddy tells it).
     fn write_checkpoint(&mut self, w: WriteState) {
         let me = self.core.me;
-        let written = self
-            .save_pe_state()
-            .and_then(|state| files::write_pe_file(Path::new(&w.dir), w.epoch, &state));
+        let state = self.save_pe_state();
+        let Some(dir) = w.dir else {
+            return self.keep_in_memory(w.epoch, state);
+        };
+        let written =
+            state.and_then(|state| files::write_pe_file(Path::new(&dir), w.epoch, &state));
         let (bytes, checksum, error) = match written {
             Ok((bytes, sum)) => (bytes, sum, None),
             Err(e) => (0, 0, Some(e)),
@@ -183,9 +200,15 @@ impl PeRuntime {
         let Some(mut a) = self.checkpoints.built_mut().and_then(|c| c.active.take()) else {
             return;
         };
-        let outcome = match a.error.take() {
-            Some(e) => Err(e),
-            None => {
+        let outcome = match (a.error.take(), &a.request.dir) {
+            (Some(e), _) => Err(e),
+            (None, None) => {
+                for pe in 0..npes as Pe {
+                    self.core.uncounted(pe, MemoryCommit { epoch: a.epoch });
+                }
+                Ok(())
+            }
+            (None, Some(dir)) => {
                 a.files.sort_by_key(|f| f.pe);
                 let manifest = Manifest {
                     format: "chorus-checkpoint".into(),
@@ -196,13 +219,16 @@ impl PeRuntime {
                     epoch: a.epoch,
                     files: std::mem::take(&mut a.files),
                 };
-                files::commit(Path::new(&a.request.dir), &manifest)
+                files::commit(Path::new(dir), &manifest)
             }
         };
+        // An in-memory checkpoint's callback says whether it runs after a recovery.
+        let done = match a.request.dir {
+            Some(_) => RedData::List(Vec::new()),
+            None => RedData::Bool(vec![false]),
+        };
         match outcome {
-            Ok(()) => self
-                .core
-                .fire(&a.request.callback, RedData::List(Vec::new())),
+            Ok(()) => self.core.fire(&a.request.callback, done),
             Err(e) => self.core.fail(RuntimeError::Checkpoint(e)),
         }
         for cb in std::mem::take(&mut a.held) {
@@ -282,7 +308,7 @@ impl PeRuntime {
                         "register the type with Registry::checkpointable",
                     ));
                 };
-                let state = (k.save)(member.as_mut()).map_err(bad_state)?;
+                let state = (k.save)(member.as_mut()).map_err(bad_state)?.into();
                 SavedKind::Group {
                     state,
                     contributed: *contributed,
@@ -305,7 +331,7 @@ impl PeRuntime {
                         order: e.order,
                         contributed: e.contributed,
                         syncs: e.syncs,
-                        state: (m.save)(e.chare.as_mut()).map_err(bad_state)?,
+                        state: (m.save)(e.chare.as_mut()).map_err(bad_state)?.into(),
                     });
                 }
                 saved.sort_by(|a, b| a.key.cmp(&b.key));

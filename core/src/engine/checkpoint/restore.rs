@@ -137,7 +137,7 @@ impl PeRuntime {
             .unwrap_or(0);
         let mut restored = HashMap::default();
         for e in elements {
-            let chare = (m.load)(&e.state).map_err(&fail)?;
+            let chare = (m.load)(e.state.as_slice()).map_err(&fail)?;
             let addr = address(&e);
             let element = Element {
                 chare,

@@ -14,6 +14,8 @@ pub(crate) enum What {
     Wake,
     /// The PE fails (`--sim-kill`).
     Kill,
+    /// The job rolls back to its in-memory checkpoint after failures.
+    Recover,
 }
 
 impl What {
@@ -23,6 +25,7 @@ impl What {
             What::Arrive(_) => 1,
             What::Wake => 2,
             What::Kill => 3,
+            What::Recover => 4,
         }
     }
 }
@@ -30,6 +33,7 @@ impl What {
 /// `What` packed in 32 bits: an arrival's slab slot, or one of these markers.
 const WAKE: u32 = u32::MAX;
 const KILL: u32 = u32::MAX - 1;
+const RECOVER: u32 = u32::MAX - 2;
 
 /// A scheduled event, 16 bytes so the buckets stay compact. It needs no sequence
 /// number: every bucket holds its events in scheduling order (see `EventList`).
@@ -45,6 +49,7 @@ impl Event {
         match self.what {
             WAKE => What::Wake,
             KILL => What::Kill,
+            RECOVER => What::Recover,
             slot => What::Arrive(slot),
         }
     }
@@ -102,6 +107,7 @@ impl EventList {
             What::Arrive(slot) => slot,
             What::Wake => WAKE,
             What::Kill => KILL,
+            What::Recover => RECOVER,
         };
         self.len += 1;
         let ev = Event {
@@ -168,6 +174,22 @@ impl EventList {
         env
     }
 
+    /// Drop every event but the failures still to come (the job rolls back), and
+    /// return the envelopes of the arrivals dropped, in slab order.
+    pub(crate) fn keep_only_kills(&mut self) -> Vec<Envelope> {
+        self.current.retain(|e| e.what == KILL);
+        for b in 1..self.buckets.len() {
+            self.buckets[b].retain(|e| e.what == KILL);
+            if self.buckets[b].is_empty() {
+                self.occupied &= !(1 << (b - 1));
+            }
+        }
+        self.len = self.current.len() + self.buckets.iter().map(Vec::len).sum::<usize>();
+        self.free.clear();
+        // No arrival event is left: every envelope still held was in flight.
+        self.slab.drain(..).flatten().collect()
+    }
+
     /// Events scheduled and not yet popped.
     pub(crate) fn len(&self) -> usize {
         self.len
@@ -213,6 +235,46 @@ mod tests {
             }
             prop_assert!(l.pop().is_none());
         }
+    }
+
+    fn a_message() -> Envelope {
+        use crate::base::ids::ChareId;
+        use crate::msg::envelope::{Dest, Kind};
+        Envelope {
+            src: 0,
+            seq: 0,
+            prio: 0,
+            expedited: false,
+            counted: true,
+            kind: Kind::User {
+                dest: Dest::Chare(ChareId {
+                    pe: 3,
+                    creator: 0,
+                    seq: 0,
+                }),
+                payload: crate::msg::payload::Payload::new(()),
+                hops: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn a_rollback_keeps_the_failures_to_come_in_order() {
+        let mut l = EventList::default();
+        l.push(5, 1, What::Wake);
+        l.push(7, 2, What::Kill);
+        l.push_arrival(9, 3, a_message());
+        l.push(1 << 40, 4, What::Kill);
+        l.push(6, 5, What::Recover);
+        let first = l.pop().expect("an event");
+        assert_eq!((first.time, first.pe), (5, 1));
+        let dropped = l.keep_only_kills();
+        assert_eq!(dropped.len(), 1, "the one arrival in flight");
+        assert_eq!(l.len(), 2);
+        let rest: Vec<(u64, Pe, What)> = std::iter::from_fn(|| l.pop())
+            .map(|e| (e.time, e.pe, e.what()))
+            .collect();
+        assert_eq!(rest, vec![(7, 2, What::Kill), (1 << 40, 4, What::Kill)]);
     }
 
     #[test]
