@@ -46,12 +46,27 @@ fn losing_a_pe_and_its_buddy_is_a_typed_error_naming_both() {
 #[test]
 fn a_threads_job_survives_an_injected_pe_failure_between_in_memory_checkpoints() {
     // PE 3 takes about 25 arrivals before the first checkpoint is complete and
-    // about 70 in the whole run.
-    let report = recovery::a_threads_job_survives_an_injected_failure(40).expect("a recovered run");
-    assert_eq!(report.recoveries.len(), 1, "{:?}", report.recoveries);
-    let r = &report.recoveries[0];
-    assert_eq!((r.failed.as_slice(), r.pes, report.pes), (&[3][..], 7, 7));
-    assert!(r.epoch >= 1, "{r:?}");
+    // about 70 in the whole run, but how many envelopes carry a run's messages
+    // depends on timing; a failure point that fell before the first checkpoint or
+    // after the end is tried again at the next one, and every run that did roll
+    // back must end with the uninterrupted answer (checked inside).
+    for after in [40, 32, 50, 28, 60, 26] {
+        match recovery::a_threads_job_survives_an_injected_failure(after) {
+            Ok(report) if report.recoveries.is_empty() => continue,
+            Err(chorus_core::RuntimeError::Checkpoint(
+                chorus_core::CheckpointError::NothingToRollBack { .. },
+            )) => continue,
+            Ok(report) => {
+                assert_eq!(report.recoveries.len(), 1, "{:?}", report.recoveries);
+                let r = &report.recoveries[0];
+                assert_eq!((r.failed.as_slice(), r.pes, report.pes), (&[3][..], 7, 7));
+                assert!(r.epoch >= 1, "{r:?}");
+                return;
+            }
+            Err(e) => panic!("PE 3 failing after {after} arrivals: {e}"),
+        }
+    }
+    panic!("no failure point fell between two in-memory checkpoints");
 }
 
 #[test]
