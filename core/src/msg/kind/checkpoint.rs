@@ -14,8 +14,8 @@ family! {
         CheckpointRequest = 24 => Some("chorus::checkpoint");
         WriteState = 25 => Some("chorus::checkpoint");
         StateWritten = 26 => Some("chorus::checkpoint");
-        BuddyCopy = 27 => Some("chorus::checkpoint");
-        MemoryCommit = 28 => Some("chorus::checkpoint");
+        BuddyCopy = 34 => Some("chorus::checkpoint");
+        MemoryCommit = 35 => Some("chorus::checkpoint");
     }
 }
 
