@@ -155,8 +155,17 @@ impl Checked {
         )
     }
 
+    /// The app's JSON line: the fields every app prints, then the app's own.
+    pub fn json_with(&self, app: serde_json::Value) -> String {
+        let mut v = self.json_fields();
+        if let serde_json::Value::Object(own) = app {
+            v.extend(own);
+        }
+        serde_json::Value::Object(v).to_string()
+    }
+
     /// The JSON fields every app prints: the job, the checksums and the loads.
-    pub fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
+    fn json_fields(&self) -> serde_json::Map<String, serde_json::Value> {
         let f = &self.figures;
         let pairs = [
             ("layer", self.layer.name().into()),

@@ -289,21 +289,14 @@ impl ChainsOutcome {
 impl Report for ChainsOutcome {
     fn json(&self) -> String {
         let p = &self.params;
-        let mut v = self.run.json_fields();
-        v.extend(
-            json!({
+        self.run.json_with(json!({
                 "app": "mcmc-chains",
                 "item_ms": json_num(p.item.as_secs_f64() * 1e3),
                 "group_size": p.group_size,
                 "workload": p.workload.to_string(),
                 "seconds": json_num(self.run.figures.seconds),
                 "ledger_exactly_once": self.exact(),
-            })
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-        );
-        serde_json::Value::Object(v).to_string()
+        }))
     }
 
     fn table(&self) -> String {

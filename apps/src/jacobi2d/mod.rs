@@ -91,9 +91,7 @@ pub fn run_checkpointed(
 impl Report for JacobiOutcome {
     fn json(&self) -> String {
         let p = &self.params;
-        let mut v = self.run.json_fields();
-        v.extend(
-            json!({
+        self.run.json_with(json!({
                 "app": "jacobi2d",
                 "grid": p.grid,
                 "block": p.block,
@@ -103,12 +101,7 @@ impl Report for JacobiOutcome {
                 "drift_every": p.drift_every,
                 "step_s": json_num(self.step_s()),
                 "ideal_step_s": json_num(self.ideal_step_s),
-            })
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-        );
-        serde_json::Value::Object(v).to_string()
+        }))
     }
 
     fn table(&self) -> String {

@@ -64,9 +64,7 @@ pub fn run(config: &Config, params: LbTestParams) -> Result<LbTestOutcome, LbTes
 impl Report for LbTestOutcome {
     fn json(&self) -> String {
         let p = &self.params;
-        let mut v = self.run.json_fields();
-        v.extend(
-            json!({
+        self.run.json_with(json!({
                 "app": "lb-test",
                 "objects": p.objects,
                 "steps": p.steps,
@@ -76,12 +74,7 @@ impl Report for LbTestOutcome {
                 "change_every": p.change_every,
                 "step_s": json_num(self.step_s()),
                 "ideal_step_s": json_num(self.ideal_step_s()),
-            })
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-        );
-        serde_json::Value::Object(v).to_string()
+        }))
     }
 
     fn table(&self) -> String {
