@@ -4,7 +4,7 @@
 
 use chorus_tests::{
     layers,
-    suite::{checkpoint, recovery},
+    suite::{checkpoint, checkpoint_digest, recovery},
 };
 
 #[test]
@@ -76,5 +76,35 @@ fn a_threads_pe_failing_before_any_in_memory_checkpoint_is_a_typed_error() {
             chorus_core::CheckpointError::NothingToRollBack { failed },
         )) => assert_eq!(failed, vec![3]),
         other => panic!("{:?}", other.map(|r| r.recoveries)),
+    }
+}
+
+#[test]
+fn a_sim_job_restarted_on_64_pes_replays_the_rest_of_the_run_bit_for_bit() {
+    checkpoint_digest::a_restarted_sim_job_replays_the_rest_of_the_run_bit_for_bit(64);
+}
+
+/// The measured target, by hand (a few minutes in a debug build):
+/// `cargo test -p chorus-tests --test checkpoint -- --ignored --nocapture 4096`.
+#[test]
+#[ignore]
+fn a_sim_job_restarted_on_4096_pes_replays_the_rest_of_the_run_bit_for_bit() {
+    use checkpoint_digest::{killed_and_restarted, Restart, Resume, Shape};
+    let shape = Shape {
+        per_pe: 2,
+        steps: 12,
+        at: 5,
+        work_ns: 3_000,
+    };
+    for noisy in [false, true] {
+        let same = Restart {
+            pes: 4096,
+            how: Resume::Callback,
+            reseed: 0,
+        };
+        let c = killed_and_restarted(4096, noisy, shape, same, "4096");
+        println!("4096 PEs, jitter and contention {noisy}: uninterrupted (answer, digest since commit, deliveries since, commit us, all deliveries) {:?}", c.whole);
+        println!("4096 PEs, jitter and contention {noisy}: restarted     (answer, digest since resume, deliveries since, resume us, all deliveries) {:?}", c.restarted);
+        assert!(c.same(), "{c:?}");
     }
 }

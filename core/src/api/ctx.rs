@@ -248,6 +248,16 @@ impl Ctx<'_> {
         self.core.request_checkpoint(None, callback);
     }
 
+    /// In a job started with `--restart DIR`, deliver the checkpoint's callback
+    /// again, as it was delivered when the checkpoint was committed (Charm++'s
+    /// `+restart`): called from main instead of sending messages of its own, the job
+    /// goes on as the one that wrote the checkpoint did, and on sim, on as many PEs,
+    /// at the same virtual times. Delivers once; a job not restarted from disk has
+    /// nothing to resume.
+    pub fn resume_from_checkpoint(&mut self) -> Result<(), crate::CheckpointError> {
+        self.core.resume_from_checkpoint()
+    }
+
     /// What the job was restarted from, if it was started with `--restart`: main
     /// then finds its collections with `restored_arrays` and `restored_groups`
     /// instead of creating them, and sends the messages that resume the work.

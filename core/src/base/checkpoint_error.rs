@@ -123,6 +123,12 @@ pub enum CheckpointError {
         /// The failed PEs that held it (its own and its buddy's copy).
         lost_with: Vec<u32>,
     },
+    /// `Ctx::resume_from_checkpoint` found no checkpoint callback to deliver.
+    #[error("nothing to resume from: {why}; call ctx.resume_from_checkpoint() once, from main of a job started with --restart DIR")]
+    NothingToResume {
+        /// Why there is none.
+        why: String,
+    },
     /// PEs failed before the job completed an in-memory checkpoint.
     #[error("PEs {failed:?} failed before any in-memory checkpoint was complete, so the job cannot roll back: call ctx.checkpoint_in_memory early, and again every few steps")]
     NothingToRollBack {

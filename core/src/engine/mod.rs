@@ -248,6 +248,18 @@ impl PeRuntime {
         self.delivered.as_deref().map(DeliveryLog::value)
     }
 
+    /// Start this PE's digest of deliveries since now, if it keeps one.
+    pub(crate) fn mark_delivery_digest(&mut self) {
+        if let Some(d) = self.delivered.as_deref_mut() {
+            d.mark();
+        }
+    }
+
+    /// The digest of deliveries since the last mark and how many it holds.
+    pub(crate) fn delivery_digest_since_mark(&self) -> Option<(u64, u64)> {
+        self.delivered.as_deref().and_then(DeliveryLog::since_mark)
+    }
+
     /// Run the program's main function on this PE (PE 0 of the job).
     pub(crate) fn run_main(&mut self, main: Box<dyn FnOnce(&mut Ctx) + Send>) {
         let core = &mut self.core;

@@ -10,6 +10,12 @@
 //! PEs are built lazily, on the first message that reaches them, so a job pays
 //! memory only for the PEs it uses.
 //!
+//! A job restarted (`--restart`) from a disk checkpoint a sim job wrote on as many
+//! PEs resumes at the checkpoint's virtual time: its PEs are rebuilt and their own
+//! start (the censuses) runs to its end first, then the clock and the network
+//! model's state are put where the commit left them and main runs then, so main's
+//! `ctx.resume_from_checkpoint()` replays the rest of the saved run bit for bit.
+//!
 //! A job that took an in-memory checkpoint (`ctx.checkpoint_in_memory`) survives
 //! `--sim-kill`: at the failure's time the simulator rolls every PE back to the
 //! newest complete checkpoint (`sim_recovery.rs`).
@@ -27,6 +33,7 @@ use crate::engine::{PeRuntime, PeSetup, Restart};
 use crate::machine::sim::events::{EventList, What};
 use crate::machine::sim::network::NetworkModel;
 use crate::machine::sim::port::{Cursor, SimPort};
+use crate::machine::sim::resume::SimResume;
 use crate::machine::sim::stats::{Digest, SimStats};
 use crate::msg::envelope::Envelope;
 use crate::msg::kind::Kind;
@@ -51,10 +58,12 @@ impl MachineLayer for Sim {
     fn run(&self, job: Job) -> Result<RunReport, RuntimeError> {
         let start = Instant::now();
         let mut sim = Simulator::new(&job.config, job.registry)?;
-        if let Some(restart) = job.restart {
-            sim.restore_all(restart);
-        }
-        sim.run_main(job.main);
+        let at = match job.restart {
+            Some(restart) => sim.restore_all(restart),
+            None => 0,
+        };
+        sim.schedule_kills();
+        sim.run_main(job.main, at);
         let events_start = Instant::now();
         sim.run();
         let events_s = events_start.elapsed().as_secs_f64();
@@ -105,6 +114,9 @@ struct Simulator {
     pending_discarded: u64,
     recoveries: Vec<Recovery>,
     digest: Digest,
+    /// The virtual time of the last disk checkpoint's commit (or of the resume of a
+    /// restarted job), from which every PE keeps its digest since the commit.
+    since_commit: Option<u64>,
     progress: Progress,
     trace: Option<JobTrace>,
 }
@@ -113,14 +125,10 @@ impl Simulator {
     fn new(config: &Config, registry: Arc<Registry>) -> Result<Self, RuntimeError> {
         let npes = config.pes as usize;
         let model = NetworkModel::from_args(&config.sim);
-        let mut events = EventList::default();
-        for k in &config.sim.kill {
-            events.push(k.at_ns, k.pe, What::Kill);
-        }
         let trace = JobTrace::start(config, "node group", npes)?;
         Ok(Simulator {
             pes: (0..npes).map(|_| SimPe::default()).collect(),
-            events,
+            events: EventList::default(),
             spares: SpareBuffers::default(),
             cursor: Rc::new(RefCell::new(Cursor::new(model, npes, config.seed))),
             registry,
@@ -138,13 +146,22 @@ impl Simulator {
             pending_discarded: 0,
             recoveries: Vec::new(),
             digest: Digest::default(),
+            since_commit: None,
             progress: Progress::new("sim", config.progress),
             trace,
         })
     }
 
+    /// Schedule the failures of `--sim-kill`.
+    fn schedule_kills(&mut self) {
+        for k in &self.config.sim.kill {
+            self.events.push(k.at_ns, k.pe, What::Kill);
+        }
+    }
+
     /// PE `pe`'s runtime, built on first use.
     fn runtime(&mut self, pe: Pe) -> &mut PeRuntime {
+        let marked = self.since_commit.is_some();
         let cfg = &self.config;
         let (registry, cursor, trace) = (&self.registry, &self.cursor, &self.trace);
         let restart = &self.restart;
@@ -160,6 +177,9 @@ impl Simulator {
             let mut rt = PeRuntime::new(setup, registry.clone(), Box::new(SimPort(cursor.clone())));
             if cfg.sim.digest {
                 rt.keep_delivery_digest();
+                if marked {
+                    rt.mark_delivery_digest();
+                }
             }
             Box::new(rt)
         })
@@ -167,20 +187,55 @@ impl Simulator {
 
     /// Build every PE from the checkpoint at time 0 (a PE is otherwise built when a
     /// message first reaches it, and a restored PE has its part of every census to
-    /// send).
-    fn restore_all(&mut self, restart: Arc<Restart>) {
+    /// send); returns the virtual time main runs at: the commit's, when a sim job on
+    /// as many PEs wrote the checkpoint, else 0.
+    fn restore_all(&mut self, restart: Arc<Restart>) -> u64 {
+        let resume = (restart.info.saved_pes == self.pes.len())
+            .then(|| restart.resume.as_ref().and_then(|r| r.sim.clone()))
+            .flatten();
         self.restart = Some(restart);
         for pe in 0..self.pes.len() as Pe {
             self.cursor.borrow_mut().begin(pe, 0);
             self.runtime(pe);
             self.after_run(pe, 0);
         }
+        let at = match resume {
+            Some(r) => self.resume_at(&r),
+            None => 0,
+        };
+        self.mark_since_commit(at);
+        at
     }
 
-    fn run_main(&mut self, main: Box<dyn FnOnce(&mut crate::Ctx) + Send>) {
-        self.cursor.borrow_mut().begin(0, 0);
+    /// Run the restored PEs' start to its end, then take up the state the commit of
+    /// `r` left: its time, jitter draws and link bookings. Every PE was idle and free
+    /// by then (a checkpoint commits at quiescence once every PE answered), so the
+    /// times the restored PEs fell idle need not be kept.
+    fn resume_at(&mut self, r: &SimResume) -> u64 {
+        self.run();
+        // Empty: the next events are the resumed run's, from the commit's time on.
+        self.events = EventList::default();
+        self.cursor.borrow_mut().resume(r);
+        for p in &mut self.pes {
+            p.busy_until = 0;
+        }
+        r.at_ns
+    }
+
+    /// Every PE's digest of deliveries since the commit starts now, at `at`.
+    fn mark_since_commit(&mut self, at: u64) {
+        self.since_commit = Some(at);
+        for p in &mut self.pes {
+            if let Some(rt) = p.rt.as_mut() {
+                rt.mark_delivery_digest();
+            }
+        }
+    }
+
+    fn run_main(&mut self, main: Box<dyn FnOnce(&mut crate::Ctx) + Send>, at: u64) {
+        self.cursor.borrow_mut().begin(0, at);
         self.runtime(0).run_main(main);
-        self.after_run(0, 0);
+        self.after_run(0, at);
     }
 
     /// Process events until none is left.
@@ -341,7 +396,14 @@ impl Simulator {
                 .add(u64::from(o.to) ^ o.arrive.rotate_left(32) ^ o.bytes << 48);
             self.events.push_arrival(o.arrive, o.to, o.env);
         }
-        self.cursor.borrow_mut().out = out;
+        let committed = {
+            let mut c = self.cursor.borrow_mut();
+            c.out = out;
+            c.committed.take()
+        };
+        if let Some(at) = committed {
+            self.mark_since_commit(at);
+        }
         self.makespan = self.makespan.max(end);
         let st = &mut self.pes[pe as usize];
         st.busy_ns += end - t;
@@ -449,10 +511,30 @@ impl Simulator {
 
     /// The PEs' delivery digests folded in PE order, and the deliveries in them.
     fn delivery_digest(&self) -> (u64, u64) {
+        self.fold_digests(PeRuntime::delivery_digest, false)
+    }
+
+    /// The PEs' digests since the commit folded in PE order (PEs that delivered
+    /// nothing since left out: a restarted job builds every PE, the job that wrote
+    /// the checkpoint only those it reached), and the deliveries in them.
+    fn digest_since_commit(&self) -> (u64, u64) {
+        self.fold_digests(PeRuntime::delivery_digest_since_mark, true)
+    }
+
+    /// The digests `of` each PE folded in PE order, skipping PEs with none (and,
+    /// with `skip_empty`, those with no deliveries); and the deliveries in them.
+    fn fold_digests(
+        &self,
+        of: impl Fn(&PeRuntime) -> Option<(u64, u64)>,
+        skip_empty: bool,
+    ) -> (u64, u64) {
         let mut all = Digest::default();
         let mut events = 0;
         for (pe, p) in self.pes.iter().enumerate() {
-            if let Some((d, n)) = p.rt.as_ref().and_then(|rt| rt.delivery_digest()) {
+            if let Some((d, n)) = p.rt.as_deref().and_then(&of) {
+                if skip_empty && n == 0 {
+                    continue;
+                }
                 all.add(pe as u64);
                 all.add(d);
                 all.add(n);
@@ -479,6 +561,8 @@ impl Simulator {
         }
         let busy: Vec<u64> = self.pes.iter().map(|p| p.busy_ns).collect();
         let delivery = self.config.sim.digest.then(|| self.delivery_digest());
+        let since = self.config.sim.digest.then(|| self.digest_since_commit());
+        let since_commit = since.and(self.since_commit);
         let us = |ns: u64| ns as f64 / 1e3;
         let stats = SimStats {
             messages: self.messages,
@@ -497,6 +581,9 @@ impl Simulator {
             digest: self.digest.value(),
             delivery_digest: delivery.map(|d| d.0),
             delivered: delivery.map_or(0, |d| d.1),
+            digest_since_commit: since_commit.and(since.map(|d| d.0)),
+            delivered_since_commit: since_commit.and(since).map_or(0, |d| d.1),
+            since_commit_us: since_commit.map(us),
         };
         let per_pe = self
             .pes

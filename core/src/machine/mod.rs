@@ -103,6 +103,14 @@ pub trait Port {
     }
     /// A handler just computed for a while without looking at the network.
     fn after_compute(&mut self) {}
+    /// What a job restarted from a checkpoint taken now needs to go on exactly as
+    /// this one does (the sim layer's clock and network state; other layers have
+    /// none to give).
+    fn resume_point(&self) -> Option<sim::resume::SimResume> {
+        None
+    }
+    /// A disk checkpoint was just committed on this PE (PE 0).
+    fn checkpoint_committed(&mut self) {}
 }
 
 /// Spend `d` by sleeping or spinning on a real clock.

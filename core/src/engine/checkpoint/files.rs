@@ -36,6 +36,9 @@ pub(crate) struct Manifest {
     pub(crate) pes: usize,
     pub(crate) epoch: u64,
     pub(crate) files: Vec<FileEntry>,
+    /// How a restarted job goes on as this one did (absent from older manifests).
+    #[serde(default)]
+    pub(crate) resume: Option<super::resume::ResumePoint>,
 }
 
 /// One PE's file, as the manifest records it.
@@ -269,6 +272,8 @@ pub(crate) struct Restart {
     states: Vec<PeState>,
     /// Each new PE's elements, by collection: taken once, by that PE.
     placed: Vec<Mutex<Vec<(CollectionId, SavedElement)>>>,
+    /// What the manifest kept for going on as the saved job did (disk only).
+    pub(crate) resume: Option<super::resume::ResumePoint>,
 }
 
 /// What one new PE restores.
@@ -303,7 +308,9 @@ impl Restart {
             epoch: m.epoch,
             in_memory: false,
         };
-        Restart::of_states(states, info, &file, reg, npes)
+        let mut restart = Restart::of_states(states, info, &file, reg, npes)?;
+        restart.resume = m.resume;
+        Ok(restart)
     }
 
     /// The restart of a job of `npes` PEs from `states`, every saved PE's state in PE
@@ -319,6 +326,7 @@ impl Restart {
             info,
             states,
             placed: (0..npes).map(|_| Mutex::new(Vec::new())).collect(),
+            resume: None,
         };
         restart.check_groups(file, reg, npes)?;
         restart.place_elements(file, reg, npes)?;

@@ -74,6 +74,7 @@ fn write_sample(dir: &Path, reg: &Registry) -> Manifest {
         pes: PES,
         epoch: 1,
         files,
+        resume: None,
     };
     commit(dir, &m).unwrap();
     m

@@ -13,6 +13,7 @@ use super::{Members, Origin, PeRuntime};
 pub(crate) mod files;
 pub(crate) mod memory;
 mod restore;
+pub(crate) mod resume;
 use crate::api::migration::Restarted;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
@@ -75,6 +76,8 @@ pub(crate) struct Resumed {
     pub(crate) info: Restarted,
     /// Every restored collection and its member type, in id order.
     pub(crate) collections: Vec<(CollectionId, u32)>,
+    /// The disk checkpoint's callback, until `Ctx::resume_from_checkpoint` takes it.
+    pub(crate) callback: Option<Callback>,
 }
 
 impl Checkpoints {
@@ -218,13 +221,21 @@ impl PeRuntime {
                     pes: npes,
                     epoch: a.epoch,
                     files: std::mem::take(&mut a.files),
+                    resume: Some(resume::ResumePoint {
+                        callback: a.request.callback.clone(),
+                        sim: self.core.port.resume_point(),
+                    }),
                 };
-                files::commit(Path::new(dir), &manifest)
+                let committed = files::commit(Path::new(dir), &manifest);
+                if committed.is_ok() {
+                    self.core.port.checkpoint_committed();
+                }
+                committed
             }
         };
         // An in-memory checkpoint's callback says whether it runs after a recovery.
         let done = match a.request.dir {
-            Some(_) => RedData::List(Vec::new()),
+            Some(_) => resume::committed_data(),
             None => RedData::Bool(vec![false]),
         };
         match outcome {

@@ -51,6 +51,7 @@ impl PeRuntime {
         self.core.resumed = Some(Box::new(Resumed {
             info: restart.info.clone(),
             collections: listed,
+            callback: restart.resume.as_ref().map(|r| r.callback.clone()),
         }));
         self.core.port.flush();
     }

@@ -5,4 +5,5 @@
 pub(crate) mod events;
 pub mod network;
 pub(crate) mod port;
+pub mod resume;
 pub mod stats;

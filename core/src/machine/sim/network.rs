@@ -141,6 +141,19 @@ impl Links {
         }
     }
 
+    /// Every PE's link bookings, (outgoing, incoming), for a checkpoint.
+    pub(crate) fn snapshot(&self) -> (Vec<u64>, Vec<u64>) {
+        (self.out_free.clone(), self.in_free.clone())
+    }
+
+    /// Take up the bookings `snapshot` gave, if they are for as many PEs.
+    pub(crate) fn restore(&mut self, (out_free, in_free): &(Vec<u64>, Vec<u64>)) {
+        if out_free.len() == self.out_free.len() && in_free.len() == self.in_free.len() {
+            self.out_free.clone_from(out_free);
+            self.in_free.clone_from(in_free);
+        }
+    }
+
     /// Arrival time of a message of `wire` link-nanoseconds leaving `from` at
     /// `depart` for `to`, booking both links.
     pub(crate) fn book(

@@ -2,6 +2,7 @@
 //! collected for the simulator, and compute advances the running PE's clock.
 
 use super::network::{Links, NetworkModel};
+use super::resume::SimResume;
 use crate::base::config::WorkMode;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
@@ -40,6 +41,9 @@ pub(crate) struct Cursor {
     seed: u64,
     /// Network messages sent so far: the jitter draw's counter.
     sent: u64,
+    /// A disk checkpoint was committed in the current run, at this virtual time (the
+    /// simulator starts the digest since the commit after the run).
+    pub(crate) committed: Option<u64>,
 }
 
 impl Cursor {
@@ -53,6 +57,24 @@ impl Cursor {
             model,
             seed,
             sent: 0,
+            committed: None,
+        }
+    }
+
+    /// What a restarted run needs to go on from this instant as this one does.
+    pub(crate) fn resume_point(&self) -> SimResume {
+        SimResume {
+            at_ns: self.clock,
+            jitter_draws: self.sent,
+            links: self.links.as_ref().map(Links::snapshot),
+        }
+    }
+
+    /// Take up `r`'s jitter draws and link bookings (the simulator sets the clock).
+    pub(crate) fn resume(&mut self, r: &SimResume) {
+        self.sent = r.jitter_draws;
+        if let (Some(links), Some(saved)) = (self.links.as_mut(), r.links.as_ref()) {
+            links.restore(saved);
         }
     }
 
@@ -114,5 +136,14 @@ impl Port for SimPort {
 
     fn subscribe_failures(&mut self, subscriber: Pe, callback: Callback) {
         self.0.borrow_mut().subscribers.push((subscriber, callback));
+    }
+
+    fn resume_point(&self) -> Option<SimResume> {
+        Some(self.0.borrow().resume_point())
+    }
+
+    fn checkpoint_committed(&mut self) {
+        let mut c = self.0.borrow_mut();
+        c.committed = Some(c.clock);
     }
 }

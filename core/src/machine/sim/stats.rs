@@ -39,6 +39,16 @@ pub struct SimStats {
     pub delivery_digest: Option<u64>,
     /// Handler invocations in `delivery_digest` (a run of messages is one).
     pub delivered: u64,
+    /// Digest of the deliveries since the last disk checkpoint's commit, or since a
+    /// restarted job resumed, folded as `delivery_digest` is over the PEs that
+    /// delivered any; only under `--sim-digest`. A job restarted on as many PEs from
+    /// the checkpoint, resuming with `Ctx::resume_from_checkpoint`, has the digest
+    /// the job that wrote it had since its commit.
+    pub digest_since_commit: Option<u64>,
+    /// Handler invocations in `digest_since_commit`.
+    pub delivered_since_commit: u64,
+    /// Virtual time of that commit or resume, microseconds.
+    pub since_commit_us: Option<f64>,
 }
 
 impl SimStats {
@@ -68,7 +78,15 @@ impl SimStats {
                 "\nsim: {} deliveries, delivery digest {d:016x}",
                 self.delivered
             )
-        })
+        }) + &self
+            .digest_since_commit
+            .zip(self.since_commit_us)
+            .map_or_else(String::new, |(d, at)| {
+                format!(
+                    "\nsim: since the commit or resume at {at:.3} us: {} deliveries, digest {d:016x}",
+                    self.delivered_since_commit
+                )
+            })
     }
 }
 
