@@ -251,9 +251,11 @@ impl Ctx<'_> {
     /// In a job started with `--restart DIR`, deliver the checkpoint's callback
     /// again, as it was delivered when the checkpoint was committed (Charm++'s
     /// `+restart`): called from main instead of sending messages of its own, the job
-    /// goes on as the one that wrote the checkpoint did, and on sim, on as many PEs,
-    /// at the same virtual times. Delivers once; a job not restarted from disk has
-    /// nothing to resume.
+    /// goes on as the one that wrote the checkpoint did, and on sim, on as many PEs
+    /// with the same flags and seed, at the same virtual times (`SimStats`'s digest
+    /// since the commit shows it; an element away from its map's home at the
+    /// checkpoint restarts at home, so such a job gets the same answer, not the same
+    /// digest). Delivers once; a job not restarted from disk has nothing to resume.
     pub fn resume_from_checkpoint(&mut self) -> Result<(), crate::CheckpointError> {
         self.core.resume_from_checkpoint()
     }

@@ -4,7 +4,10 @@
 //! delivers that callback again, as Charm++'s `+restart` does. On sim, on as many
 //! PEs, the restarted job then replays the rest of the run bit for bit: the same
 //! deliveries at the same virtual times in the same order (`SimStats`'s digest since
-//! the commit shows it).
+//! the commit shows it). Not on another PE count (elements and reductions take
+//! other PEs), and not for an element away from its map's home at the checkpoint:
+//! a restart places elements by their maps and keeps no location cache, so such a
+//! job goes on to the same answer by other deliveries.
 
 use crate::base::checkpoint_error::CheckpointError;
 use crate::machine::sim::resume::SimResume;
