@@ -100,9 +100,11 @@ impl Outbox {
         lock(&self.0).push(op);
     }
 
-    /// Everything queued, in order.
-    pub(crate) fn take(&self) -> Vec<Op> {
-        std::mem::take(&mut *lock(&self.0))
+    /// Everything queued, in order, swapped into `into` (empty): the executor hands
+    /// back the same buffer every poll, so a poll's requests cost no allocation.
+    pub(crate) fn take_into(&self, into: &mut Vec<Op>) {
+        debug_assert!(into.is_empty());
+        std::mem::swap(&mut *lock(&self.0), into);
     }
 }
 
@@ -160,28 +162,29 @@ impl Task {
     /// address and sends with any proxy) and await the answer: as long as it takes.
     /// The answering chare may migrate meanwhile: the message follows it, and the
     /// answer comes back to this PE.
-    pub fn ask<T: Message>(
+    pub fn ask<T: Message, F: FnOnce(&mut Ctx, ReplyTo<T>) + Send + 'static>(
         &self,
-        send: impl FnOnce(&mut Ctx, ReplyTo<T>) + Send + 'static,
-    ) -> Ask<T> {
-        self.ask_inner(None, Box::new(send))
+        send: F,
+    ) -> Ask<T, F> {
+        self.ask_inner(None, send)
     }
 
     /// The same, ending with [`AskError::TimedOut`] when no answer comes within
     /// `after` (the layer's clock: virtual on sim; looked at about every 100 us).
-    pub fn ask_with_timeout<T: Message>(
+    pub fn ask_with_timeout<T: Message, F: FnOnce(&mut Ctx, ReplyTo<T>) + Send + 'static>(
         &self,
         after: Duration,
-        send: impl FnOnce(&mut Ctx, ReplyTo<T>) + Send + 'static,
-    ) -> Ask<T> {
-        self.ask_inner(Some(after), Box::new(send))
+        send: F,
+    ) -> Ask<T, F> {
+        self.ask_inner(Some(after), send)
     }
 
-    fn ask_inner<T: Message>(&self, timeout: Option<Duration>, send: SendFn<T>) -> Ask<T> {
+    fn ask_inner<T: Message, F>(&self, timeout: Option<Duration>, send: F) -> Ask<T, F> {
         Ask {
-            start: Some((self.clone(), timeout, send)),
+            start: Some((self.outbox.clone(), timeout, send)),
             slot: None,
             pe: self.pe,
+            _p: PhantomData,
         }
     }
 
@@ -199,27 +202,31 @@ impl Task {
     }
 }
 
-type SendFn<T> = Box<dyn FnOnce(&mut Ctx, ReplyTo<T>) + Send>;
-
-/// The answer to an ask, awaited in a task (from [`Task::ask`]).
+/// The answer to an ask, awaited in a task (from [`Task::ask`]); `F` sends the ask.
 #[must_use = "an ask does nothing until it is awaited"]
-pub struct Ask<T> {
-    start: Option<(Task, Option<Duration>, SendFn<T>)>,
+pub struct Ask<T, F> {
+    /// The outbox, timeout and send closure, until the first poll queues the send
+    /// (kept unboxed: the one allocation is the queued request).
+    start: Option<(Arc<Outbox>, Option<Duration>, F)>,
     slot: Option<Arc<Mutex<AskSlot>>>,
     pe: Pe,
+    _p: PhantomData<fn() -> T>,
 }
 
-impl<T: Message> Future for Ask<T> {
+// Nothing in `Ask` is pinned: its closure is moved out before it runs.
+impl<T, F> Unpin for Ask<T, F> {}
+
+impl<T: Message, F: FnOnce(&mut Ctx, ReplyTo<T>) + Send + 'static> Future for Ask<T, F> {
     type Output = Result<T, AskError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Some((task, timeout, send)) = self.start.take() {
+        if let Some((outbox, timeout, send)) = self.start.take() {
             let slot = Arc::new(Mutex::new(AskSlot {
                 waker: Some(cx.waker().clone()),
                 ..AskSlot::default()
             }));
-            let (pe, shared) = (task.pe, slot.clone());
-            task.outbox.push(Box::new(move |ctx: &mut Ctx| {
+            let (pe, shared) = (self.pe, slot.clone());
+            outbox.push(Box::new(move |ctx: &mut Ctx| {
                 let id = ctx.core.start_ask(shared, timeout);
                 send(
                     ctx,

@@ -21,7 +21,7 @@ use crate::msg::payload::Payload;
 use crate::trace::ns;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -34,7 +34,12 @@ const TIMER_SLICE: Duration = Duration::from_micros(100);
 /// The ids of the tasks whose wakers fired, in order. Each task is in it at most
 /// once (its waker's `queued` flag), so it holds at most one entry per live task.
 #[derive(Default)]
-struct ReadyList(Mutex<VecDeque<u64>>);
+struct ReadyList {
+    q: Mutex<VecDeque<u64>>,
+    /// How many ids `q` holds, kept under its lock: the executor looks after every
+    /// handler, and an empty list (the usual answer) then costs no lock.
+    len: AtomicUsize,
+}
 
 /// The waker of one task: puts its id on the ready list once until it is polled.
 struct TaskWaker {
@@ -49,8 +54,9 @@ impl Wake for TaskWaker {
     }
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.queued.swap(true, Ordering::AcqRel) {
-            let mut q = self.ready.0.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = self.ready.q.lock().unwrap_or_else(|p| p.into_inner());
             q.push_back(self.id);
+            self.ready.len.store(q.len(), Ordering::Release);
         }
     }
 }
@@ -89,17 +95,24 @@ pub(crate) struct Tasks {
     timer_armed: bool,
     /// Replies that found no ask (it had timed out, or was answered already).
     late_replies: u64,
+    /// The buffer a poll's requests are swapped into, empty between polls: reused
+    /// so that a poll allocates nothing for them.
+    spare: Vec<Op>,
 }
 
 impl Tasks {
     fn pop_ready(&self) -> Option<u64> {
-        let mut q = self.ready.0.lock().unwrap_or_else(|p| p.into_inner());
-        q.pop_front()
+        if !self.has_ready() {
+            return None;
+        }
+        let mut q = self.ready.q.lock().unwrap_or_else(|p| p.into_inner());
+        let id = q.pop_front();
+        self.ready.len.store(q.len(), Ordering::Release);
+        id
     }
 
     fn has_ready(&self) -> bool {
-        let q = self.ready.0.lock().unwrap_or_else(|p| p.into_inner());
-        !q.is_empty()
+        self.ready.len.load(Ordering::Acquire) > 0
     }
 
     /// Tasks not finished, and replies that came too late: for the PE's report.
@@ -144,7 +157,13 @@ impl PeCore {
         slot: Arc<Mutex<AskSlot>>,
         timeout: Option<Duration>,
     ) -> u64 {
-        let now = self.now();
+        // The clock is read only for what needs it (a deadline, the trace's span of
+        // the wait): an untraced ask without a timeout skips a clock read.
+        let now = if timeout.is_some() || self.traced() {
+            self.now()
+        } else {
+            0.0
+        };
         let tasks = self.tasks.get_mut();
         let id = tasks.next_ask;
         tasks.next_ask += 1;
@@ -287,8 +306,11 @@ impl PeRuntime {
         }
         let mut cx = Context::from_waker(&waker);
         let polled = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx)));
-        let outbox = self.core.tasks.get_mut().outbox.clone();
-        let ops_ok = self.run_ops(outbox.take(), &owner);
+        let tasks = self.core.tasks.get_mut();
+        let mut ops = std::mem::take(&mut tasks.spare);
+        tasks.outbox.take_into(&mut ops);
+        let ops_ok = self.run_ops(&mut ops, &owner);
+        self.core.tasks.get_mut().spare = ops;
         self.core.trace_entries_end();
         match polled {
             Ok(Poll::Pending) if ops_ok => {
@@ -306,11 +328,11 @@ impl PeRuntime {
 
     /// Run a task's requests as its owner; false if one panicked (reported), which
     /// ends the task: what it awaited will never come.
-    fn run_ops(&mut self, ops: Vec<Op>, owner: &Current) -> bool {
+    fn run_ops(&mut self, ops: &mut Vec<Op>, owner: &Current) -> bool {
         let core = &mut self.core;
         core.current = owner.clone();
         let mut ok = true;
-        for op in ops {
+        for op in ops.drain(..) {
             let ran = catch_unwind(AssertUnwindSafe(|| op(&mut Ctx { core: &mut *core })));
             if let Err(p) = ran {
                 ok = false;
