@@ -24,6 +24,7 @@ fn jacobi(grid: usize, block: usize, steps: u32) -> JacobiParams {
         hot_factor: 5.0,
         hot_blocks: 1,
         drift_every: 2,
+        predict_load: false,
     }
 }
 
@@ -263,6 +264,7 @@ fn jacobi2d_is_exact_under_every_strategy_at_64_sim_pes() {
         hot_factor: 4.0,
         hot_blocks: 2,
         drift_every: 5,
+        predict_load: false,
     };
     for lb in chorus_apps::balancing::strategy_names() {
         let mut c = config(Layer::Sim, 64);

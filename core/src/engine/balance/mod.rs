@@ -214,7 +214,9 @@ impl PeRuntime {
     }
 
     /// An element reached a step boundary: resume it now if this step does not
-    /// balance, else send its record on.
+    /// balance, else send its record on, with the load it predicts for the next
+    /// period (`Migratable::predict_load`; a negative or non-finite answer, or a
+    /// panic, which fails the job as a handler's would, leaves the measured load).
     fn synced(&mut self, coll: CollectionId, addr: ElemAddr) {
         let me = self.core.me;
         let Some(Members::Array { elements, .. }) =
@@ -233,6 +235,19 @@ impl PeRuntime {
             e.load = 0.0;
             return self.resume(coll, addr);
         }
+        let measured = std::mem::take(&mut e.load);
+        let load = match self.core.migrator(coll) {
+            Ok((m, name)) => {
+                let cur = Current::Element(coll, addr.clone());
+                guarded(&mut self.core, cur, &name, |ctx| {
+                    Ok((m.predict)(e.chare.as_mut(), measured, ctx))
+                })
+                .filter(|p| p.is_finite() && *p >= 0.0)
+                .unwrap_or(measured)
+            }
+            Err(_) => measured,
+        };
+        let home = e.home;
         let comm = self
             .core
             .syncs
@@ -244,15 +259,14 @@ impl PeRuntime {
         let obj = ObjRecord {
             key: addr.key,
             pe: me,
-            load: std::mem::take(&mut e.load),
+            load,
             comm,
         };
-        if e.home == me {
+        if home == me {
             self.gather(coll, round).objs.push(obj);
             self.gather(coll, round).members += 1;
             self.try_send_up(coll, round);
         } else {
-            let home = e.home;
             let env = self
                 .core
                 .envelope(SyncHome { coll, round, obj }, SendOpts::default());
