@@ -24,6 +24,7 @@ fn jacobi(grid: usize, block: usize, steps: u32) -> JacobiParams {
         hot_factor: 5.0,
         hot_blocks: 1,
         drift_every: 2,
+        predict_load: false,
     }
 }
 
@@ -263,6 +264,7 @@ fn jacobi2d_is_exact_under_every_strategy_at_64_sim_pes() {
         hot_factor: 4.0,
         hot_blocks: 2,
         drift_every: 5,
+        predict_load: false,
     };
     for lb in chorus_apps::balancing::strategy_names() {
         let mut c = config(Layer::Sim, 64);
@@ -271,4 +273,45 @@ fn jacobi2d_is_exact_under_every_strategy_at_64_sim_pes() {
         let out = jacobi2d::run(&c, p).unwrap_or_else(|e| panic!("--array-lb {lb}: {e}"));
         assert!(out.exact(), "--array-lb {lb}: {out:?}");
     }
+}
+
+/// With `--predict-load` the blocks balance before step 0 on the compute they
+/// predict (the hot spot's known place), so the first step's loads add up to the
+/// grid's compute for one step and nothing else; the measured first step, after
+/// step 0, also counts the ghosts' handling. Both grids stay exact.
+#[test]
+fn jacobi2d_balances_the_predicted_load_before_step_0() {
+    let p = JacobiParams {
+        grid: 256,
+        block: 32,
+        steps: 4,
+        cell_ns: 10.0,
+        hot_factor: 4.0,
+        hot_blocks: 2,
+        drift_every: 2,
+        predict_load: true,
+    };
+    let mut c = config(Layer::Sim, 16);
+    c.sim.preset = Some(chorus_core::SimPreset::Bgp);
+    c.array_lb = "greedy".to_string();
+    let first_total = |p: JacobiParams| {
+        let out = jacobi2d::run(&c, p).expect("a balanced run");
+        assert!(out.exact(), "{out:?}");
+        let first = &out.run.figures.balance[0];
+        first.loads_before.iter().sum::<f64>()
+    };
+    let work = p.work_per_step_s();
+    let predicted = first_total(p);
+    assert!(
+        (predicted - work).abs() < 1e-3 * work,
+        "predicted {predicted} s, the step's compute {work} s"
+    );
+    let measured = first_total(JacobiParams {
+        predict_load: false,
+        ..p
+    });
+    assert!(
+        measured > 1.05 * work,
+        "measured {measured} s, the step's compute {work} s"
+    );
 }

@@ -25,6 +25,10 @@ pub struct JacobiParams {
     pub hot_blocks: usize,
     /// Steps between moves of the hot square (one block down and right each time).
     pub drift_every: u32,
+    /// Blocks tell the balancer the load of their next step (`predict_load`) and the
+    /// first balancing step comes before step 0, instead of balancing the load
+    /// measured in the step before.
+    pub predict_load: bool,
 }
 
 /// The flags of a Jacobi2D run, shared by `jacobi2d` and `chorus-bench lb`.
@@ -52,6 +56,12 @@ pub struct JacobiArgs {
     /// Steps between moves of the hot square.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub drift_every: u32,
+    /// Each block tells the balancer its next step's load (it knows where the hot
+    /// spot will be, as an AMR or stencil code knows its refinement), and the first
+    /// balancing step comes before step 0; without it the balancer uses the load
+    /// measured in the step before each balancing step.
+    #[arg(long)]
+    pub predict_load: bool,
 }
 
 impl JacobiArgs {
@@ -65,6 +75,7 @@ impl JacobiArgs {
             hot_factor: self.hot_factor,
             hot_blocks: self.hot_blocks,
             drift_every: self.drift_every,
+            predict_load: self.predict_load,
         }
     }
 }
@@ -177,6 +188,7 @@ mod tests {
             hot_factor: 5.0,
             hot_blocks: 2,
             drift_every: 2,
+            predict_load: false,
         }
     }
 

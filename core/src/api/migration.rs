@@ -42,6 +42,16 @@ pub trait Migratable: Chare + Serialize + DeserializeOwned {
     /// [`Ctx::at_sync`] joined is over, on the PE it was placed on (Charm++'s
     /// `ResumeFromSync`): the element goes on with its next step here.
     fn resume_from_sync(&mut self, _ctx: &mut Ctx) {}
+
+    /// The load, in seconds, the element expects over the next balancing period,
+    /// which the strategy then balances instead of `measured_s`, the time its
+    /// handlers ran in the period just ended (Charm++'s `UserSetLBLoad`). Called on the
+    /// element's PE at each `at_sync` that balances; the default trusts the measure.
+    /// An element whose cost changes in a way it knows (a moving hot spot, a refined
+    /// mesh) says so here, so the placement fits the coming period, not the last.
+    fn predict_load(&self, measured_s: f64, _ctx: &Ctx) -> f64 {
+        measured_s
+    }
 }
 
 pub use crate::base::error::MigrateError;
@@ -53,6 +63,7 @@ impl Migrator {
             pack: pack::<C>,
             unpack: unpack::<C>,
             resume: resume::<C>,
+            predict: predict::<C>,
             save: save_state::<C>,
             load: load_state::<C>,
         }
@@ -75,6 +86,13 @@ fn pack<C: Migratable>(chare: &mut dyn AnyChare, ctx: &mut Ctx) -> Result<Payloa
 fn resume<C: Migratable>(chare: &mut dyn AnyChare, ctx: &mut Ctx) {
     if let Some(Cell(c)) = chare.as_any_mut().downcast_mut::<Cell<C>>() {
         c.resume_from_sync(ctx);
+    }
+}
+
+fn predict<C: Migratable>(chare: &mut dyn AnyChare, measured_s: f64, ctx: &Ctx) -> f64 {
+    match chare.as_any_mut().downcast_mut::<Cell<C>>() {
+        Some(Cell(c)) => c.predict_load(measured_s, ctx),
+        None => measured_s,
     }
 }
 

@@ -29,6 +29,8 @@ pub(crate) type PackFn = fn(&mut dyn AnyChare, &mut Ctx) -> Result<Payload, Stri
 pub(crate) type UnpackFn = fn(Payload, &mut Ctx) -> Result<Box<dyn AnyChare>, String>;
 /// Run an element's `resume_from_sync`.
 pub(crate) type ResumeFn = fn(&mut dyn AnyChare, &mut Ctx);
+/// An element's expected load for the next period, from the measured one.
+pub(crate) type PredictFn = fn(&mut dyn AnyChare, f64, &Ctx) -> f64;
 
 /// How one migratable chare type moves (`Migrator::of`, in `migration.rs`, makes one).
 #[derive(Clone, Copy)]
@@ -36,6 +38,7 @@ pub(crate) struct Migrator {
     pub(crate) pack: PackFn,
     pub(crate) unpack: UnpackFn,
     pub(crate) resume: ResumeFn,
+    pub(crate) predict: PredictFn,
     /// Serialize an element for a checkpoint (no hook runs).
     pub(crate) save: SaveFn,
     /// Rebuild an element from a checkpoint (no hook runs).

@@ -211,6 +211,9 @@ impl PeRuntime {
         let Some(e) = elements.get_mut(&addr.key) else {
             return self.element_absent(coll, addr, moves, payload, via);
         };
+        if via.src != me {
+            self.core.syncs.note_sender(coll, &addr.key, via.src);
+        }
         // Messages routed by news name the element by key; its order key is here.
         let addr = ElemAddr {
             order: e.order,

@@ -103,7 +103,7 @@ impl PeCore {
     }
 
     /// Tell `to` that an element whose home is `home` reached `pe` on move `moves`.
-    fn send_news(&mut self, to: Pe, news: Moved) {
+    pub(crate) fn send_news(&mut self, to: Pe, news: Moved) {
         let env = self.envelope(news, SendOpts::default());
         self.post(to, env);
     }
@@ -249,20 +249,17 @@ impl PeRuntime {
         else {
             return;
         };
-        let homed_here = e.home == me;
-        self.core.loc.learn(
-            coll,
-            &addr.key,
-            Loc {
-                pe: to,
-                moves,
-                order: addr.order,
-                homed_here,
-            },
-        );
+        let (pe, order, homed_here) = (to, addr.order, e.home == me);
+        let loc = Loc {
+            pe,
+            moves,
+            order,
+            homed_here,
+        };
+        self.core.loc.learn(coll, &addr.key, loc);
         let kind = Migrate {
             coll,
-            addr,
+            addr: addr.clone(),
             home: e.home,
             moves,
             contributed: e.contributed,
@@ -273,6 +270,7 @@ impl PeRuntime {
         // Expedited, as creations are: the element is installed before its messages run.
         let env = self.core.envelope(kind, SendOpts::expedited());
         self.core.post(to, env);
+        self.tell_senders(coll, addr, (e.home, to, moves), balancing);
     }
 
     /// Run a migration or location message.

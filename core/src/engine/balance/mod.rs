@@ -13,7 +13,7 @@ use super::{guarded, Current, Members, PeCore, PeRuntime};
 use crate::api::balance::ArrayStrategy;
 use crate::base::error::SyncError;
 use crate::base::hash::{HashMap, HashSet};
-use crate::base::ids::{CollectionId, IndexKey};
+use crate::base::ids::{CollectionId, IndexKey, Pe};
 use crate::base::lazy::Lazy;
 use crate::engine::dispatch::Origin;
 use crate::engine::report::BalanceStep;
@@ -22,6 +22,7 @@ use crate::msg::envelope::SendOpts;
 use crate::msg::kind::balance::{
     Arrived, BalanceMsg, ObjRecord, PeRecord, Plan, Resume, SyncHome, SyncUp,
 };
+use crate::msg::kind::migrate::Moved;
 use std::sync::Arc;
 
 /// A step's records gathered on one PE.
@@ -82,7 +83,14 @@ struct Steps {
     underway: HashMap<(CollectionId, u32), Underway>,
     /// Each element's heaviest receivers since the last step (bounded per element).
     comm: HashMap<(CollectionId, IndexKey), Vec<Edge>>,
+    /// The PEs that sent each element here messages, the first [`SENDERS_KEPT`];
+    /// an entry per element on this PE, dropped when the element leaves.
+    senders: HashMap<(CollectionId, IndexKey), Vec<Pe>>,
 }
+
+/// How many sender PEs an element's record keeps: a stencil's or a mesh's
+/// neighbours, whose location caches a balancing move brings up to date.
+const SENDERS_KEPT: usize = 8;
 
 /// A receiver of an element's messages: its key, messages and bytes.
 type Edge = (IndexKey, u64, u64);
@@ -139,6 +147,31 @@ impl Syncs {
             // Space-saving: the new receiver takes the lightest slot and its count,
             // so a heavy receiver seen late still rises to the top.
             *light = (to.clone(), light.1 + 1, light.2 + bytes);
+        }
+    }
+}
+
+impl Syncs {
+    /// Note that PE `src` sent element `key` of `coll` a message here (when measuring).
+    pub(crate) fn note_sender(&mut self, coll: CollectionId, key: &IndexKey, src: Pe) {
+        if !self.measuring() {
+            return;
+        }
+        let senders = &mut self.steps.get_mut().senders;
+        if let Some(pes) = senders.get_mut(&(coll, key.clone())) {
+            if pes.len() < SENDERS_KEPT && !pes.contains(&src) {
+                pes.push(src);
+            }
+        } else {
+            senders.insert((coll, key.clone()), vec![src]);
+        }
+    }
+
+    /// The PEs that sent element `key` messages here, forgotten as it leaves.
+    pub(crate) fn take_senders(&mut self, coll: CollectionId, key: &IndexKey) -> Vec<Pe> {
+        match self.steps.built_mut() {
+            Some(s) => s.senders.remove(&(coll, key.clone())).unwrap_or_default(),
+            None => Vec::new(),
         }
     }
 }
@@ -214,7 +247,9 @@ impl PeRuntime {
     }
 
     /// An element reached a step boundary: resume it now if this step does not
-    /// balance, else send its record on.
+    /// balance, else send its record on, with the load it predicts for the next
+    /// period (`Migratable::predict_load`; a negative or non-finite answer, or a
+    /// panic, which fails the job as a handler's would, leaves the measured load).
     fn synced(&mut self, coll: CollectionId, addr: ElemAddr) {
         let me = self.core.me;
         let Some(Members::Array { elements, .. }) =
@@ -233,6 +268,19 @@ impl PeRuntime {
             e.load = 0.0;
             return self.resume(coll, addr);
         }
+        let measured = std::mem::take(&mut e.load);
+        let load = match self.core.migrator(coll) {
+            Ok((m, name)) => {
+                let cur = Current::Element(coll, addr.clone());
+                guarded(&mut self.core, cur, &name, |ctx| {
+                    Ok((m.predict)(e.chare.as_mut(), measured, ctx))
+                })
+                .filter(|p| p.is_finite() && *p >= 0.0)
+                .unwrap_or(measured)
+            }
+            Err(_) => measured,
+        };
+        let home = e.home;
         let comm = self
             .core
             .syncs
@@ -244,19 +292,45 @@ impl PeRuntime {
         let obj = ObjRecord {
             key: addr.key,
             pe: me,
-            load: std::mem::take(&mut e.load),
+            load,
             comm,
         };
-        if e.home == me {
+        if home == me {
             self.gather(coll, round).objs.push(obj);
             self.gather(coll, round).members += 1;
             self.try_send_up(coll, round);
         } else {
-            let home = e.home;
             let env = self
                 .core
                 .envelope(SyncHome { coll, round, obj }, SendOpts::default());
             self.core.post(home, env);
+        }
+    }
+
+    /// Element `addr` of `coll` left for PE `to` on move `moves` (`home` its home):
+    /// if a balancing step moved it, tell the PEs that sent it messages here where it
+    /// went, after the element as news must be, so their messages after the step do
+    /// not wait to be forwarded by this PE or its home behind a long handler.
+    pub(crate) fn tell_senders(
+        &mut self,
+        coll: CollectionId,
+        addr: ElemAddr,
+        (home, to, moves): (Pe, Pe, u32),
+        balancing: bool,
+    ) {
+        let senders = self.core.syncs.take_senders(coll, &addr.key);
+        if !balancing {
+            return;
+        }
+        for pe in senders.into_iter().filter(|&p| p != to && p != home) {
+            let news = Moved {
+                coll,
+                addr: addr.clone(),
+                home,
+                pe: to,
+                moves,
+            };
+            self.core.send_news(pe, news);
         }
     }
 
