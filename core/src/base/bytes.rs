@@ -34,6 +34,13 @@ impl Bytes {
         self.start == self.end
     }
 
+    /// `decode` of these bytes, with the buffer they lie in as the one `Bytes` fields
+    /// decoded from them keep views of (see [`decoding_from`]): a restarted element's
+    /// state stays in the checkpoint file it was read into, uncopied.
+    pub(crate) fn decode_in_place<R>(&self, decode: impl FnOnce(&[u8]) -> R) -> R {
+        decoding_from(&self.buf, || decode(self.as_slice()))
+    }
+
     /// The bytes in a vector of their own (copies unless this is the only view of a
     /// whole buffer).
     pub fn into_vec(self) -> Vec<u8> {

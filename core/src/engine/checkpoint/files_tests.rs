@@ -250,3 +250,33 @@ fn finish(dir: &Path, cases: usize, failures: &[String], tally: [usize; 2]) {
 fn write_sample_manifest(m: &Manifest) -> Manifest {
     serde_json::from_slice(&serde_json::to_vec(m).unwrap()).unwrap()
 }
+
+#[test]
+fn a_streamed_pe_file_is_its_state_encoded_whole_with_that_checksum() {
+    let dir = scratch("stream");
+    let state = pe_state(1);
+    let (bytes, sum) = write_pe_file(&dir, 3, &state).unwrap();
+    let written = std::fs::read(dir.join(file_name(1, 3))).unwrap();
+    assert_eq!(written, encode_state(&state, &dir).unwrap());
+    assert_eq!((bytes, sum), (written.len() as u64, checksum(&written)));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn of_several_bad_pe_files_the_restart_names_the_first() {
+    let dir = scratch("first-bad");
+    let reg = Registry::new();
+    let m = write_sample(&dir, &reg);
+    for f in &m.files[1..] {
+        std::fs::write(dir.join(&f.name), b"damaged").unwrap();
+    }
+    for _ in 0..4 {
+        match Restart::load(&dir, &reg, PES) {
+            Err(CheckpointError::Truncated { file, found: 7, .. }) => {
+                assert_eq!(file, dir.join(&m.files[1].name));
+            }
+            other => panic!("{:?}", other.err()),
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -8,6 +8,7 @@ use super::files::{
     address, PeRestore, PeState, Restart, SavedCollection, SavedElement, SavedKind,
 };
 use super::Resumed;
+use crate::base::bytes::Bytes;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
@@ -70,9 +71,9 @@ impl PeRuntime {
             .and_then(|t| t.checkpoint)
             .ok_or_else(|| fail("the type is not registered as checkpointable".into()))?;
         // Every saved PE's member, in PE order.
-        let saved: Vec<(&[u8], u64)> = saved_parts(states, c.id)
+        let saved: Vec<(&Bytes, u64)> = saved_parts(states, c.id)
             .filter_map(|kind| match kind {
-                SavedKind::Group { state, contributed } => Some((state.as_slice(), *contributed)),
+                SavedKind::Group { state, contributed } => Some((state, *contributed)),
                 SavedKind::Array { .. } => None,
             })
             .collect();
@@ -81,9 +82,9 @@ impl PeRuntime {
         }
         let (member, contributed) = if saved.len() == npes {
             let (bytes, contributed) = saved[me as usize];
-            ((k.load)(bytes).map_err(fail)?, contributed)
+            (bytes.decode_in_place(k.load).map_err(fail)?, contributed)
         } else {
-            let states: Vec<&[u8]> = saved.iter().map(|s| s.0).collect();
+            let states: Vec<&[u8]> = saved.iter().map(|s| s.0.as_slice()).collect();
             // Members agree on their reduction count between reductions (a checkpoint
             // refuses one in progress), so PE 0's stands for all.
             ((k.restore)(&states, me, npes).map_err(fail)?, saved[0].1)
@@ -138,7 +139,7 @@ impl PeRuntime {
             .unwrap_or(0);
         let mut restored = HashMap::default();
         for e in elements {
-            let chare = (m.load)(e.state.as_slice()).map_err(&fail)?;
+            let chare = e.state.decode_in_place(m.load).map_err(&fail)?;
             let addr = address(&e);
             let element = Element {
                 chare,
