@@ -35,6 +35,17 @@ impl Ctx<'_> {
         self.core.npes()
     }
 
+    /// This PE's node: the process (mpi rank) it runs in, or its block of
+    /// `--pes-per-node` PEs on threads and sim; a nodegroup has one member per node.
+    pub fn my_node(&self) -> usize {
+        self.core.my_node()
+    }
+
+    /// Number of nodes in the job.
+    pub fn num_nodes(&self) -> usize {
+        self.core.num_nodes()
+    }
+
     /// The job's `--seed`, for programs that draw random numbers.
     pub fn seed(&self) -> u64 {
         self.core.seed()

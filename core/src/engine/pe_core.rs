@@ -101,6 +101,8 @@ pub(crate) struct PeCore {
     pub(super) me: Pe,
     pub(super) npes: usize,
     pub(super) arity: usize,
+    /// PEs per node: node `n` is PEs `n * node_size ..`, its nodegroup member on the first.
+    pub(super) node_size: usize,
     pub(super) seed: u64,
     pub(super) reg: Arc<Registry>,
     pub(super) port: Box<dyn Port>,
@@ -164,6 +166,21 @@ impl PeCore {
     /// Number of PEs in the job.
     pub(crate) fn npes(&self) -> usize {
         self.npes
+    }
+
+    /// The node this PE belongs to.
+    pub(crate) fn my_node(&self) -> usize {
+        self.me as usize / self.node_size
+    }
+
+    /// Number of nodes in the job (the last may have fewer PEs than the others).
+    pub(crate) fn num_nodes(&self) -> usize {
+        self.npes.div_ceil(self.node_size)
+    }
+
+    /// The PE that holds node `node`'s nodegroup members: its first.
+    pub(crate) fn node_pe(&self, node: usize) -> Pe {
+        (node * self.node_size) as Pe
     }
 
     /// The job's `--seed`.
@@ -616,5 +633,21 @@ impl PeCore {
 
     pub(super) fn tree_children(&self) -> impl Iterator<Item = Pe> {
         tree::children(self.me, 0, self.npes, self.arity)
+    }
+
+    /// The first PE of this node's parent in the tree over nodes rooted at `root`
+    /// (a node), which nodegroup creations, broadcasts and reductions follow.
+    pub(super) fn node_parent(&self, root: usize) -> Option<Pe> {
+        let n = self.num_nodes();
+        tree::parent(self.my_node() as Pe, root as Pe, n, self.arity)
+            .map(|p| self.node_pe(p as usize))
+    }
+
+    /// The first PEs of this node's children in the tree over nodes rooted at `root`.
+    pub(super) fn node_children(&self, root: usize) -> Vec<Pe> {
+        let n = self.num_nodes();
+        tree::children(self.my_node() as Pe, root as Pe, n, self.arity)
+            .map(|c| self.node_pe(c as usize))
+            .collect()
     }
 }

@@ -76,6 +76,12 @@ impl Config {
                 u64::from(MAX_PES_PER_RANK),
             ),
             (
+                "--pes-per-node",
+                Some(u64::from(self.pes_per_node)),
+                1,
+                u64::from(MAX_PES_PER_RANK),
+            ),
+            (
                 "--fault-hold-long-ms",
                 self.fault_hold_long_ms,
                 1,
@@ -185,6 +191,14 @@ impl Config {
                 needs: "--layer mpi",
                 why: "it sets how many PEs each MPI rank runs",
                 instead: "use --pes alone",
+            },
+            LayerRule {
+                flag: (self.pes_per_node != 1)
+                    .then(|| format!("--pes-per-node {}", self.pes_per_node)),
+                layers: &[Threads, Sim],
+                needs: "--layer threads or sim",
+                why: "it groups PEs into nodes where no process does (on mpi a node is a rank)",
+                instead: "on mpi, give each rank its PEs with --pes-per-rank",
             },
             LayerRule {
                 flag: given("--sim-kill", !self.sim.kill.is_empty()),
