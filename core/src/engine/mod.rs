@@ -8,7 +8,7 @@ use crate::api::registry::Registry;
 use crate::base::config::{Config, ErrorPolicy, WorkMode};
 use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
-use crate::base::hash::HashMap;
+use crate::base::hash::{HashMap, HashSet};
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::base::lazy::Lazy;
 use crate::engine::announced::Announced;
@@ -103,6 +103,9 @@ enum Members {
     Group {
         member: Box<dyn AnyChare>,
         contributed: u64,
+        /// A nodegroup's member (on its node's first PE): its reductions climb the
+        /// tree over nodes.
+        per_node: bool,
     },
     Array {
         elements: HashMap<IndexKey, Element>,
@@ -212,6 +215,7 @@ impl PeRuntime {
                 next_coll_seq: 0,
                 next_section_seq: 0,
                 arrays: HashMap::default(),
+                node_groups: HashSet::default(),
                 deferred: Vec::new(),
                 qd: Lazy::default(),
                 exiting: false,

@@ -14,6 +14,7 @@ pub mod faults;
 pub mod ledger;
 pub mod messaging;
 pub mod migration;
+pub mod nodegroups;
 pub mod quiescence;
 pub mod recovery;
 pub mod reductions;
@@ -37,6 +38,7 @@ pub fn all() -> Vec<Test> {
         ledger::TESTS,
         messaging::TESTS,
         migration::TESTS,
+        nodegroups::TESTS,
         quiescence::TESTS,
         reductions::TESTS,
         sections::TESTS,

@@ -384,6 +384,28 @@ mod tests {
         }
     }
 
+    #[test]
+    fn pes_per_node_groups_threads_and_sim_pes_and_is_the_rank_on_mpi() {
+        let with = |layer, pes_per_node| Config {
+            layer,
+            pes: 8,
+            pes_per_node,
+            pes_per_rank: if layer == Layer::Mpi { 2 } else { 1 },
+            ..Config::default()
+        };
+        for layer in [Layer::Threads, Layer::Sim] {
+            assert_eq!(with(layer, 3).validate(), Ok(()));
+            assert_eq!(with(layer, 3).node_size(), 3);
+            let e = with(layer, 0).validate().unwrap_err();
+            assert!(e.to_string().contains("--pes-per-node"), "{e}");
+        }
+        let e = with(Layer::Mpi, 2).validate_in(None).unwrap_err();
+        if cfg!(feature = "mpi") {
+            assert!(e.to_string().contains("--pes-per-node 2 needs"), "{e}");
+        }
+        assert_eq!(with(Layer::Mpi, 1).node_size(), 2, "a rank's PEs");
+    }
+
     fn traced(pes: u32) -> Config {
         Config {
             pes,

@@ -96,6 +96,7 @@ impl PeRuntime {
         let members = Members::Group {
             member,
             contributed,
+            per_node: false,
         };
         self.colls.insert(
             c.id,
