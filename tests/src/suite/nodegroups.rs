@@ -7,7 +7,7 @@
 use crate::{config, pes};
 use chorus_core::{
     chare, ArrayMap, ArraySection, Callback, ChareProxy, Ctx, ErrorPolicy, GroupProxy, Layer,
-    NodeGroupProxy, Reducer, RunReport, Runtime,
+    NodeGroupProxy, Reducer, RunReport, Runtime, This,
 };
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +49,14 @@ impl Hub {
     fn ping(&mut self, _: u64, _ctx: &mut Ctx) {
         self.broadcasts += 1;
     }
+    /// Ping every member through `This` (Charm++'s `thisProxy`), by a send and by a
+    /// callback.
+    #[entry]
+    fn relay(&mut self, ctx: &mut Ctx) {
+        This::<Hub>::new().ping(ctx, 4);
+        let all = Self::ping_callback(ctx);
+        ctx.send_to_callback(&all, 5u64);
+    }
     /// Contribute (PE, node, hits, broadcasts) to `done`.
     #[entry]
     fn report(&mut self, done: Callback, ctx: &mut Ctx) {
@@ -80,10 +88,12 @@ impl Caller {
 }
 
 /// PE 0's script: once the callers have said hello, three broadcasts (proxy,
-/// callback to all, a member callback per node), then the report.
+/// callback to all, a member callback per node) and two from the last node's member
+/// (`This`); at the next quiescence, the report.
 #[derive(Serialize, Deserialize)]
 struct Boss {
     hubs: NodeGroupProxy<Hub>,
+    quiets: u32,
 }
 
 #[chare]
@@ -92,10 +102,15 @@ impl Boss {
     fn new(hubs: NodeGroupProxy<Hub>, ctx: &mut Ctx) -> Self {
         let quiet = Self::quiet_callback(ctx);
         ctx.start_quiescence(quiet);
-        Boss { hubs }
+        Boss { hubs, quiets: 0 }
     }
     #[entry(callback)]
     fn quiet(&mut self, ctx: &mut Ctx) {
+        self.quiets += 1;
+        if self.quiets == 2 {
+            let done = Self::reported_callback(ctx);
+            return self.hubs.report(ctx, done);
+        }
         self.hubs.ping(ctx, 1);
         let all = self.hubs.ping_callback(ctx);
         ctx.send_to_callback(&all, 2u64);
@@ -103,8 +118,9 @@ impl Boss {
             let one = self.hubs.at(node).ping_callback(ctx);
             ctx.send_to_callback(&one, 3u64);
         }
-        let done = Self::reported_callback(ctx);
-        self.hubs.report(ctx, done);
+        self.hubs.at(ctx.num_nodes() - 1).relay(ctx);
+        let quiet = Self::quiet_callback(ctx);
+        ctx.start_quiescence(quiet);
     }
     #[entry(callback)]
     fn reported(&mut self, rows: Vec<u64>, ctx: &mut Ctx) {
@@ -132,8 +148,9 @@ fn run_hubs(layer: Layer, wanted: u32, per_node: u32) -> RunReport {
 }
 
 /// Every node has one member, on its first PE; each PE's `local` reaches its own
-/// node's member; a broadcast, a callback to all and one to each member reach each
-/// member once; the reduction has one row per node.
+/// node's member; a broadcast, a callback to all, one to each member, and a send and
+/// a callback to `This` from a member reach each member once; the reduction has one
+/// row per node.
 pub fn nodegroups_have_one_member_per_node(layer: Layer) {
     let cases: &[(u32, u32)] = match layer {
         Layer::Mpi => &[(4, 1)],
@@ -152,7 +169,7 @@ pub fn nodegroups_have_one_member_per_node(layer: Layer) {
         let mut expect = Vec::new();
         for node in 0..nodes {
             let hits = size.min(npes - node * size);
-            expect.extend([node * size, node, hits, 3]);
+            expect.extend([node * size, node, hits, 5]);
         }
         assert_eq!(rows, expect, "{npes} PEs, {size} per node");
     }
