@@ -64,6 +64,7 @@ pub use msg::payload as message;
 pub use msg::{array, callback, reduction};
 
 pub use api::balance::{ArrayStrategy, LoadStats, Move, ObjLoad};
+pub use api::node_group::{NodeGroupProxy, NodeMemberProxy};
 pub use api::section::ArraySection;
 pub use array::{ArrayIndex, ArrayMap};
 pub use base::checkpoint_error::CheckpointError;

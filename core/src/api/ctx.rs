@@ -35,6 +35,22 @@ impl Ctx<'_> {
         self.core.npes()
     }
 
+    /// This PE's node: the process (mpi rank) it runs in, or its block of
+    /// `--pes-per-node` PEs on threads and sim; a nodegroup has one member per node.
+    pub fn my_node(&self) -> usize {
+        self.core.my_node()
+    }
+
+    /// Number of nodes in the job.
+    pub fn num_nodes(&self) -> usize {
+        self.core.num_nodes()
+    }
+
+    /// PEs per node: node `n` is PEs `n * pes_per_node ..` (the last node may have fewer).
+    pub fn pes_per_node(&self) -> usize {
+        self.core.node_size()
+    }
+
     /// The job's `--seed`, for programs that draw random numbers.
     pub fn seed(&self) -> u64 {
         self.core.seed()
@@ -106,7 +122,7 @@ impl Ctx<'_> {
         self.core.on_pe_failure(callback);
     }
 
-    fn type_index<C: Chare>(&mut self) -> Option<u32> {
+    pub(crate) fn type_index<C: Chare>(&mut self) -> Option<u32> {
         match self.core.reg().type_index::<C>() {
             Ok(t) => Some(t),
             Err(e) => {

@@ -1,4 +1,5 @@
-//! The programming interface: chares, the context handlers act through, proxies,
+//! The programming interface: chares, the context handlers act through, proxies
+//! (nodegroups' in `node_group`),
 //! the registry of types and entries, migration, array load balancing, run reports, and the
 //! targets and results of declared entry methods (`#[chare]`).
 
@@ -7,6 +8,7 @@ pub mod callback;
 pub mod chare;
 pub mod ctx;
 pub mod migration;
+pub mod node_group;
 pub mod proxy;
 pub mod registry;
 pub mod report;

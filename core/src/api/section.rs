@@ -16,10 +16,12 @@
 use crate::api::chare::Chare;
 use crate::api::ctx::Ctx;
 use crate::api::proxy::ArrayProxy;
+use crate::api::registry::Entry;
+use crate::api::target::Target;
 use crate::base::ids::{CollectionId, Pe};
 use crate::base::section_error::SectionError;
 use crate::msg::array::{ArrayIndex, ElemAddr};
-use crate::msg::callback::Callback;
+use crate::msg::callback::{Callback, SectionRef};
 use crate::msg::envelope::SendOpts;
 use crate::msg::kind::section::SectionSpec;
 use crate::msg::payload::Payload;
@@ -186,5 +188,31 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
             red: 0,
             _p: PhantomData,
         })
+    }
+}
+
+impl Callback {
+    /// Broadcast to `entry` of every member of `section` (Charm++'s `CkCallback`
+    /// with a section proxy): the value travels as the section's `broadcast` does,
+    /// once to each member wherever it is.
+    pub fn section<C: Chare, I: ArrayIndex, T: Reducible>(
+        section: &ArraySection<C, I>,
+        entry: Entry<C, T>,
+    ) -> Self {
+        Callback::Section {
+            section: SectionRef(section.spec.clone()),
+            entry: entry.id,
+        }
+    }
+}
+
+/// A whole section as a destination of `#[chare]`'s proxy methods: a send is the
+/// section's broadcast, a callback `Callback::section`.
+impl<C: Chare, I: ArrayIndex> Target<C> for ArraySection<C, I> {
+    fn deliver(&self, ctx: &mut Ctx, msg: C::Msg) {
+        self.broadcast(ctx, msg);
+    }
+    fn callback<T: Reducible>(&self, _: &mut Ctx, entry: Entry<C, T>) -> Callback {
+        Callback::section(self, entry)
     }
 }

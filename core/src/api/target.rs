@@ -103,8 +103,8 @@ impl<C: Chare, I: ArrayIndex> Target<C> for ElementProxy<C, I> {
     }
 }
 
-/// The running chare's own singleton chare, whole group or whole array (Charm++'s
-/// `thisProxy`): a send from a group member or array element is a broadcast.
+/// The running chare's own singleton chare, whole group, nodegroup or array
+/// (Charm++'s `thisProxy`): a send from a group member or array element is a broadcast.
 pub struct This<C>(PhantomData<fn() -> C>);
 
 impl<C> This<C> {
@@ -145,6 +145,9 @@ impl<C: Chare> Target<C> for This<C> {
         let opts = Default::default();
         match Self::current(ctx) {
             Some(Current::Chare(id)) => ctx.core.send_typed(id.pe, id, msg, opts),
+            Some(Current::Group(coll)) if ctx.core.is_node_group(coll) => {
+                ctx.core.node_broadcast(coll, Payload::new(msg), opts)
+            }
             Some(Current::Group(coll)) => {
                 ctx.core
                     .broadcast(Dest::Group(coll), Payload::new(msg), opts)
@@ -161,6 +164,9 @@ impl<C: Chare> Target<C> for This<C> {
         let entry = entry.id;
         match Self::current(ctx) {
             Some(Current::Chare(id)) => Callback::Chare { id, entry },
+            Some(Current::Group(coll)) if ctx.core.is_node_group(coll) => {
+                Callback::NodeGroupAll { coll, entry }
+            }
             Some(Current::Group(coll)) => Callback::GroupAll { coll, entry },
             Some(Current::Element(coll, _)) => Callback::ArrayAll { coll, entry },
             Some(Current::Main) | None => Callback::Ignore,

@@ -209,12 +209,6 @@ pub enum RuntimeError {
         /// How many values arrived.
         got: usize,
     },
-    /// A callback to one member of a collection named no PE.
-    #[error("callback to {dest} has no PE")]
-    CallbackWithoutPe {
-        /// The destination, described.
-        dest: String,
-    },
     /// A send to a PE that the threads transport does not hold.
     #[error("PE {to} is not in this process")]
     PeNotInProcess {

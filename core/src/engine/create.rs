@@ -10,7 +10,8 @@ use crate::base::tree;
 use crate::msg::array::ElemAddr;
 use crate::msg::envelope::SendOpts;
 use crate::msg::kind::create::{
-    Census as ChildCount, CreateArray, CreateChare, CreateGroup, CreateMsg, DoneInserting, Insert,
+    Census as ChildCount, CreateArray, CreateChare, CreateGroup, CreateMsg, CreateNodeGroup,
+    DoneInserting, Insert,
 };
 use crate::msg::payload::Payload;
 
@@ -79,6 +80,7 @@ impl PeRuntime {
         match m {
             CreateMsg::CreateChare(CreateChare { id, ty, init }) => self.create_chare(id, ty, init),
             CreateMsg::CreateGroup(g) => self.create_group(g),
+            CreateMsg::CreateNodeGroup(g) => self.create_node_group(g),
             CreateMsg::CreateArray(a) => self.create_array(a),
             CreateMsg::Insert(i) => self.insert(i),
             CreateMsg::DoneInserting(DoneInserting { coll, root }) => self.recount(coll, root),
@@ -106,11 +108,59 @@ impl PeRuntime {
             };
             self.core.create(c, kind);
         }
+        let children = self.core.tree_children().collect();
+        self.add_group_member(coll, ty, init, children, false);
+    }
+
+    /// Create a nodegroup's member on this node's first PE and pass the creation on
+    /// down the tree over nodes.
+    fn create_node_group(&mut self, g: CreateNodeGroup) {
+        let CreateNodeGroup {
+            coll,
+            ty,
+            root,
+            init,
+        } = g;
+        if self.created_twice(coll) {
+            return;
+        }
+        let me = self.core.me;
+        if self.core.node_pe(self.core.my_node()) != me {
+            let what = format!("the creation of nodegroup {coll} reached PE {me}, not its node's first PE; dropped");
+            return self.core.fail(RuntimeError::BadInput { pe: me, what });
+        }
+        let root_node = root as usize / self.core.node_size;
+        for c in self.core.node_children(root_node) {
+            let kind = CreateNodeGroup {
+                coll,
+                ty,
+                root,
+                init: init.duplicate(),
+            };
+            self.core.create(c, kind);
+        }
+        self.core.node_groups.insert(coll);
+        // Reductions climb the tree over nodes rooted at node 0, as group ones the
+        // PE tree rooted at PE 0.
+        let children = self.core.node_children(0);
+        self.add_group_member(coll, ty, init, children, true);
+    }
+
+    /// Build a group's (or nodegroup's) member here, counting one member here and
+    /// `children` below in its reductions.
+    fn add_group_member(
+        &mut self,
+        coll: CollectionId,
+        ty: u32,
+        init: Payload,
+        children: Vec<Pe>,
+        per_node: bool,
+    ) {
         self.announce_collection(coll);
         if let Some(member) = self.construct(ty, init, Current::Group(coll)) {
             let census = Census {
                 local: 1,
-                active_children: self.core.tree_children().collect(),
+                active_children: children,
                 done: true,
                 ..Census::default()
             };
@@ -121,6 +171,7 @@ impl PeRuntime {
                     members: Members::Group {
                         member,
                         contributed: 0,
+                        per_node,
                     },
                     census,
                     reductions: Pending::default(),

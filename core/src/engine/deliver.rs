@@ -9,7 +9,7 @@ use crate::base::tree;
 use crate::msg::array::ElemAddr;
 use crate::msg::envelope::SendOpts;
 use crate::msg::envelope::{Dest, Envelope, Kind};
-use crate::msg::kind::bcast::{Bcast, BcastMsg};
+use crate::msg::kind::bcast::{Bcast, BcastMsg, NodeBcast};
 use crate::msg::kind::quiescence::Orphans;
 use crate::msg::payload::Payload;
 
@@ -266,12 +266,56 @@ impl PeRuntime {
 
     /// Run a broadcast here and pass it down its tree.
     pub(super) fn on_bcast(&mut self, m: BcastMsg, from: Origin) {
-        let BcastMsg::Bcast(Bcast {
+        match m {
+            BcastMsg::Bcast(b) => self.bcast_here(b, from.opts()),
+            BcastMsg::NodeBcast(b) => self.node_bcast_here(b, from.opts()),
+        }
+    }
+
+    /// Run a nodegroup broadcast on this node's member and pass it down the tree over
+    /// nodes.
+    fn node_bcast_here(&mut self, b: NodeBcast, opts: SendOpts) {
+        let NodeBcast {
+            coll,
+            root,
+            payload,
+        } = b;
+        let root_node = root as usize / self.core.node_size;
+        for c in self.core.node_children(root_node) {
+            let kind = NodeBcast {
+                coll,
+                root,
+                payload: payload.duplicate(),
+            };
+            let env = self.core.envelope(kind, opts);
+            self.core.post(c, env);
+        }
+        let Some(Collection {
+            members: Members::Group { member, .. },
+            ..
+        }) = self.colls.get_mut(&coll).map(|b| &mut **b)
+        else {
+            let (pe, what) = (
+                self.core.me,
+                format!("a nodegroup broadcast to {coll}, which has no member here; dropped"),
+            );
+            return self.core.fail(RuntimeError::BadInput { pe, what });
+        };
+        invoke(
+            &mut self.core,
+            &mut self.delivered,
+            Current::Group(coll),
+            member.as_mut(),
+            payload,
+        );
+    }
+
+    fn bcast_here(&mut self, b: Bcast, opts: SendOpts) {
+        let Bcast {
             dest,
             root,
             payload,
-        }) = m;
-        let opts = from.opts();
+        } = b;
         let Some(coll) = dest.coll() else { return };
         for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
             let env = self.core.envelope(

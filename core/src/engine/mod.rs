@@ -8,7 +8,7 @@ use crate::api::registry::Registry;
 use crate::base::config::{Config, ErrorPolicy, WorkMode};
 use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
-use crate::base::hash::HashMap;
+use crate::base::hash::{HashMap, HashSet};
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::base::lazy::Lazy;
 use crate::engine::announced::Announced;
@@ -103,6 +103,9 @@ enum Members {
     Group {
         member: Box<dyn AnyChare>,
         contributed: u64,
+        /// A nodegroup's member (on its node's first PE): its reductions climb the
+        /// tree over nodes.
+        per_node: bool,
     },
     Array {
         elements: HashMap<IndexKey, Element>,
@@ -154,6 +157,8 @@ pub(crate) struct PeSetup {
     pub(crate) me: Pe,
     pub(crate) npes: usize,
     pub(crate) arity: usize,
+    /// PEs per node (`Config::node_size`).
+    pub(crate) node_size: usize,
     pub(crate) seed: u64,
     pub(crate) policy: ErrorPolicy,
     pub(crate) work_mode: WorkMode,
@@ -174,6 +179,7 @@ impl PeSetup {
             me: pe,
             npes,
             arity: cfg.tree_arity as usize,
+            node_size: cfg.node_size().max(1) as usize,
             seed: cfg.seed,
             policy: cfg.on_error,
             work_mode: cfg.work,
@@ -196,6 +202,7 @@ impl PeRuntime {
                 me: setup.me,
                 npes: setup.npes,
                 arity: setup.arity,
+                node_size: setup.node_size,
                 seed: setup.seed,
                 reg,
                 port,
@@ -208,6 +215,7 @@ impl PeRuntime {
                 next_coll_seq: 0,
                 next_section_seq: 0,
                 arrays: HashMap::default(),
+                node_groups: HashSet::default(),
                 deferred: Vec::new(),
                 qd: Lazy::default(),
                 exiting: false,

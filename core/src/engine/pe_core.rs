@@ -4,7 +4,7 @@
 use crate::api::registry::Registry;
 use crate::base::config::{ErrorPolicy, WorkMode};
 use crate::base::error::RuntimeError;
-use crate::base::hash::HashMap;
+use crate::base::hash::{HashMap, HashSet};
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::base::lazy::Lazy;
 use crate::base::tree;
@@ -21,15 +21,26 @@ use crate::msg::array::{builtin_home, ArrayMap, ElemAddr, Shape};
 use crate::msg::callback::Callback;
 use crate::msg::envelope::SendOpts;
 use crate::msg::envelope::{Dest, DestKey, Envelope, Kind};
-use crate::msg::kind::bcast::Bcast;
+use crate::msg::kind::bcast::{Bcast, NodeBcast};
 use crate::msg::kind::create::{DoneInserting, Insert};
 use crate::msg::kind::exit::Exit;
 use crate::msg::kind::quiescence::QdRequest;
 use crate::msg::payload::{Message, Payload};
 use crate::msg::reduction::{RedData, Reducer};
+use crate::msg::section_spec::SectionSpec;
 use crate::trace::{ns, PeTrace};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Where a fired callback's value goes.
+enum Route {
+    To(Pe, Dest),
+    Broadcast(Dest),
+    /// Every member of a nodegroup.
+    Nodes(CollectionId),
+    Element(CollectionId, ElemAddr),
+    Section(Arc<SectionSpec>),
+}
 
 /// How a user message reached this PE: who sent it (the last hop), its sequence
 /// number and priority, and how many times it was forwarded.
@@ -101,6 +112,8 @@ pub(crate) struct PeCore {
     pub(super) me: Pe,
     pub(super) npes: usize,
     pub(super) arity: usize,
+    /// PEs per node: node `n` is PEs `n * node_size ..`, its nodegroup member on the first.
+    pub(super) node_size: usize,
     pub(super) seed: u64,
     pub(super) reg: Arc<Registry>,
     pub(super) port: Box<dyn Port>,
@@ -115,6 +128,9 @@ pub(crate) struct PeCore {
     /// Array sections made here so far (`engine/section.rs`).
     pub(super) next_section_seq: u32,
     pub(super) arrays: HashMap<CollectionId, ArrayMeta>,
+    /// The nodegroups whose member lives here: one per nodegroup created, as the
+    /// collections themselves, so it grows no faster than they do.
+    pub(super) node_groups: HashSet<CollectionId>,
     pub(super) deferred: Vec<LocalContribution>,
     pub(super) qd: Lazy<Quiescence>,
     pub(super) exiting: bool,
@@ -164,6 +180,26 @@ impl PeCore {
     /// Number of PEs in the job.
     pub(crate) fn npes(&self) -> usize {
         self.npes
+    }
+
+    /// The node this PE belongs to.
+    pub(crate) fn my_node(&self) -> usize {
+        self.me as usize / self.node_size
+    }
+
+    /// PEs per node.
+    pub(crate) fn node_size(&self) -> usize {
+        self.node_size
+    }
+
+    /// Number of nodes in the job (the last may have fewer PEs than the others).
+    pub(crate) fn num_nodes(&self) -> usize {
+        self.npes.div_ceil(self.node_size)
+    }
+
+    /// The PE that holds node `node`'s nodegroup members: its first.
+    pub(crate) fn node_pe(&self, node: usize) -> Pe {
+        (node * self.node_size) as Pe
     }
 
     /// The job's `--seed`.
@@ -534,16 +570,32 @@ impl PeCore {
 
     /// Deliver `data` to a callback's target.
     pub(crate) fn fire(&mut self, cb: &Callback, data: RedData) {
-        let (entry, dest, to) = match cb {
+        let (entry, route) = match cb {
             Callback::Ignore => return,
             Callback::Exit => return self.exit(None),
-            Callback::Chare { id, entry } => (*entry, Dest::Chare(*id), Some(id.pe)),
-            Callback::GroupMember { coll, pe, entry } => (*entry, Dest::Group(*coll), Some(*pe)),
-            Callback::GroupAll { coll, entry } => (*entry, Dest::Group(*coll), None),
-            Callback::ArrayElement { coll, addr, entry } => {
-                (*entry, Dest::Element(*coll, addr.clone()), None)
+            Callback::Chare { id, entry } => (*entry, Route::To(id.pe, Dest::Chare(*id))),
+            Callback::GroupMember { coll, pe, entry } => {
+                (*entry, Route::To(*pe, Dest::Group(*coll)))
             }
-            Callback::ArrayAll { coll, entry } => (*entry, Dest::Array(*coll), None),
+            Callback::GroupAll { coll, entry } => (*entry, Route::Broadcast(Dest::Group(*coll))),
+            Callback::NodeGroupMember { coll, node, entry } => {
+                let Some(pe) = self.node_member_pe(*node as usize) else {
+                    return;
+                };
+                (*entry, Route::To(pe, Dest::Group(*coll)))
+            }
+            Callback::NodeGroupAll { coll, entry } => (*entry, Route::Nodes(*coll)),
+            Callback::ArrayElement { coll, addr, entry } => {
+                (*entry, Route::Element(*coll, addr.clone()))
+            }
+            Callback::ArrayAll { coll, entry } => (*entry, Route::Broadcast(Dest::Array(*coll))),
+            Callback::Section { section, entry } => {
+                if let Err(what) = section.0.check(self.npes) {
+                    let what = format!("a callback to a section: {what}");
+                    return self.fail(RuntimeError::BadInput { pe: self.me, what });
+                }
+                (*entry, Route::Section(section.0.clone()))
+            }
         };
         let Some(info) = self.reg.entries.get(entry as usize) else {
             return self.fail(RuntimeError::UnregisteredEntry { entry });
@@ -559,14 +611,48 @@ impl PeCore {
             }
         };
         let opts = SendOpts::default();
-        match (dest, to) {
-            (Dest::Element(coll, addr), _) => self.send_to_element(coll, addr, payload, opts),
-            (dest @ (Dest::Array(_) | Dest::Group(_)), None) => self.broadcast(dest, payload, opts),
-            (dest, Some(pe)) => self.send_user(pe, dest, payload, opts),
-            (dest, None) => self.fail(RuntimeError::CallbackWithoutPe {
-                dest: format!("{dest:?}"),
-            }),
+        match route {
+            Route::To(pe, dest) => self.send_user(pe, dest, payload, opts),
+            Route::Broadcast(dest) => self.broadcast(dest, payload, opts),
+            Route::Nodes(coll) => self.node_broadcast(coll, payload, opts),
+            Route::Element(coll, addr) => self.send_to_element(coll, addr, payload, opts),
+            Route::Section(spec) => self.section_cast(spec, payload, opts),
         }
+    }
+
+    /// Send to every member of nodegroup `coll` once, down the tree over nodes rooted
+    /// at this PE's node.
+    pub(crate) fn node_broadcast(&mut self, coll: CollectionId, payload: Payload, opts: SendOpts) {
+        let root = self.node_pe(self.my_node());
+        let env = self.envelope(
+            NodeBcast {
+                coll,
+                root,
+                payload,
+            },
+            opts,
+        );
+        self.post(root, env);
+    }
+
+    /// The PE of node `node`'s nodegroup members, or None (reported) for a node
+    /// outside the job.
+    pub(crate) fn node_member_pe(&mut self, node: usize) -> Option<Pe> {
+        if node < self.num_nodes() {
+            return Some(self.node_pe(node));
+        }
+        let what = format!(
+            "a message for the nodegroup member of node {node}, but the job has {} nodes (0..{}); dropped",
+            self.num_nodes(),
+            self.num_nodes()
+        );
+        self.fail(RuntimeError::BadInput { pe: self.me, what });
+        None
+    }
+
+    /// True if `coll` is a nodegroup with its member here.
+    pub(crate) fn is_node_group(&self, coll: CollectionId) -> bool {
+        self.node_groups.contains(&coll)
     }
 
     /// End the job: broadcast an exit down the tree rooted here and down PE 0's.
@@ -616,5 +702,21 @@ impl PeCore {
 
     pub(super) fn tree_children(&self) -> impl Iterator<Item = Pe> {
         tree::children(self.me, 0, self.npes, self.arity)
+    }
+
+    /// The first PE of this node's parent in the tree over nodes rooted at `root`
+    /// (a node), which nodegroup creations, broadcasts and reductions follow.
+    pub(super) fn node_parent(&self, root: usize) -> Option<Pe> {
+        let n = self.num_nodes();
+        tree::parent(self.my_node() as Pe, root as Pe, n, self.arity)
+            .map(|p| self.node_pe(p as usize))
+    }
+
+    /// The first PEs of this node's children in the tree over nodes rooted at `root`.
+    pub(super) fn node_children(&self, root: usize) -> Vec<Pe> {
+        let n = self.num_nodes();
+        tree::children(self.my_node() as Pe, root as Pe, n, self.arity)
+            .map(|c| self.node_pe(c as usize))
+            .collect()
     }
 }

@@ -230,9 +230,12 @@ impl PeRuntime {
     }
 
     pub(super) fn try_complete(&mut self, coll: CollectionId, seq: u64) {
-        let parent = self.core.tree_parent();
         let Some(c) = self.colls.get_mut(&coll) else {
             return;
+        };
+        let parent = match c.members {
+            Members::Group { per_node: true, .. } => self.core.node_parent(0),
+            _ => self.core.tree_parent(),
         };
         let Some(p) = c.reductions.get(seq) else {
             return;

@@ -6,13 +6,15 @@
 
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::msg::array::ElemAddr;
+use crate::msg::section_spec::SectionSpec;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// A destination for a value produced by the runtime.
 ///
 /// Build one with the typed constructors, which check the entry against the target
-/// chare's (`Callback::chare`, `group_member`, `group_all`, `array_element`,
-/// `array_all`), or name `Callback::Ignore` or `Callback::Exit`. The variants that
+/// chare's (`Callback::chare`, `group_member`, `group_all`, `node_group_member`,
+/// `node_group_all`, `array_element`, `array_all`, `section`), or name `Callback::Ignore` or `Callback::Exit`. The variants that
 /// carry a target cannot be built from their raw fields outside chorus-core.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Callback {
@@ -64,4 +66,35 @@ pub enum Callback {
         /// The id of the registered entry.
         entry: u32,
     },
+    /// Send to one nodegroup member's entry, on its node's first PE.
+    #[non_exhaustive]
+    NodeGroupMember {
+        /// The nodegroup.
+        coll: CollectionId,
+        /// The member's node.
+        node: u32,
+        /// The id of the registered entry.
+        entry: u32,
+    },
+    /// Broadcast to every nodegroup member's entry, once per node.
+    #[non_exhaustive]
+    NodeGroupAll {
+        /// The nodegroup.
+        coll: CollectionId,
+        /// The id of the registered entry.
+        entry: u32,
+    },
+    /// Broadcast to the entry of every member of an array section.
+    #[non_exhaustive]
+    Section {
+        /// The section.
+        section: SectionRef,
+        /// The id of the registered entry.
+        entry: u32,
+    },
 }
+
+/// The section a `Callback::Section` broadcasts to (its members and tree, as the
+/// section's handle holds them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionRef(pub(crate) Arc<SectionSpec>);

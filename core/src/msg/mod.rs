@@ -12,3 +12,4 @@ mod local;
 mod message;
 pub mod payload;
 pub mod reduction;
+pub(crate) mod section_spec;

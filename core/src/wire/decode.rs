@@ -93,6 +93,7 @@ fn read_header(bytes: &[u8], me: Pe) -> Result<Header, WireError> {
     }
     let kind_name = *KIND_NAMES
         .get(tag as usize)
+        .filter(|name| !name.is_empty())
         .ok_or(WireError::UnknownKind(tag))?;
     if dst != me {
         return Err(WireError::WrongDestination { dst, me });

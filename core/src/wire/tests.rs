@@ -91,6 +91,69 @@ fn runs_and_kinds_without_payload_round_trip() {
     ));
 }
 
+#[test]
+fn nodegroup_kinds_and_callbacks_round_trip() {
+    use crate::base::ids::CollectionId;
+    use crate::msg::kind::bcast::{BcastMsg, NodeBcast};
+    let coll = CollectionId { creator: 2, seq: 5 };
+    let bcast = Envelope {
+        kind: NodeBcast {
+            coll,
+            root: 3,
+            payload: Payload::new(vec![9u32, 8]),
+        }
+        .into(),
+        ..user(Vec::new())
+    };
+    let mut out = Vec::new();
+    encode(&bcast, 1, &mut out).expect("encodes");
+    let back = decode(Arc::new(std::mem::take(&mut out)), 1).expect("decodes");
+    let Kind::Bcast(BcastMsg::NodeBcast(b)) = back.kind else {
+        panic!("not a nodegroup broadcast: {:?}", back.kind)
+    };
+    assert_eq!((b.coll, b.root), (coll, 3));
+    assert_eq!(b.payload.take::<Vec<u32>>().expect("payload"), vec![9, 8]);
+    for callback in [
+        Callback::NodeGroupAll { coll, entry: 4 },
+        Callback::NodeGroupMember {
+            coll,
+            node: 2,
+            entry: 4,
+        },
+    ] {
+        let qd = Envelope {
+            kind: QdRequest {
+                callback: callback.clone(),
+            }
+            .into(),
+            ..user(Vec::new())
+        };
+        encode(&qd, 1, &mut out).expect("encodes");
+        let back = decode(Arc::new(std::mem::take(&mut out)), 1).expect("decodes");
+        let Kind::Qd(QdMsg::QdRequest(r)) = back.kind else {
+            panic!("not a request")
+        };
+        assert_eq!(r.callback, callback);
+    }
+}
+
+#[test]
+fn tags_no_kind_uses_are_unknown_kinds() {
+    let mut good = Vec::new();
+    encode(&user(vec![1]), 1, &mut good).expect("encodes");
+    let unused = (0..=u8::MAX).filter(|&t| KIND_NAMES.get(t as usize).is_none_or(|n| n.is_empty()));
+    for tag in unused {
+        let mut b = good.clone();
+        b[7] = tag;
+        let err = decode(Arc::new(b), 1).expect_err("no such kind");
+        assert!(
+            err.to_string()
+                .contains(&format!("unknown message kind {tag}")),
+            "{err}"
+        );
+    }
+}
+
 proptest::proptest! {
     /// Random bytes, and valid envelopes with random bytes overwritten or cut off,
     /// decode to an envelope or a `WireError`, never a panic.

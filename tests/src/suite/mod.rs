@@ -15,6 +15,7 @@ pub mod faults;
 pub mod ledger;
 pub mod messaging;
 pub mod migration;
+pub mod nodegroups;
 pub mod quiescence;
 pub mod recovery;
 pub mod reductions;
@@ -38,6 +39,7 @@ pub fn all() -> Vec<Test> {
         ledger::TESTS,
         messaging::TESTS,
         migration::TESTS,
+        nodegroups::TESTS,
         quiescence::TESTS,
         reductions::TESTS,
         sections::TESTS,

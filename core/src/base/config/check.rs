@@ -76,6 +76,12 @@ impl Config {
                 u64::from(MAX_PES_PER_RANK),
             ),
             (
+                "--pes-per-node",
+                Some(u64::from(self.pes_per_node)),
+                1,
+                u64::from(MAX_PES_PER_RANK),
+            ),
+            (
                 "--fault-hold-long-ms",
                 self.fault_hold_long_ms,
                 1,
@@ -185,6 +191,14 @@ impl Config {
                 needs: "--layer mpi",
                 why: "it sets how many PEs each MPI rank runs",
                 instead: "use --pes alone",
+            },
+            LayerRule {
+                flag: (self.pes_per_node != 1)
+                    .then(|| format!("--pes-per-node {}", self.pes_per_node)),
+                layers: &[Threads, Sim],
+                needs: "--layer threads or sim",
+                why: "it groups PEs into nodes where no process does (on mpi a node is a rank)",
+                instead: "on mpi, give each rank its PEs with --pes-per-rank",
             },
             LayerRule {
                 flag: given("--sim-kill", !self.sim.kill.is_empty()),
@@ -368,6 +382,28 @@ mod tests {
         } else {
             assert_eq!(mpi.validate_in(None), Err(ConfigError::MpiNotBuilt));
         }
+    }
+
+    #[test]
+    fn pes_per_node_groups_threads_and_sim_pes_and_is_the_rank_on_mpi() {
+        let with = |layer, pes_per_node| Config {
+            layer,
+            pes: 8,
+            pes_per_node,
+            pes_per_rank: if layer == Layer::Mpi { 2 } else { 1 },
+            ..Config::default()
+        };
+        for layer in [Layer::Threads, Layer::Sim] {
+            assert_eq!(with(layer, 3).validate(), Ok(()));
+            assert_eq!(with(layer, 3).node_size(), 3);
+            let e = with(layer, 0).validate().unwrap_err();
+            assert!(e.to_string().contains("--pes-per-node"), "{e}");
+        }
+        let e = with(Layer::Mpi, 2).validate_in(None).unwrap_err();
+        if cfg!(feature = "mpi") {
+            assert!(e.to_string().contains("--pes-per-node 2 needs"), "{e}");
+        }
+        assert_eq!(with(Layer::Mpi, 1).node_size(), 2, "a rank's PEs");
     }
 
     fn traced(pes: u32) -> Config {

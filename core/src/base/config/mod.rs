@@ -338,6 +338,17 @@ pub struct Config {
         )
     )]
     pub pes_per_rank: u32,
+    /// PEs per node on the threads and sim layers: nodegroups have one member per
+    /// block of this many PEs (the last block may be smaller); on mpi a node is a rank
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "pes-per-node",
+            env = "CHORUS_PES_PER_NODE",
+            default_value_t = 1
+        )
+    )]
+    pub pes_per_node: u32,
     /// Fault injection: every Nth user message a PE sends to another PE arrives
     /// damaged and fails to decode (threads and mpi layers)
     #[cfg_attr(
@@ -433,6 +444,7 @@ impl Default for Config {
             tree_arity: 4,
             stats: None,
             pes_per_rank: 1,
+            pes_per_node: 1,
             fault_corrupt_every: None,
             fault_hold_long_ms: None,
             array_lb: NO_ARRAY_LB.to_string(),
@@ -456,6 +468,14 @@ impl Config {
     /// How many AtSync steps pass between balancing steps (`--lb-period`, default 1).
     pub fn lb_every(&self) -> u32 {
         self.lb_period.unwrap_or(1)
+    }
+
+    /// PEs per node (a nodegroup's member each): a rank's PEs on mpi, else `--pes-per-node`.
+    pub fn node_size(&self) -> u32 {
+        match self.layer {
+            Layer::Mpi => self.pes_per_rank,
+            Layer::Threads | Layer::Sim => self.pes_per_node,
+        }
     }
 
     /// The default configuration with `pes` PEs.

@@ -300,10 +300,9 @@ impl PeRuntime {
             what: format!("{id} of type {name}"),
             why: why.to_string(),
         };
-        if !c.reductions.seqs().is_empty() {
-            return Err(unsaveable(
-                "a reduction is in progress (some members contributed, others not): checkpoint between reductions",
-            ));
+        let refusal = unsaveable_why(c);
+        if let Some(why) = refusal {
+            return Err(unsaveable(why));
         }
         let bad_state = |e: String| unsaveable(&format!("its state does not serialize: {e}"));
         let kind = match (&mut c.members, meta) {
@@ -311,6 +310,7 @@ impl PeRuntime {
                 Members::Group {
                     member,
                     contributed,
+                    ..
                 },
                 _,
             ) => {
@@ -356,5 +356,16 @@ impl PeRuntime {
             (Members::Array { .. }, None) => return Err(unsaveable("its map is unknown here")),
         };
         Ok(SavedCollection { id, ty: c.ty, kind })
+    }
+}
+
+/// Why a collection cannot be saved whatever its type, if it cannot.
+fn unsaveable_why(c: &super::Collection) -> Option<&'static str> {
+    if !c.reductions.seqs().is_empty() {
+        Some("a reduction is in progress (some members contributed, others not): checkpoint between reductions")
+    } else if matches!(c.members, Members::Group { per_node: true, .. }) {
+        Some("it is a nodegroup, which checkpoints do not save yet: checkpoint before creating it")
+    } else {
+        None
     }
 }

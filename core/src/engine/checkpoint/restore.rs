@@ -98,6 +98,7 @@ impl PeRuntime {
         let members = Members::Group {
             member,
             contributed,
+            per_node: false,
         };
         self.colls.insert(
             c.id,

@@ -19,6 +19,7 @@ family! {
         DoneInserting = 6 => Some("chorus::census");
         Census = 7 => Some("chorus::census");
         Emptied = 31 => Some("chorus::census");
+        CreateNodeGroup = 40 => None;
     }
 }
 
@@ -36,6 +37,18 @@ pub(crate) struct CreateChare {
 pub(crate) struct CreateGroup {
     pub(crate) coll: CollectionId,
     pub(crate) ty: u32,
+    pub(crate) root: Pe,
+    #[serde(with = "payload_slot")]
+    pub(crate) init: Payload,
+}
+
+/// Create the member of nodegroup `coll` here, on its node's first PE, and pass the
+/// creation down the tree over nodes rooted at `root`'s node.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct CreateNodeGroup {
+    pub(crate) coll: CollectionId,
+    pub(crate) ty: u32,
+    /// The first PE of the tree's root node.
     pub(crate) root: Pe,
     #[serde(with = "payload_slot")]
     pub(crate) init: Payload,
@@ -102,6 +115,16 @@ impl Body for CreateChare {
 }
 
 impl Body for CreateGroup {
+    payload_in!(init);
+    fn check(&self, npes: usize) -> Result<(), String> {
+        check_root(self.root, npes)
+    }
+    fn body_bytes(&self) -> u64 {
+        16 + self.init.wire_len()
+    }
+}
+
+impl Body for CreateNodeGroup {
     payload_in!(init);
     fn check(&self, npes: usize) -> Result<(), String> {
         check_root(self.root, npes)
