@@ -9,10 +9,23 @@ use crate::{config, pes_each};
 use chorus_core::{Callback, Ctx, ErrorPolicy, IntoRegistry, Layer, Reducible, Runtime};
 
 pub mod arrayring;
+pub mod callback;
+pub mod fib;
 pub mod groupcast;
 pub mod groupring;
+pub mod marshall;
+pub mod migration;
+pub mod packtest;
 pub mod priomsg;
 pub mod priotest;
+pub mod queens;
+pub mod reduction;
+pub mod rotest;
+pub mod synctest;
+pub mod templates;
+pub mod varraystest;
+pub mod varsizetest;
+pub mod varsizetest2;
 
 /// The PE counts every megatest runs on (on mpi: the world size once).
 const PES: &[u32] = &[1, 2, 5];
@@ -44,8 +57,21 @@ fn run_for<T: Reducible>(
 /// Every ported megatest, by its original's name.
 pub const TESTS: &[super::suite::Test] = &[
     ("arrayring", arrayring::arrayring),
+    ("callback", callback::callback),
+    ("fib", fib::fib),
     ("groupcast", groupcast::groupcast),
     ("groupring", groupring::groupring),
+    ("marshall", marshall::marshall),
+    ("migration", migration::migration),
+    ("packtest", packtest::packtest),
     ("priomsg", priomsg::priomsg),
     ("priotest", priotest::priotest),
+    ("queens", queens::queens),
+    ("reduction", reduction::reduction),
+    ("rotest", rotest::rotest),
+    ("synctest", synctest::synctest),
+    ("templates", templates::templates),
+    ("varraystest", varraystest::varraystest),
+    ("varsizetest", varsizetest::varsizetest),
+    ("varsizetest2", varsizetest2::varsizetest2),
 ];

@@ -32,4 +32,23 @@ macro_rules! megatests {
     };
 }
 
-megatests!(arrayring, groupcast, groupring, priomsg, priotest);
+megatests!(
+    arrayring,
+    callback,
+    fib,
+    groupcast,
+    groupring,
+    marshall,
+    migration,
+    packtest,
+    priomsg,
+    priotest,
+    queens,
+    reduction,
+    rotest,
+    synctest,
+    templates,
+    varraystest,
+    varsizetest,
+    varsizetest2,
+);
