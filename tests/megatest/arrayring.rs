@@ -53,7 +53,7 @@ impl RingElt {
             let ring = ctx.this_array::<RingElt, usize>().expect("an array");
             ring.at((i + 1) % N).start(ctx, token);
         } else {
-            ctx.send_to_callback(&token.done.clone(), token.hops);
+            ctx.send_to_callback(&token.done, token.hops);
         }
     }
 }

@@ -111,8 +111,8 @@ impl CbCoord {
         let n_arr = ctx.num_pes() * 2 + 1;
         let last = ctx.num_pes() as u32 - 1;
         let targets = Targets {
-            chare: ctx.create_chare::<CbChare>(me.clone(), last),
-            array: ctx.create_array_1d::<CbArray>(n_arr, me.clone(), ArrayMap::Block),
+            chare: ctx.create_chare::<CbChare>(me, last),
+            array: ctx.create_array_1d::<CbArray>(n_arr, me, ArrayMap::Block),
             n_arr,
             group: ctx.create_group::<CbGroup>(me),
         };
@@ -176,9 +176,8 @@ impl CbCoord {
             let mut reflected = 0u64;
             for pe in (0..pes).step_by(2) {
                 let want = 237 + 13 * u64::from(pe);
-                let g = group.clone();
                 let got = t
-                    .ask(move |ctx, r| g.at(pe).reflect_to(ctx, want, r))
+                    .ask(move |ctx, r| group.at(pe).reflect_to(ctx, want, r))
                     .await?;
                 assert_eq!(got, want, "threaded callback returned the wrong value");
                 reflected += 1;

@@ -41,7 +41,7 @@ impl CastMain {
     fn group_ready(&mut self, members: u64, ctx: &mut Ctx) {
         assert_eq!(members, ctx.num_pes() as u64, "groupcast: a member missing");
         self.rounds += 1;
-        let group = self.group.clone().expect("created");
+        let group = self.group.expect("created");
         if self.rounds < ROUNDS {
             group.do_broadcast(ctx, pattern());
         } else {

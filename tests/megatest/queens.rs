@@ -61,7 +61,7 @@ impl Queens {
             let mut next = queens.clone();
             next[row] = col;
             let pe = (me as usize + col * 7 + row) % pes;
-            ctx.create_chare::<Queens>((next, row + 1, counter.clone()), pe as u32);
+            ctx.create_chare::<Queens>((next, row + 1, counter), pe as u32);
         }
         Queens
     }
@@ -98,7 +98,7 @@ impl QueensMain {
     #[init]
     fn new(done: Callback, ctx: &mut Ctx) -> Self {
         let counter = ctx.create_group::<Counter>(());
-        ctx.create_chare::<Queens>((vec![0; NUM_QUEENS], 0, counter.clone()), 0);
+        ctx.create_chare::<Queens>((vec![0; NUM_QUEENS], 0, counter), 0);
         let me: ChareProxy<QueensMain> = ctx.this_chare().expect("a chare");
         let quiet = me.quiescence_callback(ctx);
         ctx.start_quiescence(quiet);

@@ -61,7 +61,7 @@ impl SyncMain {
         let me = ctx.this_chare::<SyncMain>().expect("a chare");
         let pes = ctx.num_pes() as u32;
         for i in 0..CHILDREN as u32 {
-            ctx.create_chare::<SyncChild>((u64::from(i) + 1, Some(me.clone())), i % pes);
+            ctx.create_chare::<SyncChild>((u64::from(i) + 1, Some(me)), i % pes);
         }
         SyncMain {
             children: Vec::new(),
@@ -93,8 +93,9 @@ impl SyncMain {
                 "chare synctest failed"
             );
             for i in 0..CHILDREN {
-                let a = arr.clone();
-                let v = t.ask(move |ctx, r| a.at(i).test(ctx, payload(), r)).await?;
+                let v = t
+                    .ask(move |ctx, r| arr.at(i).test(ctx, payload(), r))
+                    .await?;
                 assert_eq!(v, ARRAY_VALUE, "array synctest failed");
             }
             t.with(move |ctx| ctx.send_to_callback(&done, sum)).await;

@@ -144,7 +144,7 @@ fn run<T: Num>(layer: Layer, pes: u32) -> T {
     run_for(layer, pes, register::<T>, move |ctx, done| {
         let red = ctx.create_group::<Reduction<T>>(());
         for pe in 0..pes {
-            ctx.create_chare::<Collector<T>>((red.clone(), done.clone()), pe);
+            ctx.create_chare::<Collector<T>>((red, done.clone()), pe);
         }
     })
 }
