@@ -98,7 +98,7 @@ pub use migration::{Checkpointable, Migratable, MigrateError, Restarted};
 pub use proxy::{ArrayProxy, ChareProxy, GroupProxy, SendOpts};
 pub use reduction::{Encoded, RedData, Reducer, Reducible};
 pub use registry::{Entry, IntoRegistry, Registry};
-pub use report::{PeReport, Recovery, RunReport, MAX_ERRORS_KEPT};
+pub use report::{PeReport, Recovery, RunReport, Unfinished, MAX_ERRORS_KEPT};
 pub use trace::TraceReport;
 
 pub use api::task::{Ask, AskError, ReplyTo, Task, With};

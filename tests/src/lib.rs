@@ -5,6 +5,8 @@
 
 use chorus_core::{Config, ErrorPolicy, Layer};
 
+#[path = "../megatest/mod.rs"]
+pub mod megatest;
 pub mod suite;
 
 /// The machine layers runtime tests run on.

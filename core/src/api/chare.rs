@@ -19,6 +19,14 @@ pub trait Chare: Sized + Send + 'static {
 
     /// Run the entry method a message names.
     fn handle(&mut self, msg: Self::Msg, ctx: &mut Ctx);
+
+    /// What this chare started and will not finish, asked when the job ends at
+    /// quiescence (a collective or split still waiting for other PEs' parts): one line
+    /// each, the same words on every PE for the same thing, so the run's report can
+    /// say on how many PEs each was left (`RunReport::unfinished_collectives`).
+    fn unfinished(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A chare whose type only its vtable knows.
@@ -28,6 +36,8 @@ pub(crate) trait AnyChare: Send {
     fn deliver(&mut self, payload: Payload, ctx: &mut Ctx)
         -> Result<Option<Payload>, RuntimeError>;
     fn type_name(&self) -> &'static str;
+    /// `Chare::unfinished` of the chare inside.
+    fn unfinished(&self) -> Vec<String>;
     /// The concrete cell, for the migration functions of its type to downcast.
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -115,6 +125,10 @@ impl<C: Chare> AnyChare for Cell<C> {
 
     fn type_name(&self) -> &'static str {
         std::any::type_name::<C>()
+    }
+
+    fn unfinished(&self) -> Vec<String> {
+        self.0.unfinished()
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {

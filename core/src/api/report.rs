@@ -9,6 +9,15 @@ use serde::de::DeserializeOwned;
 
 pub use crate::engine::report::{BalanceStep, PeReport, Recovery, MAX_ERRORS_KEPT};
 
+/// A collective or split some PEs started and the job ended without.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unfinished {
+    /// What it is and where it stopped, as its chares said.
+    pub what: String,
+    /// The PEs that reported it.
+    pub pes: Vec<Pe>,
+}
+
 /// The outcome of `Runtime::run`.
 #[derive(Debug, Clone)]
 pub struct RunReport {
@@ -49,6 +58,51 @@ impl RunReport {
     /// Async tasks still waiting for an answer when the job ended, on every PE.
     pub fn tasks_waiting(&self) -> u64 {
         self.per_pe.iter().map(|p| p.tasks_waiting).sum()
+    }
+
+    /// What chares left unfinished when the job ended (`Chare::unfinished`): each
+    /// line once, with the PEs that reported it, in order.
+    pub fn unfinished_collectives(&self) -> Vec<Unfinished> {
+        let mut by_what: std::collections::BTreeMap<&str, Vec<Pe>> = Default::default();
+        for p in &self.per_pe {
+            for what in &p.unfinished {
+                by_what.entry(what).or_default().push(p.pe);
+            }
+        }
+        by_what
+            .into_iter()
+            .map(|(what, pes)| Unfinished {
+                what: what.to_string(),
+                pes,
+            })
+            .collect()
+    }
+
+    /// True if the job ended at quiescence (`exit_on_quiescence`).
+    pub fn ended_at_quiescence(&self) -> bool {
+        self.per_pe.iter().any(|p| p.exit_at_quiescence)
+    }
+
+    /// The unfinished collectives of a job that ended at quiescence, in one line:
+    /// each with the number of PEs that left it, of the job's.
+    pub fn unfinished_summary(&self) -> Option<String> {
+        let left = self.unfinished_collectives();
+        if left.is_empty() || !self.ended_at_quiescence() {
+            return None;
+        }
+        let each: Vec<String> = left
+            .iter()
+            .map(|u| {
+                format!(
+                    "{} (on {} of {} PEs: {:?})",
+                    u.what,
+                    u.pes.len(),
+                    self.pes,
+                    u.pes
+                )
+            })
+            .collect();
+        Some(format!("{} unfinished: {}", each.len(), each.join("; ")))
     }
 
     /// Every value published under `key`, with the PE that published it, PE by PE.

@@ -450,6 +450,10 @@ pub enum RuntimeError {
     /// The job can make no more progress and never exited.
     #[error("job stalled: {0}")]
     Stalled(String),
+    /// The job ended at quiescence with collectives or splits started that can never
+    /// complete: some PEs of each never made their call.
+    #[error("the job ended at quiescence with {0}; every PE of a collective or split must make its call (under --on-error drop this is a warning and RunReport::unfinished_collectives)")]
+    Unfinished(String),
     /// An async task's owner (the array element or chare that spawned it) left its
     /// PE while the task waited; the task, which cannot move, is dropped.
     #[error("PE {pe}: a task of {owner} was dropped: its owner left the PE while it waited; finish tasks before migrating")]

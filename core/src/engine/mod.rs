@@ -453,6 +453,19 @@ impl PeRuntime {
         std::mem::take(&mut self.core.worked)
     }
 
+    /// What every chare, group member and array element here left unfinished.
+    fn unfinished(&self) -> Vec<String> {
+        let singletons = self.chares.get().into_iter().flat_map(|c| c.slab.iter());
+        let members = self.colls.values().flat_map(|c| match &c.members {
+            Members::Group { member, .. } => vec![member],
+            Members::Array { elements, .. } => elements.values().map(|e| &e.chare).collect(),
+        });
+        singletons
+            .chain(members)
+            .flat_map(|c| c.unfinished())
+            .collect()
+    }
+
     /// Statistics and outputs of this PE, at the end of the run.
     pub(crate) fn into_report(mut self) -> PeReport {
         let mut report = self.core.report.take().unwrap_or_default();
@@ -469,6 +482,7 @@ impl PeRuntime {
             .sum::<usize>()
             + self.core.loc.waiting_count();
         report.unprocessed = (self.core.queue.len() + waiting) as u64;
+        report.unfinished = self.unfinished();
         report.qd_waves = self.core.qd.get().map_or(0, Quiescence::waves_run);
         (report.tasks_waiting, report.late_replies) =
             self.core.tasks.get().map_or((0, 0), tasks::Tasks::counts);

@@ -266,6 +266,11 @@ impl PeRuntime {
             }
             Outcome::Quiescent(callbacks) => {
                 self.report_orphans(self.core.me);
+                if callbacks.iter().any(|cb| matches!(cb, Callback::Exit)) {
+                    // What is unfinished now can never finish: the end of the run
+                    // reports it (`RunReport::unfinished_collectives`).
+                    self.core.report.get_mut().exit_at_quiescence = true;
+                }
                 for cb in self.checkpoint_at_quiescence(callbacks) {
                     self.core.fire(&cb, RedData::List(Vec::new()));
                 }

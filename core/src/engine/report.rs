@@ -39,6 +39,12 @@ pub struct PeReport {
     pub tasks_waiting: u64,
     /// Replies to asks that had already timed out (or were answered), dropped.
     pub late_replies: u64,
+    /// What its chares started and left unfinished when the job ended
+    /// (`Chare::unfinished`), one line each.
+    pub unfinished: Vec<String>,
+    /// True if the job ended at quiescence, by `exit_on_quiescence` or a quiescence
+    /// callback that exits (PE 0 only): nothing unfinished then can ever finish.
+    pub exit_at_quiescence: bool,
 }
 
 /// One load-balancing step of a chare array, as PE 0 decided it.

@@ -16,7 +16,7 @@ mod threads;
 use crate::api::ctx::Ctx;
 use crate::api::registry::Registry;
 use crate::api::report::RunReport;
-use crate::base::config::{Config, Layer};
+use crate::base::config::{is_root_process, Config, ErrorPolicy, Layer};
 use crate::base::error::RuntimeError;
 use crate::engine::Restart;
 use std::sync::Arc;
@@ -69,12 +69,14 @@ impl Runtime {
         };
         let restart = self.load_restart()?;
         let stats = self.config.stats;
+        let policy = self.config.on_error;
         let result = layer.run(Job {
             registry: Arc::new(self.registry),
             config: self.config,
             main: Box::new(main),
             restart,
         });
+        let result = result.and_then(|r| check_unfinished(r, policy));
         if let (Some(format), Ok(report)) = (stats, &result) {
             eprintln!("{}", report.stats(format));
         }
@@ -111,6 +113,24 @@ impl Runtime {
             name: name.clone(),
             known: self.registry.balancer_names().join(", "),
         })
+    }
+}
+
+/// A job that ended at quiescence with collectives unfinished: the error under
+/// `--on-error abort`, one warning under `drop` (Reliability: never silently).
+fn check_unfinished(report: RunReport, policy: ErrorPolicy) -> Result<RunReport, RuntimeError> {
+    let Some(summary) = report.unfinished_summary() else {
+        return Ok(report);
+    };
+    match policy {
+        ErrorPolicy::Abort => Err(RuntimeError::Unfinished(summary)),
+        ErrorPolicy::Drop => {
+            // Every rank has the whole report: one of them says it.
+            if is_root_process() {
+                tracing::warn!("the job ended at quiescence with {summary}");
+            }
+            Ok(report)
+        }
     }
 }
 

@@ -305,13 +305,13 @@ struct WireReport {
     balance: Vec<BalanceStep>,
     tasks_waiting: u64,
     late_replies: u64,
+    unfinished: Vec<String>,
+    exit_at_quiescence: bool,
 }
 
-/// Every rank's PE reports, on every rank, in PE order.
-fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) -> Vec<PeReport> {
-    let wire: Vec<WireReport> = mine
-        .iter()
-        .map(|r| WireReport {
+impl From<&PeReport> for WireReport {
+    fn from(r: &PeReport) -> Self {
+        WireReport {
             pe: r.pe,
             sent: r.sent,
             processed: r.processed,
@@ -326,8 +326,38 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
             balance: r.balance.clone(),
             tasks_waiting: r.tasks_waiting,
             late_replies: r.late_replies,
-        })
-        .collect();
+            unfinished: r.unfinished.clone(),
+            exit_at_quiescence: r.exit_at_quiescence,
+        }
+    }
+}
+
+impl From<WireReport> for PeReport {
+    fn from(w: WireReport) -> Self {
+        PeReport {
+            pe: w.pe,
+            sent: w.sent,
+            processed: w.processed,
+            unprocessed: w.unprocessed,
+            dropped_on_wire: w.dropped_on_wire,
+            dropped_to_deleted: w.dropped_to_deleted,
+            errors_not_kept: w.errors_not_kept,
+            errors: w.errors.into_iter().map(RuntimeError::Remote).collect(),
+            outputs: w.outputs,
+            qd_waves: w.qd_waves,
+            aborted: w.aborted,
+            balance: w.balance,
+            tasks_waiting: w.tasks_waiting,
+            late_replies: w.late_replies,
+            unfinished: w.unfinished,
+            exit_at_quiescence: w.exit_at_quiescence,
+        }
+    }
+}
+
+/// Every rank's PE reports, on every rank, in PE order.
+fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) -> Vec<PeReport> {
+    let wire: Vec<WireReport> = mine.iter().map(WireReport::from).collect();
     let bytes = bincode::serialize(&wire).unwrap_or_default();
     let n = comm.size() as usize;
     let mut counts = vec![0i32; n];
@@ -356,22 +386,7 @@ fn exchange_reports(comm: &SimpleCommunicator, mine: Vec<PeReport>, ppr: usize) 
         }
         let (d, c) = (displs[r] as usize, counts[r] as usize);
         match bincode::deserialize::<Vec<WireReport>>(&all[d..d + c]) {
-            Ok(reports) => out.extend(reports.into_iter().map(|w| PeReport {
-                pe: w.pe,
-                sent: w.sent,
-                processed: w.processed,
-                unprocessed: w.unprocessed,
-                dropped_on_wire: w.dropped_on_wire,
-                dropped_to_deleted: w.dropped_to_deleted,
-                errors_not_kept: w.errors_not_kept,
-                errors: w.errors.into_iter().map(RuntimeError::Remote).collect(),
-                outputs: w.outputs,
-                qd_waves: w.qd_waves,
-                aborted: w.aborted,
-                balance: w.balance,
-                tasks_waiting: w.tasks_waiting,
-                late_replies: w.late_replies,
-            })),
+            Ok(reports) => out.extend(reports.into_iter().map(PeReport::from)),
             Err(e) => out.extend((r * ppr..(r + 1) * ppr).map(|pe| {
                 let mut report = PeReport::new(pe as Pe);
                 report.record_error(RuntimeError::Decode {

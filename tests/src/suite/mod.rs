@@ -26,7 +26,7 @@ pub mod tasks;
 /// A named suite test.
 pub type Test = (&'static str, fn(Layer));
 
-/// Every module's tests, in a fixed order (test names are unique across modules).
+/// Every module's tests and the ported megatests, in a fixed order (test names are unique across modules).
 /// `checkpoint`'s are left out: their scratch directories are per process, so they
 /// run on threads and sim only (`tests/tests/checkpoint.rs`) until mpi ranks share one.
 pub fn all() -> Vec<Test> {
@@ -45,6 +45,7 @@ pub fn all() -> Vec<Test> {
         sections::TESTS,
         slow_sender::TESTS,
         tasks::TESTS,
+        crate::megatest::TESTS,
     ]
     .concat()
 }

@@ -172,6 +172,10 @@ impl Chare for Builder {
             ctx.fail("section builder", e);
         }
     }
+
+    fn unfinished(&self) -> Vec<String> {
+        self.splits.unfinished()
+    }
 }
 
 /// Where a member's callback goes on PE `pe` (the crate's rule: [`crate::callback`]).

@@ -133,7 +133,37 @@ pub(super) struct Search {
     pub(super) k: Option<u32>,
 }
 
+/// A parent's name in a report.
+fn parent_name(p: &Parent) -> String {
+    match p {
+        Parent::World => "the world".to_string(),
+        Parent::Section(id) => format!("section {id}"),
+    }
+}
+
 impl Splits {
+    /// The splits here that cannot finish without other PEs' calls, for
+    /// `Chare::unfinished`: the same words on every PE for one split and role, sorted.
+    pub(super) fn unfinished(&self) -> Vec<String> {
+        let held = self.held.keys().map(|(p, seq)| {
+            let p = parent_name(p);
+            format!("split #{seq} of {p}: started, never called")
+        });
+        let calls = self.calls.keys().map(|(p, seq)| {
+            let p = parent_name(p);
+            format!("split #{seq} of {p}: called, its start never came")
+        });
+        let searches = self.any.searches.keys().map(|(p, seq)| {
+            let p = parent_name(p);
+            format!("split by any colour #{seq} of {p}: colours never all gathered")
+        });
+        let rankings =
+            (self.rankings.keys()).map(|id| format!("ranking of split section {id}: unfinished"));
+        let mut out: Vec<String> = held.chain(calls).chain(searches).chain(rankings).collect();
+        out.sort();
+        out
+    }
+
     /// Drop the starts of splits of section `id` this PE never called; returns how
     /// many.
     pub(super) fn drop_uncalled(&mut self, id: SectionId) -> usize {
