@@ -537,7 +537,7 @@ impl PeCore {
         let (entry, dest, to) = match cb {
             Callback::Ignore => return,
             Callback::Exit => return self.exit(None),
-            Callback::Chare { id, entry } => (*entry, Dest::Chare(*id), Some(id.pe)),
+            Callback::Chare { id, entry } => (*entry, Dest::Chare(*id), Some(self.chare_pe(*id))),
             Callback::GroupMember { coll, pe, entry } => (*entry, Dest::Group(*coll), Some(*pe)),
             Callback::GroupAll { coll, entry } => (*entry, Dest::Group(*coll), None),
             Callback::ArrayElement { coll, addr, entry } => {

@@ -357,7 +357,7 @@ pub fn a_damaged_incomplete_or_foreign_checkpoint_is_refused_naming_the_file(lay
     let text = std::fs::read_to_string(&manifest).expect("the manifest");
     std::fs::write(
         &manifest,
-        text.replace("\"version\": 1,", "\"version\": 99,"),
+        text.replace("\"version\": 2,", "\"version\": 99,"),
     )
     .expect("edit");
     let e = refusal(layer, p, registry().0, &dir);
@@ -420,10 +420,24 @@ impl Checkpointable for Pool {
     }
 }
 
+/// A singleton type no checkpoint can save (registered with `chare` alone).
+#[derive(Serialize, Deserialize)]
+struct Loose;
+
+impl Chare for Loose {
+    type Init = ();
+    type Msg = ();
+    fn create(_: (), _: &mut Ctx) -> Self {
+        Loose
+    }
+    fn handle(&mut self, _: (), _: &mut Ctx) {}
+}
+
 fn group_registry() -> Registry {
     let mut reg = Registry::new();
     reg.checkpointable::<Tally>("Tally")
-        .checkpointable::<Pool>("Pool");
+        .checkpointable::<Pool>("Pool")
+        .chare::<Loose>("Loose");
     reg
 }
 
@@ -464,20 +478,24 @@ pub fn groups_restore_per_pe_and_a_fixed_count_group_refuses_another_count(layer
             .collect();
         assert_eq!(pooled, want, "Pool::restore ran on every new PE");
     }
-    // A checkpoint that cannot be taken (a singleton chare) fails the job with a
-    // typed error and leaves the one in the directory as it was.
+    // A checkpoint that cannot be taken (a singleton of a type registered with
+    // `chare` alone) fails the job with a typed error and leaves the one in the
+    // directory as it was.
     let before = files_in(&pool);
     let manifest = std::fs::read(pool.join("manifest.json")).expect("the manifest");
     let d = pool.clone();
     let failed =
         Runtime::new(group_registry(), config(layer, p, ErrorPolicy::Abort)).run(move |ctx| {
             ctx.create_group::<Pool>(());
-            ctx.create_chare::<Tally>((), 0);
+            ctx.create_chare::<Loose>((), 0);
             ctx.checkpoint(&d, Callback::Exit);
         });
     match failed {
         Err(RuntimeError::Checkpoint(CheckpointError::Unsaveable { what, .. })) => {
-            assert!(what.contains("singleton"), "{what}");
+            assert!(
+                what.contains("singleton") && what.contains("Loose"),
+                "{what}"
+            );
         }
         r => panic!("a checkpoint with a singleton: {:?}", r.map(|_| ())),
     }

@@ -9,6 +9,7 @@ pub mod arrays;
 pub mod bad_input;
 pub mod balance;
 pub mod checkpoint;
+pub mod checkpoint_state;
 pub mod destroy;
 pub mod faults;
 pub mod ledger;
