@@ -23,3 +23,17 @@ fn deleted_elements_stay_deleted_after_a_restart() {
         checkpoint_state::deleted_elements_stay_deleted_after_a_restart(layer);
     }
 }
+
+#[test]
+fn a_kept_array_section_works_after_a_restart() {
+    for layer in layers() {
+        checkpoint_state::a_kept_array_section_works_after_a_restart(layer);
+    }
+}
+
+#[test]
+fn an_open_section_reduction_is_named() {
+    for layer in layers() {
+        checkpoint_state::an_open_section_reduction_is_named(layer);
+    }
+}

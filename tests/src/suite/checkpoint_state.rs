@@ -2,12 +2,14 @@
 //! (restored on the PE they lived on, or on that PE modulo a smaller PE count, their
 //! proxies still reaching them), deleted array elements (the restored array is the
 //! smaller one, and messages to a deleted index are still dropped and reported),
-//! and what it refuses, naming it, rather than drop it.
+//! array sections kept in user state (the tree rebuilt over the members' new
+//! homes), and what it refuses, naming it, rather than drop it.
 
 use crate::config;
 use chorus_core::{
-    ArrayMap, ArrayProxy, Callback, Chare, ChareProxy, CheckpointError, Checkpointable, Ctx, Entry,
-    ErrorPolicy, Layer, Migratable, Pe, Reducer, Registry, RunReport, Runtime, RuntimeError,
+    ArrayMap, ArrayProxy, ArraySection, Callback, Chare, ChareProxy, CheckpointError,
+    Checkpointable, Ctx, Entry, ErrorPolicy, Layer, Migratable, Pe, Reducer, Registry, RunReport,
+    Runtime, RuntimeError,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -108,13 +110,98 @@ impl Chare for Slot {
 
 impl Migratable for Slot {}
 
+/// An array element keeping two sections of its array: `kept`, made before the
+/// checkpoint, and `fresh`, made after the restart.
+#[derive(Serialize, Deserialize)]
+struct Member {
+    i: usize,
+    kept: Option<ArraySection<Member, usize>>,
+    entries: (Entry<Member, u64>, Entry<Member, u64>),
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+enum MemberMsg {
+    /// Keep the section made before the checkpoint.
+    Keep(ArraySection<Member, usize>),
+    /// Every fourth element contributes to this section's reduction, the other
+    /// members do not (a reduction left open).
+    Half(ArraySection<Member, usize>),
+    /// The section made after the restart: contribute the index to both sections'
+    /// reductions if a member; element 0 also multicasts `Hit` down `kept`.
+    Fresh(ArraySection<Member, usize>),
+    /// Publish the index.
+    Hit,
+    /// `kept`'s sum (to element 0).
+    KeptSum(u64),
+    /// `fresh`'s sum (to element 0).
+    FreshSum(u64),
+}
+
+impl Chare for Member {
+    type Init = (Entry<Member, u64>, Entry<Member, u64>);
+    type Msg = MemberMsg;
+    fn create(entries: Self::Init, ctx: &mut Ctx) -> Self {
+        let i = ctx.this_index::<usize>().expect("a 1-D element");
+        Member {
+            i,
+            kept: None,
+            entries,
+        }
+    }
+    fn handle(&mut self, msg: MemberMsg, ctx: &mut Ctx) {
+        let me = ctx.this_array::<Member, usize>().expect("in the array");
+        match msg {
+            MemberMsg::Keep(s) => self.kept = Some(s),
+            MemberMsg::Half(mut s) => {
+                if self.i.is_multiple_of(4) {
+                    let cb = Callback::array_element(&me, &0, self.entries.0);
+                    s.contribute(ctx, 1u64, Reducer::Sum, cb).expect("a member");
+                }
+            }
+            MemberMsg::Fresh(mut fresh) => {
+                let kept = self.kept.as_mut().expect("kept before the checkpoint");
+                if self.i == 0 {
+                    kept.broadcast(ctx, MemberMsg::Hit);
+                }
+                let (i, v) = (self.i, self.i as u64);
+                if kept.members().contains(&i) {
+                    let cb = Callback::array_element(&me, &0, self.entries.0);
+                    kept.contribute(ctx, v, Reducer::Sum, cb).expect("a member");
+                }
+                if fresh.members().contains(&i) {
+                    let cb = Callback::array_element(&me, &0, self.entries.1);
+                    fresh
+                        .contribute(ctx, v, Reducer::Sum, cb)
+                        .expect("a member");
+                }
+            }
+            MemberMsg::Hit => ctx.publish("hit", &self.i),
+            MemberMsg::KeptSum(sum) => ctx.publish("kept", &sum),
+            MemberMsg::FreshSum(sum) => ctx.publish("fresh", &sum),
+        }
+    }
+}
+
+impl Migratable for Member {}
+
+/// The entries of a `Member` array.
+type MemberEntries = (Entry<Member, u64>, Entry<Member, u64>);
+
 fn registry() -> (Registry, Entry<Slot, u64>) {
+    let (reg, total, _) = registry_with_members();
+    (reg, total)
+}
+
+fn registry_with_members() -> (Registry, Entry<Slot, u64>, MemberEntries) {
     let mut reg = Registry::new();
     reg.checkpointable::<Keeper>("Keeper")
         .chare::<Plain>("Plain")
-        .migratable::<Slot>("Slot");
+        .migratable::<Slot>("Slot")
+        .migratable::<Member>("Member");
     let total = reg.entry::<Slot, u64>("total", SlotMsg::Total);
-    (reg, total)
+    let kept = reg.entry::<Member, u64>("kept", MemberMsg::KeptSum);
+    let fresh = reg.entry::<Member, u64>("fresh", MemberMsg::FreshSum);
+    (reg, total, (kept, fresh))
 }
 
 /// A fresh directory for one test's checkpoint.
@@ -243,6 +330,69 @@ pub fn deleted_elements_stay_deleted_after_a_restart(layer: Layer) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The even elements of a 16-element array are a section each element keeps;
+/// restarted on 8, 5 and 16 PEs from 8, the kept section's multicast reaches each
+/// member once and its reduction sums them, beside a section made after the restart
+/// whose reduction runs at the same time (its id is new: the PE's section count was
+/// saved).
+pub fn a_kept_array_section_works_after_a_restart(layer: Layer) {
+    let dir = scratch("section", layer);
+    let d = dir.clone();
+    let (reg, _, entries) = registry_with_members();
+    Runtime::new(reg, config(layer, 8, ErrorPolicy::Abort))
+        .run(move |ctx| {
+            let a = ctx.create_array_1d::<Member>(16, entries, ArrayMap::Block);
+            let evens = a.section(ctx, (0..16).step_by(2)).expect("a section");
+            a.broadcast(ctx, MemberMsg::Keep(evens));
+            ctx.checkpoint(&d, Callback::Exit);
+        })
+        .expect("a checkpointed run");
+    for n in [8u32, 5, 16] {
+        let report = restart(layer, n, &dir, |ctx| {
+            let arrays: Vec<ArrayProxy<Member, usize>> = ctx.restored_arrays();
+            let a = arrays.first().expect("the array");
+            let threes = a.section(ctx, (0..16).step_by(3)).expect("a section");
+            a.broadcast(ctx, MemberMsg::Fresh(threes));
+            ctx.exit_on_quiescence();
+        })
+        .unwrap_or_else(|e| panic!("a restart on {n} PEs: {e}"));
+        let kept: Vec<u64> = report.outputs("kept").into_iter().map(|o| o.1).collect();
+        let fresh: Vec<u64> = report.outputs("fresh").into_iter().map(|o| o.1).collect();
+        assert_eq!(kept, vec![(0..16).step_by(2).sum::<u64>()], "on {n} PEs");
+        assert_eq!(fresh, vec![(0..16).step_by(3).sum::<u64>()], "on {n} PEs");
+        let mut hit: Vec<usize> = report.outputs("hit").into_iter().map(|o| o.1).collect();
+        hit.sort_unstable();
+        assert_eq!(hit, (0..16).step_by(2).collect::<Vec<_>>(), "on {n} PEs");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A section reduction some members contributed to and others not cannot be
+/// saved: the checkpoint fails naming it, and writes no manifest.
+pub fn an_open_section_reduction_is_named(layer: Layer) {
+    let dir = scratch("open-section", layer);
+    let d = dir.clone();
+    let (reg, _, entries) = registry_with_members();
+    let failed = Runtime::new(reg, config(layer, 4, ErrorPolicy::Abort)).run(move |ctx| {
+        let a = ctx.create_array_1d::<Member>(8, entries, ArrayMap::Block);
+        let evens = a.section(ctx, (0..8).step_by(2)).expect("a section");
+        a.broadcast(ctx, MemberMsg::Half(evens));
+        ctx.checkpoint(&d, Callback::Exit);
+    });
+    match failed {
+        Err(RuntimeError::Checkpoint(CheckpointError::Unsaveable { what, why, .. })) => {
+            assert!(what.contains("reduction 0 of array section"), "{what}");
+            assert!(why.contains("between section reductions"), "{why}");
+        }
+        r => panic!(
+            "a checkpoint with an open section reduction: {:?}",
+            r.map(|_| ())
+        ),
+    }
+    assert!(!dir.join("manifest.json").exists(), "nothing was committed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every test of this module (threads and sim only, as `suite::checkpoint`'s).
 pub const TESTS: &[crate::suite::Test] = &[
     (
@@ -256,5 +406,13 @@ pub const TESTS: &[crate::suite::Test] = &[
     (
         "deleted_elements_stay_deleted_after_a_restart",
         deleted_elements_stay_deleted_after_a_restart,
+    ),
+    (
+        "a_kept_array_section_works_after_a_restart",
+        a_kept_array_section_works_after_a_restart,
+    ),
+    (
+        "an_open_section_reduction_is_named",
+        an_open_section_reduction_is_named,
     ),
 ];

@@ -251,6 +251,13 @@ impl PeRuntime {
 impl PeRuntime {
     fn save_pe_state(&mut self) -> Result<PeState, CheckpointError> {
         let pe = self.core.me;
+        if let Some((id, red)) = self.sections.get().and_then(|s| s.in_progress()) {
+            return Err(CheckpointError::Unsaveable {
+                pe,
+                what: format!("reduction {red} of array section {id:#x}"),
+                why: "some members contributed to it and others not: checkpoint between section reductions".into(),
+            });
+        }
         let singletons = self.save_singletons()?;
         let mut ids: Vec<CollectionId> = self.colls.keys().copied().collect();
         ids.sort();
