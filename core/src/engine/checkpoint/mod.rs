@@ -352,7 +352,7 @@ impl PeRuntime {
             ) => {
                 let Some(k) = ty.and_then(|t| t.checkpoint) else {
                     return Err(unsaveable(
-                        "register the type with Registry::checkpointable",
+                        "the type is not checkpointable: register it with Registry::checkpointable if it is yours (the groups of chorus-sections, which hold process-group sections, are not checkpointable yet)",
                     ));
                 };
                 let state = (k.save)(member.as_mut()).map_err(bad_state)?.into();
