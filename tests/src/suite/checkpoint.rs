@@ -5,6 +5,7 @@
 //! another version, or whose group cannot take the new PE count, is refused whole
 //! before any PE starts, with an error naming the file.
 
+use crate::suite::checkpoint_state::Plain;
 use crate::{config, pes};
 use chorus_core::{
     ArrayMap, Callback, Chare, CheckpointError, Checkpointable, Ctx, Entry, ErrorPolicy, Layer,
@@ -420,24 +421,11 @@ impl Checkpointable for Pool {
     }
 }
 
-/// A singleton type no checkpoint can save (registered with `chare` alone).
-#[derive(Serialize, Deserialize)]
-struct Loose;
-
-impl Chare for Loose {
-    type Init = ();
-    type Msg = ();
-    fn create(_: (), _: &mut Ctx) -> Self {
-        Loose
-    }
-    fn handle(&mut self, _: (), _: &mut Ctx) {}
-}
-
 fn group_registry() -> Registry {
     let mut reg = Registry::new();
     reg.checkpointable::<Tally>("Tally")
         .checkpointable::<Pool>("Pool")
-        .chare::<Loose>("Loose");
+        .chare::<Plain>("Plain");
     reg
 }
 
@@ -487,13 +475,13 @@ pub fn groups_restore_per_pe_and_a_fixed_count_group_refuses_another_count(layer
     let failed =
         Runtime::new(group_registry(), config(layer, p, ErrorPolicy::Abort)).run(move |ctx| {
             ctx.create_group::<Pool>(());
-            ctx.create_chare::<Loose>((), 0);
+            ctx.create_chare::<Plain>((), 0);
             ctx.checkpoint(&d, Callback::Exit);
         });
     match failed {
         Err(RuntimeError::Checkpoint(CheckpointError::Unsaveable { what, .. })) => {
             assert!(
-                what.contains("singleton") && what.contains("Loose"),
+                what.contains("singleton") && what.contains("Plain"),
                 "{what}"
             );
         }

@@ -60,7 +60,7 @@ impl Checkpointable for Keeper {}
 
 /// A singleton of a type no checkpoint can save (registered with `chare` only).
 #[derive(Serialize, Deserialize)]
-struct Plain;
+pub(crate) struct Plain;
 
 impl Chare for Plain {
     type Init = ();
