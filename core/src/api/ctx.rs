@@ -277,8 +277,8 @@ impl Ctx<'_> {
     }
 
     /// What the job was restarted from, if it was started with `--restart`: main
-    /// then finds its collections with `restored_arrays` and `restored_groups`
-    /// instead of creating them, and sends the messages that resume the work.
+    /// then finds its collections and chares with `restored_arrays`,
+    /// `restored_groups` and `restored_chares` instead of creating them, and sends the messages that resume the work.
     pub fn restarted(&self) -> Option<Restarted> {
         self.core.resumed().map(|r| r.info.clone())
     }
@@ -296,6 +296,18 @@ impl Ctx<'_> {
         self.restored_of::<C>()
             .into_iter()
             .map(GroupProxy::new)
+            .collect()
+    }
+
+    /// The restored singleton chares of type `C`, by creating PE, the PE each was
+    /// created on and creation order.
+    pub fn restored_chares<C: Chare>(&self) -> Vec<ChareProxy<C>> {
+        let (Some(r), Ok(ty)) = (self.core.resumed(), self.core.reg().type_index::<C>()) else {
+            return Vec::new();
+        };
+        (r.chares.iter())
+            .filter(|c| c.1 == ty)
+            .map(|c| ChareProxy::new(c.0))
             .collect()
     }
 

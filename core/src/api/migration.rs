@@ -5,12 +5,16 @@
 //! through `Restarted` (the engine's side is in `engine/checkpoint/`).
 //!
 //! What a checkpoint holds: every array element of a migratable type (its serde
-//! state, reduction count and AtSync count), every group member of a checkpointable
-//! type, each collection's id, type, shape and map, and each PE's next collection and
-//! chare numbers. What it does not: singleton chares (a checkpoint refuses a job with
-//! one), a reduction some members have contributed to and others not (refused too),
-//! where elements had migrated to (a restart places every element by its array's
-//! map), messages (there are none: it is taken at quiescence), and main's locals.
+//! state, reduction count and AtSync count), every deleted element (at its home,
+//! which goes on standing in for it), every group member and singleton chare of a
+//! checkpointable type (a singleton of a migratable one too), each collection's id,
+//! type, shape and map, and each PE's next collection, chare and section numbers.
+//! What it does not: a singleton or group member of a type registered with neither
+//! (a checkpoint refuses a job with one, naming it), a reduction some members have
+//! contributed to and others not (refused too), where elements had migrated to (a
+//! restart places every element by its array's map, and every singleton on the PE
+//! it was created on, modulo the new PE count), messages (there are none: it is
+//! taken at quiescence), and main's locals.
 //!
 //! Only types registered with `Registry::migratable` move; every other chare type
 //! keeps the plain `Chare` bounds.

@@ -52,7 +52,8 @@ impl<C> ChareProxy<C> {
     fn key(&self) -> ChareId {
         self.id
     }
-    /// PE the chare lives on.
+    /// PE the chare was created on (a restart on fewer PEs places it on this PE
+    /// modulo the new count, where its proxies then send).
     pub fn pe(&self) -> Pe {
         self.id.pe
     }
@@ -67,7 +68,8 @@ impl<C: Chare> ChareProxy<C> {
 
     /// Send with a priority or expedited.
     pub fn send_with(&self, ctx: &mut Ctx, msg: C::Msg, opts: SendOpts) {
-        ctx.core.send_typed(self.id.pe, self.id, msg, opts);
+        ctx.core
+            .send_typed(ctx.core.chare_pe(self.id), self.id, msg, opts);
     }
 }
 

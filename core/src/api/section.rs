@@ -28,9 +28,11 @@ use crate::msg::payload::Payload;
 use crate::msg::reduction::{Reducer, Reducible};
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// A section of a chare array: a handle any chare may copy, send and keep.
+/// A section of a chare array: a handle any chare may copy, send and keep (a
+/// checkpoint saves it with its holder; restarted on another PE count, it keeps its
+/// members and its tree is rebuilt over their new homes).
 #[derive(Serialize, Deserialize)]
 #[serde(bound = "")]
 pub struct ArraySection<C, I> {
@@ -38,6 +40,13 @@ pub struct ArraySection<C, I> {
     /// Section reductions this copy has contributed to: a member keeps its copy (in
     /// its state, so it migrates with it) and each `contribute` names the next one.
     red: u32,
+    /// The PE count `spec`'s tree was built for: a job restarted on another count
+    /// places the members on other homes.
+    built_on: u32,
+    /// `spec` rebuilt over this job's homes, once a copy from a job of another PE
+    /// count is first used (never saved: each job rebuilds its own).
+    #[serde(skip)]
+    rehomed: OnceLock<Arc<SectionSpec>>,
     #[serde(skip)]
     _p: PhantomData<fn() -> (C, I)>,
 }
@@ -47,6 +56,8 @@ impl<C, I> Clone for ArraySection<C, I> {
         ArraySection {
             spec: self.spec.clone(),
             red: self.red,
+            built_on: self.built_on,
+            rehomed: self.rehomed.clone(),
             _p: PhantomData,
         }
     }
@@ -87,17 +98,20 @@ impl<C, I> ArraySection<C, I> {
         false
     }
 
-    /// The PEs the array's map places members on (the section tree's nodes), ascending.
+    /// The PEs the array's map places members on (the section tree's nodes),
+    /// ascending; for a copy restored on another PE count, those of the job that made
+    /// it until its first `broadcast` or `contribute` rebuilds the tree.
     pub fn pes(&self) -> &[Pe] {
-        &self.spec.roster
+        &self.tree().roster
     }
 
     /// Edges of the tree a multicast from PE `from` travels: one fewer than the PEs
     /// when `from` is one of them (the tree is re-rooted there), else one more, from
     /// `from` to the tree's first PE.
     pub fn tree_edges(&self, from: Pe) -> usize {
-        let m = self.spec.roster.len();
-        match self.spec.rank_of(from) {
+        let spec = self.tree();
+        let m = spec.roster.len();
+        match spec.rank_of(from) {
             Some(_) => m - 1,
             None => m,
         }
@@ -106,6 +120,24 @@ impl<C, I> ArraySection<C, I> {
     /// Section reductions this copy has contributed to.
     pub fn contributions(&self) -> u32 {
         self.red
+    }
+
+    /// The newest tree this copy knows.
+    fn tree(&self) -> &Arc<SectionSpec> {
+        self.rehomed.get().unwrap_or(&self.spec)
+    }
+
+    /// The section's tree in this job: as built, or rebuilt over the members' homes
+    /// if it was built on another PE count (a restart).
+    fn spec_here(&self, ctx: &mut Ctx) -> Result<Arc<SectionSpec>, SectionError> {
+        if self.built_on as usize == ctx.num_pes() {
+            return Ok(self.spec.clone());
+        }
+        if let Some(s) = self.rehomed.get() {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(ctx.core.rehome_section(&self.spec)?);
+        Ok(self.rehomed.get_or_init(|| s).clone())
     }
 }
 
@@ -127,8 +159,10 @@ impl<C: Chare, I: ArrayIndex> ArraySection<C, I> {
 
     /// Broadcast with a priority or expedited.
     pub fn broadcast_with(&self, ctx: &mut Ctx, msg: C::Msg, opts: SendOpts) {
-        ctx.core
-            .section_cast(self.spec.clone(), Payload::new(msg), opts);
+        match self.spec_here(ctx) {
+            Ok(spec) => ctx.core.section_cast(spec, Payload::new(msg), opts),
+            Err(e) => ctx.fail("ArraySection::broadcast", e),
+        }
     }
 
     /// The running member's contribution to this copy's next section reduction: once
@@ -142,8 +176,9 @@ impl<C: Chare, I: ArrayIndex> ArraySection<C, I> {
         reducer: Reducer,
         callback: Callback,
     ) -> Result<(), SectionError> {
+        let spec = self.spec_here(ctx)?;
         ctx.core
-            .section_contribute(&self.spec, self.red, value.into_data(), reducer, callback)?;
+            .section_contribute(&spec, self.red, value.into_data(), reducer, callback)?;
         self.red = self.red.wrapping_add(1);
         Ok(())
     }
@@ -186,6 +221,8 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
         Ok(ArraySection {
             spec: Arc::new(ctx.core.build_section(self.coll, addrs)?),
             red: 0,
+            built_on: ctx.num_pes() as u32,
+            rehomed: OnceLock::new(),
             _p: PhantomData,
         })
     }

@@ -144,7 +144,7 @@ impl<C: Chare> Target<C> for This<C> {
     fn deliver(&self, ctx: &mut Ctx, msg: C::Msg) {
         let opts = Default::default();
         match Self::current(ctx) {
-            Some(Current::Chare(id)) => ctx.core.send_typed(id.pe, id, msg, opts),
+            Some(Current::Chare(id)) => ctx.core.send_typed(ctx.core.chare_pe(id), id, msg, opts),
             Some(Current::Group(coll)) if ctx.core.is_node_group(coll) => {
                 ctx.core.node_broadcast(coll, Payload::new(msg), opts)
             }

@@ -1,7 +1,9 @@
 //! Creation of chares, groups, arrays and inserted elements, and the census that
 //! counts an array's elements for its reductions.
 
-use super::{guarded, Census, Collection, Current, Element, Members, Origin, PeRuntime, Pending};
+use super::{
+    guarded, Census, Collection, Current, Element, Members, Origin, PeRuntime, Pending, Singleton,
+};
 use crate::api::chare::AnyChare;
 use crate::base::error::{DestroyError, RuntimeError};
 use crate::base::hash::HashMap;
@@ -51,7 +53,7 @@ impl PeRuntime {
         let c = self.chares.get_mut();
         if let Some(chare) = constructed {
             c.slot.insert(id, c.slab.len());
-            c.slab.push(chare);
+            c.slab.push(Singleton { ty, chare });
         }
         let waiting = c.waiting.remove(&id);
         self.requeue(waiting);

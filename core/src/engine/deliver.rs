@@ -141,7 +141,7 @@ impl PeRuntime {
             // `process` has put messages for absent chares and collections aside.
             Dest::Chare(id) => {
                 if let Some(slot) = self.find_chare(id) {
-                    let chare = self.chares.get_mut().slab[slot].as_mut();
+                    let chare = self.chares.get_mut().slab[slot].chare.as_mut();
                     if let Some(rest) = invoke(
                         &mut self.core,
                         &mut self.delivered,

@@ -16,7 +16,7 @@
 //! processed, as quiescence needs, and reported in `PeReport::dropped_to_deleted`).
 
 use super::migration::element_name;
-use super::{Census, Members, Origin, PeCore, PeRuntime, Via};
+use super::{Census, Members, Origin, PeCore, PeRuntime, StandIn, Via};
 use crate::base::error::{DestroyError, RuntimeError};
 use crate::base::ids::{CollectionId, Pe};
 use crate::engine::ledger::Dropped;
@@ -31,7 +31,9 @@ impl Census {
     /// PE's own and `children` subtrees, with deleted elements and deleted subtrees
     /// standing in from the reduction they stopped at.
     pub(super) fn complete(&self, seq: u64, members: u64, children: usize) -> bool {
-        let stand_ins = self.deleted.values().filter(|&&c| c <= seq).count() as u64;
+        let stand_ins = (self.deleted.values())
+            .filter(|s| s.contributed <= seq)
+            .count() as u64;
         let quiet = self
             .emptied
             .iter()
@@ -50,7 +52,7 @@ impl Census {
         if !self.done || live_here || self.told_empty == Some(self.epoch) {
             return None;
         }
-        let mut from = self.deleted.values().copied().max();
+        let mut from = self.deleted.values().map(|s| s.contributed).max();
         for ch in &self.active_children {
             let e = self
                 .emptied
@@ -256,7 +258,11 @@ impl PeRuntime {
         let Some(c) = self.colls.get_mut(&coll) else {
             return;
         };
-        c.census.deleted.insert(addr.key.clone(), contributed);
+        let stand_in = StandIn {
+            contributed,
+            order: addr.order,
+        };
+        c.census.deleted.insert(addr.key.clone(), stand_in);
         if self.core.loc.get(coll, &addr.key).is_some() {
             // It had moved: the home no longer passes it broadcasts or counts it away.
             let here = Loc {

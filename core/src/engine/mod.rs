@@ -75,13 +75,22 @@ struct Census {
     /// contributed to: each stands in for its element in later reductions, and
     /// counts in `local`. One per deleted element homed here (a deleted index is
     /// never inserted again), so it grows only with the array's deletions.
-    deleted: HashMap<IndexKey, u64>,
+    deleted: HashMap<IndexKey, StandIn>,
     /// Children whose whole subtree was deleted: (child, epoch, the first reduction
     /// it sends nothing for). At most one per child and epoch; older epochs are
     /// dropped as the census advances.
     emptied: Vec<(Pe, u32, u64)>,
     /// The epoch in which this PE told its parent its subtree was deleted.
     told_empty: Option<u32>,
+}
+
+/// A deleted element's place at its home.
+#[derive(Clone, Copy)]
+struct StandIn {
+    /// The reductions it had contributed to when it went.
+    contributed: u64,
+    /// Its order key, which places it on a restart.
+    order: u64,
 }
 
 struct Element {
@@ -125,13 +134,19 @@ struct Collection {
 #[derive(Default)]
 struct Chares {
     /// In creation order.
-    slab: Vec<Box<dyn AnyChare>>,
+    slab: Vec<Singleton>,
     slot: HashMap<ChareId, usize>,
     /// The last chare looked up: runs of messages to one chare skip the hash.
     last: Option<(ChareId, usize)>,
     announced: Announced,
     /// Messages for chares not created yet: each is created or reported at the end.
     waiting: HashMap<ChareId, Vec<Envelope>>,
+}
+
+/// A singleton chare and its type's registry position (a checkpoint saves it).
+struct Singleton {
+    ty: u32,
+    chare: Box<dyn AnyChare>,
 }
 
 /// One PE: the core handlers see, plus the chares and collections living here.
@@ -455,7 +470,8 @@ impl PeRuntime {
 
     /// What every chare, group member and array element here left unfinished.
     fn unfinished(&self) -> Vec<String> {
-        let singletons = self.chares.get().into_iter().flat_map(|c| c.slab.iter());
+        let singletons =
+            (self.chares.get().into_iter()).flat_map(|c| c.slab.iter().map(|s| &s.chare));
         let members = self.colls.values().flat_map(|c| match &c.members {
             Members::Group { member, .. } => vec![member],
             Members::Array { elements, .. } => elements.values().map(|e| &e.chare).collect(),

@@ -573,7 +573,9 @@ impl PeCore {
         let (entry, route) = match cb {
             Callback::Ignore => return,
             Callback::Exit => return self.exit(None),
-            Callback::Chare { id, entry } => (*entry, Route::To(id.pe, Dest::Chare(*id))),
+            Callback::Chare { id, entry } => {
+                (*entry, Route::To(self.chare_pe(*id), Dest::Chare(*id)))
+            }
             Callback::GroupMember { coll, pe, entry } => {
                 (*entry, Route::To(*pe, Dest::Group(*coll)))
             }

@@ -37,17 +37,48 @@ struct Gathering {
 #[derive(Default)]
 pub(super) struct SectionReductions(BTreeMap<(u64, u32), Gathering>);
 
+impl SectionReductions {
+    /// A reduction this node has some of its contributions for and waits for more:
+    /// (section id, reduction number).
+    pub(super) fn in_progress(&self) -> Option<(u64, u32)> {
+        self.0.keys().next().copied()
+    }
+}
+
 impl PeCore {
     /// The section of `coll` whose members are `addrs` (duplicates count once), placed
     /// by the array's map, with a tree of this job's `--tree-arity`.
     pub(crate) fn build_section(
         &mut self,
         coll: CollectionId,
-        mut addrs: Vec<ElemAddr>,
+        addrs: Vec<ElemAddr>,
     ) -> Result<SectionSpec, SectionError> {
         if !self.arrays.contains_key(&coll) {
             return Err(SectionError::UnknownArray { coll });
         }
+        let id = (u64::from(self.me) << 32) | u64::from(self.next_section_seq);
+        let spec = self.section_over(coll, addrs, id)?;
+        self.next_section_seq = self.next_section_seq.wrapping_add(1);
+        Ok(spec)
+    }
+
+    /// Section `spec` of a job restarted on another PE count: the same members and
+    /// id, its tree over their homes in this job (each copy rebuilds the same one).
+    pub(crate) fn rehome_section(
+        &mut self,
+        spec: &SectionSpec,
+    ) -> Result<SectionSpec, SectionError> {
+        let addrs = spec.members.iter().flatten().cloned().collect();
+        self.section_over(spec.coll, addrs, spec.id)
+    }
+
+    /// The section `id` of `coll` over `addrs`, placed by the array's map.
+    fn section_over(
+        &mut self,
+        coll: CollectionId,
+        mut addrs: Vec<ElemAddr>,
+        id: u64,
+    ) -> Result<SectionSpec, SectionError> {
         addrs.sort_by(|a, b| a.key.cmp(&b.key));
         addrs.dedup_by(|a, b| a.key == b.key);
         if addrs.is_empty() {
@@ -63,8 +94,6 @@ impl PeCore {
                 })?;
             by_home.entry(home).or_default().push(addr);
         }
-        let id = (u64::from(self.me) << 32) | u64::from(self.next_section_seq);
-        self.next_section_seq = self.next_section_seq.wrapping_add(1);
         let (roster, members) = by_home.into_iter().unzip();
         Ok(SectionSpec {
             id,

@@ -5,6 +5,7 @@
 //! another version, or whose group cannot take the new PE count, is refused whole
 //! before any PE starts, with an error naming the file.
 
+use crate::suite::checkpoint_state::Plain;
 use crate::{config, pes};
 use chorus_core::{
     ArrayMap, Callback, Chare, CheckpointError, Checkpointable, Ctx, Entry, ErrorPolicy, Layer,
@@ -424,7 +425,8 @@ impl Checkpointable for Pool {
 fn group_registry() -> Registry {
     let mut reg = Registry::new();
     reg.checkpointable::<Tally>("Tally")
-        .checkpointable::<Pool>("Pool");
+        .checkpointable::<Pool>("Pool")
+        .chare::<Plain>("Plain");
     reg
 }
 
@@ -465,20 +467,24 @@ pub fn groups_restore_per_pe_and_a_fixed_count_group_refuses_another_count(layer
             .collect();
         assert_eq!(pooled, want, "Pool::restore ran on every new PE");
     }
-    // A checkpoint that cannot be taken (a singleton chare) fails the job with a
-    // typed error and leaves the one in the directory as it was.
+    // A checkpoint that cannot be taken (a singleton of a type registered with
+    // `chare` alone) fails the job with a typed error and leaves the one in the
+    // directory as it was.
     let before = files_in(&pool);
     let manifest = std::fs::read(pool.join("manifest.json")).expect("the manifest");
     let d = pool.clone();
     let failed =
         Runtime::new(group_registry(), config(layer, p, ErrorPolicy::Abort)).run(move |ctx| {
             ctx.create_group::<Pool>(());
-            ctx.create_chare::<Tally>((), 0);
+            ctx.create_chare::<Plain>((), 0);
             ctx.checkpoint(&d, Callback::Exit);
         });
     match failed {
         Err(RuntimeError::Checkpoint(CheckpointError::Unsaveable { what, .. })) => {
-            assert!(what.contains("singleton"), "{what}");
+            assert!(
+                what.contains("singleton") && what.contains("Plain"),
+                "{what}"
+            );
         }
         r => panic!("a checkpoint with a singleton: {:?}", r.map(|_| ())),
     }

@@ -10,6 +10,7 @@ pub mod bad_input;
 pub mod balance;
 pub mod checkpoint;
 pub mod checkpoint_digest;
+pub mod checkpoint_state;
 pub mod destroy;
 pub mod faults;
 pub mod ledger;

@@ -11,7 +11,7 @@ use crate::api::migration::Restarted;
 use crate::api::registry::Registry;
 use crate::base::bytes::{decoding_from, Bytes};
 use crate::base::checkpoint_error::CheckpointError;
-use crate::base::ids::{CollectionId, IndexKey, Pe};
+use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::msg::array::{builtin_home, ArrayMap, ElemAddr, Shape};
 use chorus_traces::capture::staged::StagedFile;
 use serde::{Deserialize, Serialize};
@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use xxhash_rust::xxh3::Xxh3;
 
-/// The version of this file format; a restart refuses any other (2: XXH3-64
-/// checksums, where 1 had FNV-1a).
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// The version of this file format; a restart refuses any other (3: singletons and
+/// deleted elements saved; 2 had XXH3-64 checksums, where 1 had FNV-1a).
+pub(crate) const FORMAT_VERSION: u32 = 3;
 /// The manifest's name in a checkpoint directory.
 pub(crate) const MANIFEST: &str = "manifest.json";
 /// What the manifest's `format` field says.
@@ -59,7 +59,20 @@ pub(crate) struct PeState {
     pub(crate) pe: Pe,
     pub(crate) next_coll_seq: u32,
     pub(crate) next_chare_seq: Vec<(Pe, u32)>,
+    /// The number of the next array section the PE makes (a section's id holds it).
+    pub(crate) next_section_seq: u32,
     pub(crate) collections: Vec<SavedCollection>,
+    /// The singleton chares living on the PE, by id.
+    pub(crate) singletons: Vec<SavedSingleton>,
+}
+
+/// One singleton chare.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SavedSingleton {
+    pub(crate) id: ChareId,
+    /// Registry position of its type.
+    pub(crate) ty: u32,
+    pub(crate) state: Bytes,
 }
 
 /// One collection's part on one PE.
@@ -83,7 +96,19 @@ pub(crate) enum SavedKind {
         map: ArrayMap,
         seq_floor: u64,
         elements: Vec<SavedElement>,
+        /// The deleted elements this PE was home to.
+        deleted: Vec<SavedDeleted>,
     },
+}
+
+/// An array element that was deleted: its home keeps its place in reductions and
+/// drops the messages sent to it (`engine/destroy.rs`).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SavedDeleted {
+    pub(crate) key: IndexKey,
+    pub(crate) order: u64,
+    /// The reductions it had contributed to when it went.
+    pub(crate) contributed: u64,
 }
 
 /// One array element.
@@ -366,18 +391,31 @@ pub(crate) struct Restart {
     pub(crate) info: Restarted,
     /// Every saved PE's state, in PE order (each new PE takes what is its own).
     states: Vec<PeState>,
-    /// Each new PE's elements, by collection: taken once, by that PE.
-    placed: Vec<Mutex<Vec<(CollectionId, SavedElement)>>>,
     /// What the manifest kept for going on as the saved job did (disk only).
     pub(crate) resume: Option<super::resume::ResumePoint>,
+    /// What each new PE restores of the saved PEs' parts: taken once, by that PE.
+    placed: Vec<Mutex<Placed>>,
+    /// Every saved singleton and its type, by creator, PE created on and number.
+    pub(crate) singletons: Vec<(ChareId, u32)>,
+}
+
+/// The saved things the new PE count places on one new PE.
+#[derive(Default)]
+pub(crate) struct Placed {
+    /// Array elements its map places here, by collection.
+    pub(crate) elements: Vec<(CollectionId, SavedElement)>,
+    /// Deleted elements homed here, by collection.
+    pub(crate) deleted: Vec<(CollectionId, SavedDeleted)>,
+    /// Singletons, each on new PE `id.pe mod npes` (where its proxies send).
+    pub(crate) singletons: Vec<SavedSingleton>,
 }
 
 /// What one new PE restores.
 pub(crate) struct PeRestore<'a> {
     /// Every collection as PE 0 saved it (its elements taken out).
     pub(crate) collections: &'a [SavedCollection],
-    /// This PE's elements.
-    pub(crate) elements: Vec<(CollectionId, SavedElement)>,
+    /// What is placed on this PE.
+    pub(crate) placed: Placed,
     /// Every saved PE's state, for groups and sequence numbers.
     pub(crate) states: &'a [PeState],
 }
@@ -413,8 +451,9 @@ impl Restart {
         let mut restart = Restart {
             info,
             states,
-            placed: (0..npes).map(|_| Mutex::new(Vec::new())).collect(),
+            placed: (0..npes).map(|_| Mutex::default()).collect(),
             resume: None,
+            singletons: Vec::new(),
         };
         restart.check_groups(file, reg, npes)?;
         restart.place_elements(file, reg, npes)?;
@@ -450,70 +489,85 @@ impl Restart {
         Ok(())
     }
 
-    /// Move every saved element into the bucket of the new PE its map names.
+    /// Move every saved element and deleted element into the bucket of the new PE
+    /// its map names, and every singleton into its saved PE's modulo the new count.
     fn place_elements(
         &mut self,
         file: &Path,
         reg: &Registry,
         npes: usize,
     ) -> Result<(), CheckpointError> {
-        let mut buckets: Vec<Vec<(CollectionId, SavedElement)>> =
-            (0..npes).map(|_| Vec::new()).collect();
+        let mut buckets: Vec<Placed> = (0..npes).map(|_| Placed::default()).collect();
         for state in &mut self.states {
+            for s in std::mem::take(&mut state.singletons) {
+                self.singletons.push((s.id, s.ty));
+                buckets[s.id.pe as usize % npes].singletons.push(s);
+            }
             for c in &mut state.collections {
                 let SavedKind::Array {
                     shape,
                     map,
                     elements,
+                    deleted,
                     ..
                 } = &mut c.kind
                 else {
                     continue;
                 };
-                for e in std::mem::take(elements) {
-                    let pe = home(reg, *map, shape, &e, npes).map_err(|reason| {
+                let placing = |key: &IndexKey, order: u64| {
+                    home(reg, *map, shape, key, order, npes).map_err(|reason| {
                         CheckpointError::Corrupt {
                             file: file.to_path_buf(),
                             reason: format!("{}: {reason}", c.id),
                         }
-                    })?;
-                    buckets[pe as usize].push((c.id, e));
+                    })
+                };
+                for e in std::mem::take(elements) {
+                    let pe = placing(&e.key, e.order)?;
+                    buckets[pe as usize].elements.push((c.id, e));
+                }
+                for d in std::mem::take(deleted) {
+                    let pe = placing(&d.key, d.order)?;
+                    buckets[pe as usize].deleted.push((c.id, d));
                 }
             }
         }
         for (slot, bucket) in self.placed.iter_mut().zip(buckets) {
             *slot = Mutex::new(bucket);
         }
+        (self.singletons).sort_unstable_by_key(|(id, _)| (id.creator, id.pe, id.seq));
         Ok(())
     }
 
-    /// PE `pe`'s part (its elements can be taken once).
+    /// PE `pe`'s part (what is placed on it can be taken once).
     pub(crate) fn for_pe(&self, pe: Pe) -> PeRestore<'_> {
-        let elements = self
+        let placed = self
             .placed
             .get(pe as usize)
             .map(|m| std::mem::take(&mut *m.lock().unwrap_or_else(|p| p.into_inner())))
             .unwrap_or_default();
         PeRestore {
             collections: &self.states[0].collections,
-            elements,
+            placed,
             states: &self.states,
         }
     }
 }
 
-/// The new home of saved element `e` of an array placed by `map`.
+/// The new home of the saved element at `key` (of `order`) of an array placed by
+/// `map`.
 fn home(
     reg: &Registry,
     map: ArrayMap,
     shape: &Shape,
-    e: &SavedElement,
+    key: &IndexKey,
+    order: u64,
     npes: usize,
 ) -> Result<Pe, String> {
-    let pe = match builtin_home(map, shape, e.order, npes) {
+    let pe = match builtin_home(map, shape, order, npes) {
         Some(pe) => pe,
         None => match map {
-            ArrayMap::Custom(id) => reg.custom_map(id, &e.key, npes)?,
+            ArrayMap::Custom(id) => reg.custom_map(id, key, npes)?,
             _ => return Err("the map places no element".into()),
         },
     };

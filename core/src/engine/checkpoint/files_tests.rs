@@ -13,12 +13,14 @@ use std::path::PathBuf;
 /// Saved PEs of the sample checkpoint.
 const PES: usize = 3;
 
-/// PE `pe`'s state: a group member and its part of a 12-element block array.
+/// PE `pe`'s state: a group member, its part of a 12-element block array (element
+/// 0 deleted) and a singleton.
 fn pe_state(pe: Pe) -> PeState {
-    let elements = (0..12u64)
+    let key = |i: u64| IndexKey(bincode::serialize(&(i as usize)).unwrap());
+    let elements = (1..12u64)
         .filter(|i| (i * PES as u64 / 12) as Pe == pe)
         .map(|i| SavedElement {
-            key: IndexKey(bincode::serialize(&(i as usize)).unwrap()),
+            key: key(i),
             order: i,
             contributed: i,
             syncs: 1,
@@ -26,10 +28,29 @@ fn pe_state(pe: Pe) -> PeState {
         })
         .collect();
     let id = |seq| CollectionId { creator: 0, seq };
+    let deleted = (pe == 0)
+        .then(|| SavedDeleted {
+            key: key(0),
+            order: 0,
+            contributed: 2,
+        })
+        .into_iter()
+        .collect();
+    let singleton = SavedSingleton {
+        id: ChareId {
+            pe,
+            creator: 0,
+            seq: 1,
+        },
+        ty: 2,
+        state: vec![pe as u8; 6].into(),
+    };
     PeState {
         pe,
         next_coll_seq: 2,
         next_chare_seq: vec![(pe, 4)],
+        next_section_seq: 3,
+        singletons: vec![singleton],
         collections: vec![
             SavedCollection {
                 id: id(0),
@@ -47,6 +68,7 @@ fn pe_state(pe: Pe) -> PeState {
                     map: ArrayMap::Block,
                     seq_floor: 7,
                     elements,
+                    deleted,
                 },
             },
         ],
@@ -142,14 +164,19 @@ fn mutants(file: &[u8], json: bool, per_kind: usize, seed: u64) -> Vec<Mutant> {
     out
 }
 
-/// Elements the PE files named by `m` hold, decoded directly (None if one does not).
+/// Elements, deleted elements and singletons the PE files named by `m` hold,
+/// decoded directly (None if one does not).
 fn saved_elements(dir: &Path, m: &Manifest) -> Option<usize> {
     let mut n = 0;
     for f in &m.files {
         let state: PeState = bincode::deserialize(&std::fs::read(dir.join(&f.name)).ok()?).ok()?;
+        n += state.singletons.len();
         for c in state.collections {
-            if let SavedKind::Array { elements, .. } = c.kind {
-                n += elements.len();
+            if let SavedKind::Array {
+                elements, deleted, ..
+            } = c.kind
+            {
+                n += elements.len() + deleted.len();
             }
         }
     }
@@ -157,7 +184,8 @@ fn saved_elements(dir: &Path, m: &Manifest) -> Option<usize> {
 }
 
 /// Loads the checkpoint in `dir`: a panic, an error naming neither the manifest nor
-/// a PE file, or an accepted checkpoint whose elements are not all placed fails.
+/// a PE file, or an accepted checkpoint whose elements (deleted ones and
+/// singletons too) are not all placed fails.
 fn load_one(dir: &Path, reg: &Registry, case: &str, tally: &mut [usize; 2]) -> Result<(), String> {
     let loaded = catch_unwind(AssertUnwindSafe(|| Restart::load(dir, reg, PES)))
         .map_err(|_| format!("{case}: Restart::load panicked"))?;
@@ -171,7 +199,12 @@ fn load_one(dir: &Path, reg: &Registry, case: &str, tally: &mut [usize; 2]) -> R
         }
         Ok(r) => {
             let m = read_manifest(dir).map_err(|e| format!("{case}: accepted, then {e}"))?;
-            let placed: usize = (0..PES as Pe).map(|pe| r.for_pe(pe).elements.len()).sum();
+            let placed: usize = (0..PES as Pe)
+                .map(|pe| {
+                    let p = r.for_pe(pe).placed;
+                    p.elements.len() + p.deleted.len() + p.singletons.len()
+                })
+                .sum();
             if r.info.saved_pes != r.states.len() || Some(placed) != saved_elements(dir, &m) {
                 return Err(format!("{case}: accepted, but {placed} elements placed"));
             }

@@ -8,7 +8,7 @@
 //! rebuilds its collections from the `Restart` its layer read before the job started
 //! (or gathered from the survivors' in-memory copies).
 
-use super::{Members, Origin, PeRuntime};
+use super::{Census, Members, Origin, PeRuntime};
 
 pub(crate) mod files;
 pub(crate) mod memory;
@@ -17,14 +17,15 @@ pub(crate) mod resume;
 use crate::api::migration::Restarted;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
-use crate::base::ids::{CollectionId, Pe};
+use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::msg::callback::Callback;
 use crate::msg::kind::checkpoint::{
     CheckpointRequest, CkptMsg, MemoryCommit, StateWritten, WriteState,
 };
 use crate::msg::reduction::RedData;
 use files::{
-    FileEntry, Manifest, PeState, SavedCollection, SavedElement, SavedKind, FORMAT_VERSION,
+    FileEntry, Manifest, PeState, SavedCollection, SavedDeleted, SavedElement, SavedKind,
+    SavedSingleton, FORMAT_VERSION,
 };
 use std::collections::VecDeque;
 use std::path::Path;
@@ -64,6 +65,12 @@ impl crate::engine::PeCore {
         self.post(0, env);
     }
 
+    /// The PE singleton `id` lives on: the one it was created on, or after a restart
+    /// on fewer PEs, that PE modulo the PE count (where the restart placed it).
+    pub(crate) fn chare_pe(&self, id: ChareId) -> Pe {
+        id.pe % self.npes as Pe
+    }
+
     /// What this PE was restarted from, if it was.
     pub(crate) fn resumed(&self) -> Option<&Resumed> {
         self.resumed.as_deref()
@@ -78,6 +85,8 @@ pub(crate) struct Resumed {
     pub(crate) collections: Vec<(CollectionId, u32)>,
     /// The disk checkpoint's callback, until `Ctx::resume_from_checkpoint` takes it.
     pub(crate) callback: Option<Callback>,
+    /// Every restored singleton and its type, by creator, PE created on and number.
+    pub(crate) chares: Vec<(ChareId, u32)>,
 }
 
 impl Checkpoints {
@@ -253,14 +262,14 @@ impl PeRuntime {
 impl PeRuntime {
     fn save_pe_state(&mut self) -> Result<PeState, CheckpointError> {
         let pe = self.core.me;
-        let singletons = self.chares.get().map_or(0, |c| c.slab.len());
-        if singletons > 0 {
+        if let Some((id, red)) = self.sections.get().and_then(|s| s.in_progress()) {
             return Err(CheckpointError::Unsaveable {
                 pe,
-                what: format!("{singletons} singleton chares"),
-                why: "singleton chares are not checkpointed yet: keep the state in a group or an array".into(),
+                what: format!("reduction {red} of array section {id:#x}"),
+                why: "some members contributed to it and others not: checkpoint between section reductions".into(),
             });
         }
+        let singletons = self.save_singletons()?;
         let mut ids: Vec<CollectionId> = self.colls.keys().copied().collect();
         ids.sort();
         let collections = ids
@@ -278,8 +287,46 @@ impl PeRuntime {
             pe,
             next_coll_seq: self.core.next_coll_seq,
             next_chare_seq,
+            next_section_seq: self.core.next_section_seq,
             collections,
+            singletons,
         })
+    }
+
+    /// The singleton chares living here, by id, each through its type's
+    /// `Checkpointer` or else its `Migrator` (both save the serde state).
+    fn save_singletons(&mut self) -> Result<Vec<SavedSingleton>, CheckpointError> {
+        let pe = self.core.me;
+        let reg = self.core.reg.clone();
+        let Some(c) = self.chares.built_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut ids: Vec<(ChareId, usize)> = c.slot.iter().map(|(&id, &i)| (id, i)).collect();
+        ids.sort_unstable_by_key(|(id, _)| (id.pe, id.creator, id.seq));
+        let mut saved = Vec::with_capacity(ids.len());
+        for (id, i) in ids {
+            let single = &mut c.slab[i];
+            let ty = reg.chares.get(single.ty as usize);
+            let name = ty.map_or("?", |t| t.name.as_str());
+            let unsaveable = |why: String| CheckpointError::Unsaveable {
+                pe,
+                what: format!("singleton {id} of type {name}"),
+                why,
+            };
+            let save = ty
+                .and_then(|t| t.checkpoint.map(|k| k.save).or(t.migrate.map(|m| m.save)))
+                .ok_or_else(|| {
+                    unsaveable("register the type with Registry::checkpointable".into())
+                })?;
+            let state = save(single.chare.as_mut())
+                .map_err(|e| unsaveable(format!("its state does not serialize: {e}")))?;
+            saved.push(SavedSingleton {
+                id,
+                ty: single.ty,
+                state: state.into(),
+            });
+        }
+        Ok(saved)
     }
 
     fn save_collection(&mut self, id: CollectionId) -> Result<SavedCollection, CheckpointError> {
@@ -316,7 +363,7 @@ impl PeRuntime {
             ) => {
                 let Some(k) = ty.and_then(|t| t.checkpoint) else {
                     return Err(unsaveable(
-                        "register the type with Registry::checkpointable",
+                        "the type is not checkpointable: register it with Registry::checkpointable if it is yours (the groups of chorus-sections, which hold process-group sections, are not checkpointable yet)",
                     ));
                 };
                 let state = (k.save)(member.as_mut()).map_err(bad_state)?.into();
@@ -351,6 +398,7 @@ impl PeRuntime {
                     map: meta.map,
                     seq_floor: *seq_floor,
                     elements: saved,
+                    deleted: saved_deleted(&c.census),
                 }
             }
             (Members::Array { .. }, None) => return Err(unsaveable("its map is unknown here")),
@@ -368,4 +416,17 @@ fn unsaveable_why(c: &super::Collection) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// The deleted elements a PE is home to (its stand-ins), by key.
+fn saved_deleted(census: &Census) -> Vec<SavedDeleted> {
+    let mut deleted: Vec<SavedDeleted> = (census.deleted.iter())
+        .map(|(key, s)| SavedDeleted {
+            key: key.clone(),
+            order: s.order,
+            contributed: s.contributed,
+        })
+        .collect();
+    deleted.sort_by(|a, b| a.key.cmp(&b.key));
+    deleted
 }

@@ -5,7 +5,8 @@
 //! sequence numbers.
 
 use super::files::{
-    address, PeRestore, PeState, Restart, SavedCollection, SavedElement, SavedKind,
+    address, PeRestore, PeState, Restart, SavedCollection, SavedDeleted, SavedElement, SavedKind,
+    SavedSingleton,
 };
 use super::Resumed;
 use crate::base::bytes::Bytes;
@@ -13,7 +14,7 @@ use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{CollectionId, Pe};
-use crate::engine::{Census, Collection, Element, Members, PeRuntime, Pending};
+use crate::engine::{Census, Collection, Element, Members, PeRuntime, Pending, Singleton, StandIn};
 use std::sync::Arc;
 
 impl PeRuntime {
@@ -22,16 +23,20 @@ impl PeRuntime {
         let me = self.core.me;
         let PeRestore {
             collections,
-            elements,
+            placed,
             states,
         } = restart.for_pe(me);
         if let Some(s) = states.get(me as usize) {
             self.core.next_coll_seq = s.next_coll_seq;
             self.core.next_chare_seq = s.next_chare_seq.iter().copied().collect();
+            self.core.next_section_seq = s.next_section_seq;
         }
-        let mut mine: HashMap<CollectionId, Vec<_>> = HashMap::default();
-        for (id, e) in elements {
-            mine.entry(id).or_default().push(e);
+        let mut mine: HashMap<CollectionId, (Vec<_>, Vec<_>)> = HashMap::default();
+        for (id, e) in placed.elements {
+            mine.entry(id).or_default().0.push(e);
+        }
+        for (id, d) in placed.deleted {
+            mine.entry(id).or_default().1.push(d);
         }
         let mut listed = Vec::with_capacity(collections.len());
         for c in collections {
@@ -40,8 +45,8 @@ impl PeRuntime {
             let result = match &c.kind {
                 SavedKind::Group { .. } => self.restore_group(c, states),
                 SavedKind::Array { .. } => {
-                    let elements = mine.remove(&c.id).unwrap_or_default();
-                    self.restore_array(c, states, elements)
+                    let (elements, deleted) = mine.remove(&c.id).unwrap_or_default();
+                    self.restore_array(c, states, elements, deleted)
                 }
             };
             if let Err(e) = result {
@@ -49,10 +54,14 @@ impl PeRuntime {
                 return self.core.abort(RuntimeError::Checkpoint(e));
             }
         }
+        if let Err(e) = self.restore_singletons(placed.singletons) {
+            return self.core.abort(RuntimeError::Checkpoint(e));
+        }
         self.core.resumed = Some(Box::new(Resumed {
             info: restart.info.clone(),
             collections: listed,
             callback: restart.resume.as_ref().map(|r| r.callback.clone()),
+            chares: restart.singletons.clone(),
         }));
         self.core.port.flush();
     }
@@ -118,6 +127,7 @@ impl PeRuntime {
         c: &SavedCollection,
         states: &[PeState],
         elements: Vec<SavedElement>,
+        deleted: Vec<SavedDeleted>,
     ) -> Result<(), CheckpointError> {
         let SavedKind::Array { shape, map, .. } = &c.kind else {
             return Ok(());
@@ -153,8 +163,19 @@ impl PeRuntime {
             };
             restored.insert(addr.key, element);
         }
+        // Each deleted element homed here stands in for it again (`destroy.rs`).
+        let deleted: HashMap<_, _> = (deleted.into_iter())
+            .map(|d| {
+                let s = StandIn {
+                    contributed: d.contributed,
+                    order: d.order,
+                };
+                (d.key, s)
+            })
+            .collect();
         let census = Census {
-            local: restored.len() as u64,
+            local: (restored.len() + deleted.len()) as u64,
+            deleted,
             ..Census::default()
         };
         let members = Members::Array {
@@ -171,6 +192,38 @@ impl PeRuntime {
             }),
         );
         self.advance_census(c.id);
+        Ok(())
+    }
+}
+
+impl PeRuntime {
+    /// The singletons placed on this PE, through their type's `Checkpointer` or else
+    /// its `Migrator` (as `save_singletons` chose).
+    fn restore_singletons(&mut self, saved: Vec<SavedSingleton>) -> Result<(), CheckpointError> {
+        let me = self.core.me;
+        let reg = self.core.reg.clone();
+        for s in saved {
+            let ty = reg.chares.get(s.ty as usize);
+            let fail = |reason: String| CheckpointError::Restore {
+                pe: me,
+                collection: s.id.to_string(),
+                chare: ty.map_or_else(|| format!("#{}", s.ty), |t| t.name.clone()),
+                reason,
+            };
+            let load = ty
+                .and_then(|t| t.checkpoint.map(|k| k.load).or(t.migrate.map(|m| m.load)))
+                .ok_or_else(|| fail("the type is not registered as checkpointable".into()))?;
+            let chare = load(s.state.as_slice()).map_err(fail)?;
+            let c = self.chares.get_mut();
+            // Creations are numbered per creator and PE created on: one created on
+            // another PE (placed here by a restart on fewer PEs) is not one of this
+            // PE's, whose later creations may reuse its number.
+            if s.id.pe == me {
+                c.announced.insert(s.id.creator, s.id.seq);
+            }
+            c.slot.insert(s.id, c.slab.len());
+            c.slab.push(Singleton { ty: s.ty, chare });
+        }
         Ok(())
     }
 }
