@@ -64,7 +64,7 @@ impl NodeCastMain {
         let total: u32 = self.reports.iter().sum();
         let nodes = self.reports.len() as u32;
         let round = total / nodes;
-        if total % nodes != 0 {
+        if !total.is_multiple_of(nodes) {
             return;
         }
         assert!(
