@@ -5,7 +5,7 @@
 //! `tests/tests/megatest.rs` runs it on threads and sim and `chorus-suite` on mpi.
 //! `README.md` beside this file lists the originals not ported and why.
 
-use crate::{config, pes_each};
+use crate::{config, pes, pes_each, pes_per_rank};
 use chorus_core::{Callback, Ctx, ErrorPolicy, IntoRegistry, Layer, Reducible, Runtime};
 
 pub mod arrayring;
@@ -15,6 +15,8 @@ pub mod groupcast;
 pub mod groupring;
 pub mod marshall;
 pub mod migration;
+pub mod nodecast;
+pub mod nodering;
 pub mod packtest;
 pub mod priomsg;
 pub mod priotest;
@@ -46,12 +48,35 @@ fn run_for<T: Reducible>(
     registrations: impl IntoRegistry,
     main: impl FnOnce(&mut Ctx, Callback) + Send + 'static,
 ) -> T {
-    Runtime::new(
-        registrations.into_registry(),
-        config(layer, pes, ErrorPolicy::Abort),
-    )
-    .run_for(main)
-    .unwrap_or_else(|e| panic!("megatest on {pes} PEs of {layer:?}: {e}"))
+    run_on_nodes(layer, (pes, 1), registrations, main)
+}
+
+/// The (PEs, PEs per node) shapes the nodegroup megatests run on: on threads and sim
+/// one PE per node, then nodes of 2 and 3 PEs (5 PEs by 2 leaves a last node of one);
+/// on mpi the world once, a node being a rank (`CHORUS_PES_PER_RANK` PEs).
+fn node_shapes(layer: Layer) -> Vec<(u32, u32)> {
+    match layer {
+        Layer::Mpi => vec![(pes(layer, 2), pes_per_rank(layer))],
+        Layer::Threads | Layer::Sim => vec![(1, 1), (2, 1), (5, 1), (4, 2), (5, 2), (6, 3)],
+    }
+}
+
+/// `run_for` on `shape`'s PEs grouped into nodes of `shape.1` PEs (`--pes-per-node`;
+/// on mpi the ranks decide, and `shape.1` is only reported).
+fn run_on_nodes<T: Reducible>(
+    layer: Layer,
+    shape: (u32, u32),
+    registrations: impl IntoRegistry,
+    main: impl FnOnce(&mut Ctx, Callback) + Send + 'static,
+) -> T {
+    let (pes, per_node) = shape;
+    let mut cfg = config(layer, pes, ErrorPolicy::Abort);
+    if layer != Layer::Mpi {
+        cfg.pes_per_node = per_node;
+    }
+    Runtime::new(registrations.into_registry(), cfg)
+        .run_for(main)
+        .unwrap_or_else(|e| panic!("megatest on {pes} PEs ({per_node} per node) of {layer:?}: {e}"))
 }
 
 /// Every ported megatest, by its original's name.
@@ -63,6 +88,8 @@ pub const TESTS: &[super::suite::Test] = &[
     ("groupring", groupring::groupring),
     ("marshall", marshall::marshall),
     ("migration", migration::migration),
+    ("nodecast", nodecast::nodecast),
+    ("nodering", nodering::nodering),
     ("packtest", packtest::packtest),
     ("priomsg", priomsg::priomsg),
     ("priotest", priotest::priotest),

@@ -40,6 +40,8 @@ megatests!(
     groupring,
     marshall,
     migration,
+    nodecast,
+    nodering,
     packtest,
     priomsg,
     priotest,
