@@ -315,3 +315,56 @@ fn jacobi2d_balances_the_predicted_load_before_step_0() {
         "measured {measured} s, the step's compute {work} s"
     );
 }
+
+/// A traced lb-test run on sim: the HTML report has one row per balancing step, with
+/// the step's migrations and the most and mean PE load before and after as the run
+/// reported them, and the greedy step leaves max/avg lower than it found it.
+#[test]
+fn the_report_of_a_traced_lb_test_run_shows_each_step_and_its_loads() {
+    use chorus_traces::report_html::{render_report_compact, ReportOptions};
+    use chorus_traces::summary::summarize_compact;
+    let dir = std::env::temp_dir().join(format!("chorus-lb-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let path = dir.join("lb.json");
+    let c = Config {
+        array_lb: "greedy".into(),
+        trace: Some(path.clone()),
+        ..config(Layer::Sim, 8)
+    };
+    let out = lbtest::run(&c, lbtest(Topology::Ring, LoadDist::Skew, 64)).expect("the run");
+    assert!(out.exact(), "{out:?}");
+    let trace = chorus_traces::CompactTrace::read(&path).expect("the trace reads back");
+    std::fs::remove_dir_all(&dir).expect("the scratch directory goes");
+    let balance = &out.run.figures.balance;
+    assert!(!balance.is_empty(), "greedy balanced at least once");
+    assert_eq!(trace.lb_steps.len(), balance.len(), "one phase per step");
+    let ns = |s: f64| (s * 1e9) as u64;
+    let max = |l: &[f64]| ns(l.iter().copied().fold(0.0, f64::max));
+    for (t, b) in trace.lb_steps.iter().zip(balance) {
+        assert_eq!(t.round, u64::from(b.round));
+        assert_eq!(t.migrations, b.migrations as u64);
+        assert_eq!(t.before[2], max(&b.loads_before));
+        assert_eq!(t.after[2], max(&b.loads_after));
+    }
+    let first = &trace.lb_steps[0];
+    let ratio = |l: [u64; 3]| l[2] as f64 / l[1] as f64;
+    assert!(ratio(first.before) > ratio(first.after), "{first:?}");
+    let html = render_report_compact(
+        &trace,
+        &summarize_compact(&trace, &Default::default()),
+        &ReportOptions::default(),
+    );
+    assert!(html.contains("<h2>Load balancing steps</h2>"));
+    assert_eq!(html.matches("<tr class=\"lb-step\"").count(), balance.len());
+    let row = format!(
+        "<tr class=\"lb-step\" data-round=\"{}\"><td>{}</td>",
+        first.round, first.round
+    );
+    assert!(html.contains(&row), "the first step's row");
+    let ratios = format!(
+        "<td>{:.2} &#8594; {:.2}</td>",
+        ratio(first.before),
+        ratio(first.after)
+    );
+    assert!(html.contains(&ratios), "the first step's max/avg {ratios}");
+}

@@ -69,3 +69,47 @@ fn the_plan_and_the_arrivals_travel_a_deep_tree() {
     let first = &report.per_pe[0].balance[0];
     assert_eq!(first.migrations, 78);
 }
+
+/// Each balancing step is a `chorus::lb_step` phase on PE 0 carrying the least, mean
+/// and most PE load before and after the step, in ns, equal to the report's, in both
+/// trace formats.
+#[test]
+fn the_lb_step_phase_carries_the_loads_before_and_after() {
+    let dir = std::env::temp_dir().join(format!("chorus-lb-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    for name in ["lb.json", "lb.perfetto-trace"] {
+        let path = dir.join(name);
+        let report = balance::run_traced(&path).expect("a traced run");
+        let trace = chorus_traces::read_chrome(&path).expect("the trace reads back");
+        let steps: Vec<_> = trace
+            .tracks
+            .iter()
+            .flat_map(|t| t.slices.iter())
+            .filter(|s| s.name == "chorus::lb_step")
+            .collect();
+        let balance = &report.per_pe[0].balance;
+        assert_eq!(steps.len(), balance.len(), "{name}: one phase per step");
+        let ns = |s: f64| (s * 1e9) as u64;
+        for (slice, step) in steps.iter().zip(balance) {
+            let arg = |k: &str| slice.arg_u64(k).unwrap_or_else(|| panic!("{name}: {k}"));
+            let max = |l: &[f64]| l.iter().copied().fold(0.0, f64::max);
+            let min = |l: &[f64]| l.iter().copied().fold(f64::INFINITY, f64::min);
+            assert_eq!(arg("round"), u64::from(step.round));
+            assert_eq!(arg("load_max_before_ns"), ns(max(&step.loads_before)));
+            assert_eq!(arg("load_min_before_ns"), ns(min(&step.loads_before)));
+            assert_eq!(arg("load_max_after_ns"), ns(max(&step.loads_after)));
+            assert_eq!(arg("load_min_after_ns"), ns(min(&step.loads_after)));
+            let avg = arg("load_avg_before_ns");
+            assert!(
+                avg > 0 && avg.abs_diff(arg("load_avg_after_ns")) <= 1,
+                "{name}"
+            );
+        }
+        let first = steps[0];
+        assert!(
+            first.arg_u64("load_max_before_ns") > first.arg_u64("load_max_after_ns"),
+            "{name}: the heavy PE 0 is relieved"
+        );
+    }
+    std::fs::remove_dir_all(&dir).expect("the scratch directory goes");
+}

@@ -200,6 +200,21 @@ pub fn run_steps_on(
     run_steps(layer, p, (elements, steps), strategy, Twist::Heavy)
 }
 
+/// 16 steppers on 4 sim PEs, heavy on PE 0, run 3 steps under `test-greedy`, traced
+/// to `trace` (Chrome JSON, or Perfetto protobuf for a `.perfetto-trace` path).
+pub fn run_traced(trace: &std::path::Path) -> Result<RunReport, RuntimeError> {
+    let (reg, e) = registry();
+    let mut cfg = config(Layer::Sim, 4, ErrorPolicy::Abort);
+    cfg.array_lb = "test-greedy".to_string();
+    cfg.trace = Some(trace.to_path_buf());
+    Runtime::new(reg, cfg).run(move |ctx| {
+        let total = ctx.create_chare::<Total>((), 0);
+        let done = Callback::chare(&total, e);
+        let arr = ctx.create_array_1d::<Stepper>(16, (3, Twist::Heavy, done), ArrayMap::Block);
+        arr.broadcast(ctx, StepMsg::Step);
+    })
+}
+
 /// 16 steppers on 4 sim PEs run 3 balanced steps; PE `pe` is killed at `at_ns`.
 pub fn run_with_kill(pe: u32, at_ns: u64) -> Result<RunReport, RuntimeError> {
     let (reg, e) = registry();

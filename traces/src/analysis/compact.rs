@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::analysis::events::read_items;
 use crate::analysis::model::{
-    bad, track_order, Args, FlowEnd, FlowMatcher, Format, Item, KnownArgs, Source,
+    bad, track_order, Args, FlowEnd, FlowMatcher, Format, Item, KnownArgs, LbStep, Source,
 };
 use crate::analysis::read::Trace;
 use crate::error::TraceError;
@@ -367,6 +367,9 @@ pub struct CompactTrace {
     pub display_time_unit: Option<String>,
     /// The file's format (Chrome JSON for a trace converted from memory).
     pub format: Format,
+    /// The chare-array balancing steps, in file order (one per step of the run, so
+    /// as many as the run had, a handful per phase of the program).
+    pub lb_steps: Vec<LbStep>,
 }
 
 impl CompactTrace {
@@ -401,6 +404,8 @@ impl CompactTrace {
                     s.seq,
                 );
                 b.tracks[i].push(&span);
+                b.lb_steps
+                    .extend(LbStep::of(&s.name, s.ts_ns, s.dur_ns, &s.args));
             }
             for inst in &t.instants {
                 b.tracks[i].push_instant(inst.ts_ns);
@@ -466,6 +471,7 @@ struct CompactBuilder {
     flows: Vec<CompactFlow>,
     flow_track_index: HashMap<(u32, u32), u32>,
     flow_tracks: Vec<(u32, u32)>,
+    lb_steps: Vec<LbStep>,
 }
 
 impl CompactBuilder {
@@ -523,6 +529,8 @@ impl CompactBuilder {
                 let span = Span::of(&mut self.strings, &name, &cat, ts_ns, dur_ns, &args, seq);
                 let i = self.track(pid, tid);
                 self.tracks[i].push(&span);
+                self.lb_steps
+                    .extend(LbStep::of(&name, ts_ns, dur_ns, &args));
             }
             Item::Instant {
                 pid, tid, ts_ns, ..
@@ -590,6 +598,7 @@ impl CompactBuilder {
             dangling_flow_events: self.matcher.dangling(),
             display_time_unit: None,
             format: Format::ChromeJson,
+            lb_steps: self.lb_steps,
         }
     }
 }

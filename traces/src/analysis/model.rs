@@ -60,6 +60,7 @@ pub struct KnownArgs {
     msg_id: Option<Value>,
     name: Option<Value>,
     sort_index: Option<Value>,
+    lb: [Option<Value>; LB_STEP_ARGS.len()],
 }
 
 impl KnownArgs {
@@ -70,7 +71,10 @@ impl KnownArgs {
             "msg_id" => Some(&mut self.msg_id),
             "name" => Some(&mut self.name),
             "sort_index" => Some(&mut self.sort_index),
-            _ => None,
+            _ => LB_STEP_ARGS
+                .iter()
+                .position(|&k| k == key)
+                .map(|i| &mut self.lb[i]),
         }
     }
 
@@ -81,7 +85,10 @@ impl KnownArgs {
             "msg_id" => self.msg_id.as_ref(),
             "name" => self.name.as_ref(),
             "sort_index" => self.sort_index.as_ref(),
-            _ => None,
+            _ => LB_STEP_ARGS
+                .iter()
+                .position(|&k| k == key)
+                .and_then(|i| self.lb[i].as_ref()),
         }
     }
 }
@@ -120,6 +127,69 @@ impl Args for KnownArgs {
         if let Some(slot) = self.slot(key) {
             *slot = Some(value);
         }
+    }
+}
+
+/// The name of the phase a chare-array balancing step is in chorus traces.
+pub const LB_STEP: &str = "chorus::lb_step";
+
+/// The arguments of an [`LB_STEP`] phase the report reads.
+const LB_STEP_ARGS: [&str; 9] = [
+    "round",
+    "migrations",
+    "objects",
+    "load_min_before_ns",
+    "load_avg_before_ns",
+    "load_max_before_ns",
+    "load_min_after_ns",
+    "load_avg_after_ns",
+    "load_max_after_ns",
+];
+
+/// One balancing step as its [`LB_STEP`] phase tells it: when, what moved, and the
+/// least, mean and most PE load (ns) before and after.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LbStep {
+    /// Start of the phase in ns.
+    pub ts_ns: u64,
+    /// Its duration in ns.
+    pub dur_ns: u64,
+    /// The step's round.
+    pub round: u64,
+    /// Elements moved.
+    pub migrations: u64,
+    /// Elements measured.
+    pub objects: u64,
+    /// Least, mean and most PE load before the step.
+    pub before: [u64; 3],
+    /// The same as the moves left them.
+    pub after: [u64; 3],
+}
+
+impl LbStep {
+    /// The step a slice named `name` with `args` records, if it is a balancing step
+    /// with its loads (older traces carry none).
+    pub fn of<A: Args>(name: &str, ts_ns: u64, dur_ns: u64, args: &A) -> Option<LbStep> {
+        if name != LB_STEP {
+            return None;
+        }
+        let get = |k: &str| args.u64_arg(k);
+        let loads = |when: &str| -> Option<[u64; 3]> {
+            Some([
+                get(&format!("load_min_{when}_ns"))?,
+                get(&format!("load_avg_{when}_ns"))?,
+                get(&format!("load_max_{when}_ns"))?,
+            ])
+        };
+        Some(LbStep {
+            ts_ns,
+            dur_ns,
+            round: get("round")?,
+            migrations: get("migrations")?,
+            objects: get("objects")?,
+            before: loads("before")?,
+            after: loads("after")?,
+        })
     }
 }
 
@@ -383,5 +453,28 @@ impl<K: Hash + Eq> FlowMatcher<K> {
     /// Flow events without a partner, once every event is in.
     pub fn dangling(&self) -> usize {
         self.dangling + self.starts.len() + self.ends.len()
+    }
+}
+
+#[cfg(test)]
+mod lb_step_tests {
+    use super::*;
+
+    fn args(keys: &[&str]) -> KnownArgs {
+        let mut a = KnownArgs::default();
+        for (i, k) in keys.iter().enumerate() {
+            a.set(k, Value::from(i as u64 + 1));
+        }
+        a
+    }
+
+    #[test]
+    fn a_step_reads_every_argument_and_needs_them_all() {
+        let a = args(&LB_STEP_ARGS);
+        let s = LbStep::of(LB_STEP, 5, 6, &a).expect("a step");
+        assert_eq!((s.round, s.migrations, s.objects), (1, 2, 3));
+        assert_eq!((s.before, s.after), ([4, 5, 6], [7, 8, 9]));
+        assert_eq!(LbStep::of("other", 5, 6, &a), None);
+        assert_eq!(LbStep::of(LB_STEP, 5, 6, &args(&LB_STEP_ARGS[..8])), None);
     }
 }

@@ -18,7 +18,7 @@ use crate::analysis::figures::Summary;
 use crate::analysis::model::CAT_ENTRY;
 use crate::analysis::read::Trace;
 use crate::analysis::report_overview::overview;
-use crate::analysis::report_views::{critical_path_table, heat_map, size_histogram};
+use crate::analysis::report_views::{critical_path_table, heat_map, lb_steps, size_histogram};
 use crate::analysis::style::{
     esc, fmt_bytes, fmt_ns, pe_label, IDLE_COLOUR, OTHER_COLOUR, PALETTE,
 };
@@ -86,6 +86,7 @@ pub fn render_report_compact(
     time_profile(&mut o, trace, summary, opts, &colour_of);
     entry_table(&mut o, summary, &colour_of);
     heat_map(&mut o, summary, opts);
+    lb_steps(&mut o, &trace.lb_steps);
     size_histogram(&mut o, summary);
     critical_path_table(&mut o, critical_path(trace).as_ref());
     o.push_str("</body>\n</html>\n");

@@ -76,6 +76,30 @@ fn loads_after(stats: &LoadStats, moves: &[Move]) -> Vec<f64> {
     loads
 }
 
+/// The `chorus::lb_step` phase's arguments for the PE loads before the step: the
+/// least, mean and most loaded PE's load in ns.
+const LOAD_BEFORE_KEYS: [&str; 3] = [
+    "load_min_before_ns",
+    "load_avg_before_ns",
+    "load_max_before_ns",
+];
+/// The same as the moves leave the loads.
+const LOAD_AFTER_KEYS: [&str; 3] = [
+    "load_min_after_ns",
+    "load_avg_after_ns",
+    "load_max_after_ns",
+];
+
+/// The least, mean and most of `loads` (seconds) in ns, under `keys`; a trace's
+/// arguments are integers, and ns keep every load a clock can measure.
+fn load_args(loads: &[f64], keys: [&'static str; 3]) -> [(&'static str, u64); 3] {
+    let min = loads.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = loads.iter().copied().fold(0.0, f64::max);
+    let avg = loads.iter().sum::<f64>() / loads.len().max(1) as f64;
+    let min = if min.is_finite() { min } else { 0.0 };
+    [(keys[0], ns(min)), (keys[1], ns(avg)), (keys[2], ns(max))]
+}
+
 impl PeRuntime {
     /// PE 0 has every record of step `round`: ask the strategy and send the plan.
     pub(super) fn decide(&mut self, coll: CollectionId, round: u32, g: Gather) {
@@ -272,11 +296,13 @@ impl PeRuntime {
         {
             let mut report = u.report;
             report.ended = self.core.now();
-            let args = [
+            let mut args = vec![
                 ("round", u64::from(round)),
                 ("migrations", report.migrations as u64),
                 ("objects", report.objects as u64),
             ];
+            args.extend(load_args(&report.loads_before, LOAD_BEFORE_KEYS));
+            args.extend(load_args(&report.loads_after, LOAD_AFTER_KEYS));
             let (t0, t1) = (ns(report.started), ns(report.ended));
             if let Some(t) = self.core.trace_mut() {
                 t.phase(t0, t1.saturating_sub(t0), "chorus::lb_step", &args);
