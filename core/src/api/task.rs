@@ -88,7 +88,22 @@ impl<T: Message> ReplyTo<T> {
 }
 
 /// Something a task asked to do with its PE's `Ctx`.
-pub(crate) type Op = Box<dyn FnOnce(&mut Ctx) + Send>;
+pub(crate) enum Op {
+    /// Run this closure.
+    Run(Box<dyn FnOnce(&mut Ctx) + Send>),
+    /// Send this ask: its request and its answer's slot share one allocation.
+    Ask(Arc<dyn AskStart>),
+}
+
+impl Op {
+    /// Do it, as whoever `ctx` runs as.
+    pub(crate) fn run(self, ctx: &mut Ctx) {
+        match self {
+            Op::Run(f) => f(ctx),
+            Op::Ask(a) => a.start(ctx),
+        }
+    }
+}
 
 /// What the tasks of one PE asked to do during a poll, run by the executor right
 /// after it. Drained after every poll, so it holds one poll's requests at most.
@@ -98,6 +113,10 @@ pub(crate) struct Outbox(Mutex<Vec<Op>>);
 impl Outbox {
     fn push(&self, op: Op) {
         lock(&self.0).push(op);
+    }
+
+    fn run(&self, f: Box<dyn FnOnce(&mut Ctx) + Send>) {
+        self.push(Op::Run(f));
     }
 
     /// Everything queued, in order, swapped into `into` (empty): the executor hands
@@ -121,6 +140,48 @@ pub(crate) struct AskSlot {
     pub(crate) waker: Option<Waker>,
     /// Set by the executor when it sends the ask.
     pub(crate) id: u64,
+}
+
+/// One ask as its task and the executor share it: the request until the executor
+/// sends it, then the slot its answer waits in. One allocation per ask.
+struct AskCell<T, F> {
+    /// The asking PE.
+    pe: Pe,
+    /// The timeout and the send closure, taken out when the executor sends the ask.
+    request: Mutex<Option<(Option<Duration>, F)>>,
+    slot: Mutex<AskSlot>,
+    _p: PhantomData<fn() -> T>,
+}
+
+/// An ask as the executor sees it, whatever its send closure.
+pub(crate) trait AskStart: Send + Sync {
+    /// Where its answer goes.
+    fn slot(&self) -> &Mutex<AskSlot>;
+    /// Number it with the PE's executor and send its request.
+    fn start(self: Arc<Self>, ctx: &mut Ctx);
+}
+
+impl<T: Message, F: FnOnce(&mut Ctx, ReplyTo<T>) + Send + 'static> AskStart for AskCell<T, F> {
+    fn slot(&self) -> &Mutex<AskSlot> {
+        &self.slot
+    }
+
+    fn start(self: Arc<Self>, ctx: &mut Ctx) {
+        // Queued once, by the first poll: the request is always there.
+        let Some((timeout, send)) = lock(&self.request).take() else {
+            return;
+        };
+        let pe = self.pe;
+        let id = ctx.core.start_ask(self, timeout);
+        send(
+            ctx,
+            ReplyTo {
+                pe,
+                id,
+                _p: PhantomData,
+            },
+        );
+    }
 }
 
 /// Fill `slot` with `result` and wake its task.
@@ -182,7 +243,7 @@ impl Task {
     fn ask_inner<T: Message, F>(&self, timeout: Option<Duration>, send: F) -> Ask<T, F> {
         Ask {
             start: Some((self.outbox.clone(), timeout, send)),
-            slot: None,
+            cell: None,
             pe: self.pe,
             _p: PhantomData,
         }
@@ -206,9 +267,9 @@ impl Task {
 #[must_use = "an ask does nothing until it is awaited"]
 pub struct Ask<T, F> {
     /// The outbox, timeout and send closure, until the first poll queues the send
-    /// (kept unboxed: the one allocation is the queued request).
+    /// (kept unboxed: the one allocation is the cell shared with the executor).
     start: Option<(Arc<Outbox>, Option<Duration>, F)>,
-    slot: Option<Arc<Mutex<AskSlot>>>,
+    cell: Option<Arc<AskCell<T, F>>>,
     pe: Pe,
     _p: PhantomData<fn() -> T>,
 }
@@ -221,29 +282,23 @@ impl<T: Message, F: FnOnce(&mut Ctx, ReplyTo<T>) + Send + 'static> Future for As
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if let Some((outbox, timeout, send)) = self.start.take() {
-            let slot = Arc::new(Mutex::new(AskSlot {
-                waker: Some(cx.waker().clone()),
-                ..AskSlot::default()
-            }));
-            let (pe, shared) = (self.pe, slot.clone());
-            outbox.push(Box::new(move |ctx: &mut Ctx| {
-                let id = ctx.core.start_ask(shared, timeout);
-                send(
-                    ctx,
-                    ReplyTo {
-                        pe,
-                        id,
-                        _p: PhantomData,
-                    },
-                );
-            }));
-            self.slot = Some(slot);
+            let cell = Arc::new(AskCell {
+                pe: self.pe,
+                request: Mutex::new(Some((timeout, send))),
+                slot: Mutex::new(AskSlot {
+                    waker: Some(cx.waker().clone()),
+                    ..AskSlot::default()
+                }),
+                _p: PhantomData,
+            });
+            outbox.push(Op::Ask(cell.clone()));
+            self.cell = Some(cell);
             return Poll::Pending;
         }
-        let Some(slot) = &self.slot else {
+        let Some(cell) = &self.cell else {
             return Poll::Pending;
         };
-        let mut s = lock(slot);
+        let mut s = lock(&cell.slot);
         match s.result.take() {
             Some(Ok(payload)) => {
                 let id = s.id;
@@ -280,7 +335,7 @@ impl<R: Send + 'static, F: FnOnce(&mut Ctx) -> R + Send + 'static> Future for Wi
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
         if let Some(f) = self.f.take() {
             let (slot, waker) = (self.slot.clone(), cx.waker().clone());
-            self.outbox.push(Box::new(move |ctx: &mut Ctx| {
+            self.outbox.run(Box::new(move |ctx: &mut Ctx| {
                 let r = f(ctx);
                 *lock(&slot) = Some(r);
                 waker.wake();
@@ -314,7 +369,7 @@ impl Ctx<'_> {
         let fut = body(task);
         let wrapped: BoxTask = Box::pin(async move {
             let out = fut.await;
-            outbox.push(Box::new(move |ctx: &mut Ctx| out.report(ctx, "task")));
+            outbox.run(Box::new(move |ctx: &mut Ctx| out.report(ctx, "task")));
         });
         self.core.spawn_task(wrapped);
     }

@@ -11,7 +11,7 @@
 
 use super::{Collection, Current, Members, Origin, PeCore, PeRuntime};
 use crate::api::ctx::Ctx;
-use crate::api::task::{resolve, AskError, AskSlot, BoxTask, Op, Outbox, Task};
+use crate::api::task::{resolve, AskError, AskStart, BoxTask, Op, Outbox, Task};
 use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
@@ -72,7 +72,8 @@ struct Live {
 
 /// An ask waiting for its reply.
 struct Pending {
-    slot: Arc<Mutex<AskSlot>>,
+    /// The ask, holding the slot its answer goes to.
+    ask: Arc<dyn AskStart>,
     /// When it times out (the layer's clock, seconds), and after how long.
     deadline: Option<(f64, Duration)>,
     /// When it was sent, for the trace's span of the wait.
@@ -151,12 +152,8 @@ impl PeCore {
         }
     }
 
-    /// Number a new ask whose answer goes to `slot`, timing out after `timeout`.
-    pub(crate) fn start_ask(
-        &mut self,
-        slot: Arc<Mutex<AskSlot>>,
-        timeout: Option<Duration>,
-    ) -> u64 {
+    /// Number a new ask, whose answer goes to its slot, timing out after `timeout`.
+    pub(crate) fn start_ask(&mut self, ask: Arc<dyn AskStart>, timeout: Option<Duration>) -> u64 {
         // The clock is read only for what needs it (a deadline, the trace's span of
         // the wait): an untraced ask without a timeout skips a clock read.
         let now = if timeout.is_some() || self.traced() {
@@ -167,12 +164,12 @@ impl PeCore {
         let tasks = self.tasks.get_mut();
         let id = tasks.next_ask;
         tasks.next_ask += 1;
-        slot.lock().unwrap_or_else(|p| p.into_inner()).id = id;
+        ask.slot().lock().unwrap_or_else(|p| p.into_inner()).id = id;
         let deadline = timeout.map(|d| (now + d.as_secs_f64(), d));
         tasks.asks.insert(
             id,
             Pending {
-                slot,
+                ask,
                 deadline,
                 since: now,
             },
@@ -223,7 +220,7 @@ impl PeRuntime {
                     tasks.timed -= 1;
                 }
                 self.core.trace_wait("chorus::ask_wait", id, p.since);
-                resolve(&p.slot, Ok(payload));
+                resolve(p.ask.slot(), Ok(payload));
             }
             TaskMsg::AskTimer(AskTimer {}) => self.on_ask_timer(),
         }
@@ -262,7 +259,7 @@ impl PeRuntime {
         for (id, p) in expired {
             self.core.trace_wait("chorus::ask_timed_out", id, p.since);
             let after = p.deadline.map_or(Duration::ZERO, |(_, d)| d);
-            resolve(&p.slot, Err(AskError::TimedOut { pe: me, id, after }));
+            resolve(p.ask.slot(), Err(AskError::TimedOut { pe: me, id, after }));
         }
         if rearm {
             let left = Duration::from_secs_f64((next - now).max(0.0));
@@ -333,7 +330,7 @@ impl PeRuntime {
         core.current = owner.clone();
         let mut ok = true;
         for op in ops.drain(..) {
-            let ran = catch_unwind(AssertUnwindSafe(|| op(&mut Ctx { core: &mut *core })));
+            let ran = catch_unwind(AssertUnwindSafe(|| op.run(&mut Ctx { core: &mut *core })));
             if let Err(p) = ran {
                 ok = false;
                 core.current = Current::Main;
