@@ -1,6 +1,7 @@
 //! `chorus-bench checkpoint` at a small size: it writes, restarts from and checks a
 //! disk checkpoint, takes an in-memory one, runs dd beside them, reports every
-//! figure, and leaves its directory empty; a size out of range is a usage error.
+//! figure as the median of its repetitions, and leaves its directory empty; a size
+//! or a repetition count out of range is a usage error.
 
 use std::process::Command;
 
@@ -16,7 +17,18 @@ fn bench(args: &[&str]) -> std::process::Output {
 fn a_small_checkpoint_bench_reports_every_figure_and_cleans_up() {
     let dir = std::env::temp_dir().join(format!("chorus-ckpt-bench-{}", std::process::id()));
     let d = dir.to_string_lossy().into_owned();
-    let out = bench(&["--pes", "2", "--bytes", "4194304", "--dir", &d, "--json"]);
+    let out = bench(&[
+        "--pes",
+        "2",
+        "--bytes",
+        "4194304",
+        "--dir",
+        &d,
+        "--reps",
+        "3",
+        "--no-cold",
+        "--json",
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -44,6 +56,26 @@ fn a_small_checkpoint_bench_reports_every_figure_and_cleans_up() {
         let x = v[key].as_f64().unwrap_or(0.0);
         assert!(x.is_finite() && x > 0.0, "{key}: {v}");
     }
+    let runs = v["runs"].as_array().expect("every repetition");
+    assert_eq!(runs.len(), 3, "{v}");
+    for key in ["disk_write_s", "restart_s", "dd_write_s", "dd_read_s"] {
+        let mut xs: Vec<f64> = runs
+            .iter()
+            .map(|r| r[key].as_f64().unwrap_or(-1.0))
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        assert_eq!(v[key].as_f64(), Some(xs[1]), "{key} is the median: {v}");
+    }
+    assert!(
+        v["restart_cold_s"].is_null() && v["restart_cold_vs_dd_read_cold"].is_null(),
+        "no cold pair under --no-cold: {v}"
+    );
+    assert!(
+        v["cold_skipped"]
+            .as_str()
+            .is_some_and(|w| w.contains("--no-cold")),
+        "says why the cold pair was skipped: {v}"
+    );
     assert!(!dir.exists(), "the bench removed its files and directory");
 }
 
@@ -53,4 +85,6 @@ fn a_size_out_of_range_is_a_usage_error() {
         let out = bench(&["--bytes", bytes]);
         assert_eq!(out.status.code(), Some(2), "--bytes {bytes}");
     }
+    let out = bench(&["--reps", "0"]);
+    assert_eq!(out.status.code(), Some(2), "--reps 0");
 }

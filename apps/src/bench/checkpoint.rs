@@ -7,12 +7,18 @@
 //! the same directory. Figures are GB/s of state and the ratios to `dd`. The
 //! restart and dd's read both read files just written, so both read from the page
 //! cache (while memory holds them): like with like, not the disk's read rate.
+//! Beside that pair, as root, a cold pair: the restart and dd's read each after
+//! `sync` and dropping the page cache, both from the disk (skipped, saying why,
+//! where the cache cannot be dropped). `--reps` repetitions alternate chorus and dd
+//! (swapping which goes first each time, as the disk's rate drifts) and every figure
+//! is the median of its repetitions, each with the load average it ran under.
 
 use crate::bench::report::{Report, Target};
 use chorus_core::{
     ArrayMap, Bytes, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, Layer, Migratable, Reducer,
     Registry, Runtime,
 };
+use chorus_sections::tune::stats::median;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -41,6 +47,13 @@ pub struct CheckpointArgs {
     /// afterwards); default a fresh one under the system's temporary directory.
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Repetitions, chorus and dd alternating in each; the figures are the medians.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
+    /// Skip the cold pair (the restart and dd's read after dropping the page cache,
+    /// which needs root and slows everything else on the machine for a while).
+    #[arg(long)]
+    pub no_cold: bool,
     /// Print one JSON object instead of lines.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
@@ -166,7 +179,30 @@ fn registry() -> (Registry, Entries) {
     (reg, (start, disk, memory, sum))
 }
 
-/// What `chorus-bench checkpoint` measured.
+/// One repetition's seconds: chorus and dd alternated in one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepFigures {
+    /// The disk checkpoint, from the request to its callback.
+    pub disk_write_s: f64,
+    /// The restarted job reading the files from the page cache.
+    pub restart_s: f64,
+    /// The in-memory checkpoint.
+    pub memory_s: f64,
+    /// `dd ... conv=fdatasync` writing as many bytes.
+    pub dd_write_s: f64,
+    /// `dd` reading its file back from the page cache.
+    pub dd_read_s: f64,
+    /// The restart after the page cache was dropped (none if it could not be).
+    pub restart_cold_s: Option<f64>,
+    /// `dd` reading its file after the page cache was dropped.
+    pub dd_read_cold_s: Option<f64>,
+    /// The 1-minute load average when the repetition began.
+    pub load_average: f64,
+    /// Every restart's checksum of the state equals the first job's.
+    pub verified: bool,
+}
+
+/// What `chorus-bench checkpoint` measured: the median of each figure over `--reps`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckpointReport {
     /// PEs.
@@ -175,17 +211,25 @@ pub struct CheckpointReport {
     pub bytes: u64,
     /// Bytes of the PE files written.
     pub file_bytes: u64,
-    /// Seconds of the disk checkpoint, from the request to its callback.
+    /// Seconds of the disk checkpoint, from the request to its callback (median).
     pub disk_write_s: f64,
-    /// Seconds of the restarted job, from its start to its checksum.
+    /// Seconds of the restarted job, from its start to its checksum (median).
     pub restart_s: f64,
-    /// Seconds of the in-memory checkpoint, from the request to its callback.
+    /// Seconds of the in-memory checkpoint, from the request to its callback (median).
     pub memory_s: f64,
-    /// Seconds of `dd ... conv=fdatasync` writing as many bytes to the same directory.
+    /// Seconds of `dd ... conv=fdatasync` writing as many bytes to the same directory (median).
     pub dd_write_s: f64,
-    /// Seconds of `dd` reading that file back.
+    /// Seconds of `dd` reading that file back (median).
     pub dd_read_s: f64,
-    /// The restarted job's checksum of the state equals the first job's.
+    /// Seconds of the restart from a dropped page cache (median), if it could be dropped.
+    pub restart_cold_s: Option<f64>,
+    /// Seconds of `dd` reading from a dropped page cache (median), if it could be dropped.
+    pub dd_read_cold_s: Option<f64>,
+    /// Why the cold pair was skipped (`None` if it was measured).
+    pub cold_skipped: Option<String>,
+    /// Each repetition, in order.
+    pub runs: Vec<RepFigures>,
+    /// Every restarted job's checksum of the state equals the first job's.
     pub verified: bool,
 }
 
@@ -223,18 +267,140 @@ fn config(pes: u32) -> Config {
     }
 }
 
+/// The bench's shape: PEs, elements, bytes per element.
+#[derive(Clone, Copy)]
+struct Shape {
+    pes: u32,
+    elements: usize,
+    len: u64,
+}
+
 fn measure_in(args: &CheckpointArgs, dir: &Path) -> Result<CheckpointReport, String> {
     let elements = args.pes as usize * ELEMENTS_PER_PE;
-    let len = args.bytes.div_ceil(elements as u64);
+    let shape = Shape {
+        pes: args.pes,
+        elements,
+        len: args.bytes.div_ceil(elements as u64),
+    };
+    let mib = args.bytes.div_ceil(1 << 20);
+    let mut cold_skipped = args
+        .no_cold
+        .then(|| "--no-cold: the page cache was not dropped".to_string());
+    let mut runs = Vec::new();
+    for i in 0..args.reps {
+        runs.push(repetition(shape, dir, mib, i % 2 == 1, &mut cold_skipped)?);
+    }
+    let med = |f: fn(&RepFigures) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+    let cold = |f: fn(&RepFigures) -> Option<f64>| {
+        let v: Option<Vec<f64>> = runs.iter().map(f).collect();
+        v.filter(|_| cold_skipped.is_none()).map(|v| median(&v))
+    };
+    Ok(CheckpointReport {
+        pes: args.pes,
+        bytes: shape.len * elements as u64,
+        file_bytes: pe_files_bytes(dir),
+        disk_write_s: med(|r| r.disk_write_s),
+        memory_s: med(|r| r.memory_s),
+        restart_s: med(|r| r.restart_s),
+        dd_write_s: med(|r| r.dd_write_s),
+        dd_read_s: med(|r| r.dd_read_s),
+        restart_cold_s: cold(|r| r.restart_cold_s),
+        dd_read_cold_s: cold(|r| r.dd_read_cold_s),
+        verified: runs.iter().all(|r| r.verified),
+        cold_skipped,
+        runs,
+    })
+}
+
+/// One repetition: the checkpointing job and dd's write, the restart and dd's read
+/// from the page cache, and (unless `cold_skipped` says why not) the same pair after
+/// dropping the page cache; `dd_first` puts dd before chorus in each pair, so that
+/// alternate repetitions swap the order and neither side always runs on a
+/// fresher disk.
+fn repetition(
+    shape: Shape,
+    dir: &Path,
+    mib: u64,
+    dd_first: bool,
+    cold_skipped: &mut Option<String>,
+) -> Result<RepFigures, String> {
+    let load_average = load_average();
+    let file = dir.join("dd.tmp");
+    let ((disk_write_s, memory_s, sum), dd_write_s) = pair(
+        dd_first,
+        || checkpoint_job(shape, dir),
+        || dd_write(&file, mib),
+    )?;
+    let ((restart_s, warm_sum), dd_read_s) =
+        pair(dd_first, || restart_job(shape, dir), || dd_read(&file))?;
+    let mut cold = None;
+    if cold_skipped.is_none() {
+        match drop_caches() {
+            Ok(()) => {
+                let (restart_cold, cold_sum) = restart_job(shape, dir)?;
+                drop_caches()?;
+                cold = Some((restart_cold, dd_read(&file)?, cold_sum));
+            }
+            Err(why) => *cold_skipped = Some(why),
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+    Ok(RepFigures {
+        disk_write_s,
+        restart_s,
+        memory_s,
+        dd_write_s,
+        dd_read_s,
+        restart_cold_s: cold.map(|c| c.0),
+        dd_read_cold_s: cold.map(|c| c.1),
+        load_average,
+        verified: sum.is_some() && sum == warm_sum && cold.is_none_or(|c| c.2 == sum),
+    })
+}
+
+/// Run `chorus` and `dd` in the order `dd_first` says; both results, or the first error.
+fn pair<A, B>(
+    dd_first: bool,
+    chorus: impl FnOnce() -> Result<A, String>,
+    dd: impl FnOnce() -> Result<B, String>,
+) -> Result<(A, B), String> {
+    if dd_first {
+        let b = dd()?;
+        Ok((chorus()?, b))
+    } else {
+        let a = chorus()?;
+        Ok((a, dd()?))
+    }
+}
+
+/// The first job: the disk checkpoint's and the in-memory checkpoint's seconds and
+/// the state's checksum.
+fn checkpoint_job(shape: Shape, dir: &Path) -> Result<(f64, f64, Option<u64>), String> {
     let (reg, entries) = registry();
     let d = dir.to_string_lossy().into_owned();
-    let first = Runtime::new(reg, config(args.pes))
+    let Shape { elements, len, .. } = shape;
+    let first = Runtime::new(reg, config(shape.pes))
         .run(move |ctx| {
             let array = ctx.create_array_1d::<Block>(elements, (len, d, entries), ArrayMap::Block);
             ctx.start_quiescence(Callback::array_element(&array, &0, entries.0));
         })
         .map_err(|e| e.to_string())?;
-    let mut cfg = config(args.pes);
+    let figure = |key: &str| {
+        first
+            .output::<f64>(key)
+            .ok_or(format!("the job published no {key}"))
+    };
+    Ok((
+        figure("disk_s")?,
+        figure("memory_s")?,
+        first.output::<u64>("checksum"),
+    ))
+}
+
+/// A job restarted from the checkpoint in `dir`: its seconds, whole, and the
+/// state's checksum.
+fn restart_job(shape: Shape, dir: &Path) -> Result<(f64, Option<u64>), String> {
+    let mut cfg = config(shape.pes);
     cfg.restart = Some(dir.to_path_buf());
     let started = Instant::now();
     let restarted = Runtime::new(registry().0, cfg)
@@ -244,27 +410,27 @@ fn measure_in(args: &CheckpointArgs, dir: &Path) -> Result<CheckpointReport, Str
             }
         })
         .map_err(|e| e.to_string())?;
-    let restart_s = started.elapsed().as_secs_f64();
-    let file_bytes = pe_files_bytes(dir);
-    let mib = args.bytes.div_ceil(1 << 20);
-    let (dd_write_s, dd_read_s) = dd(dir, mib)?;
-    let sum = |r: &chorus_core::RunReport| r.output::<u64>("checksum");
-    let figure = |key: &str| {
-        first
-            .output::<f64>(key)
-            .ok_or(format!("the job published no {key}"))
-    };
-    Ok(CheckpointReport {
-        pes: args.pes,
-        bytes: len * elements as u64,
-        file_bytes,
-        disk_write_s: figure("disk_s")?,
-        memory_s: figure("memory_s")?,
-        restart_s,
-        dd_write_s,
-        dd_read_s,
-        verified: sum(&first).is_some() && sum(&first) == sum(&restarted),
+    Ok((
+        started.elapsed().as_secs_f64(),
+        restarted.output::<u64>("checksum"),
+    ))
+}
+
+/// Write back every dirty page and drop the page cache (as root), so that the next
+/// read comes from the disk; why not, if the kernel refuses.
+fn drop_caches() -> Result<(), String> {
+    let _ = Command::new("sync").status();
+    std::fs::write("/proc/sys/vm/drop_caches", "3").map_err(|e| {
+        format!("the page cache cannot be dropped (/proc/sys/vm/drop_caches: {e}; run as root)")
     })
+}
+
+/// The 1-minute load average (NaN where /proc/loadavg cannot be read).
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// Bytes of the PE files in `dir`.
@@ -281,21 +447,20 @@ fn pe_files_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Seconds `dd` takes to write `mib` MiB to `dir/dd.tmp` (synced) and to read it back.
-fn dd(dir: &Path, mib: u64) -> Result<(f64, f64), String> {
-    let file = dir.join("dd.tmp");
+/// Seconds `dd` takes to write `mib` MiB to `file` (synced).
+fn dd_write(file: &Path, mib: u64) -> Result<f64, String> {
     let of = format!("of={}", file.display());
     let count = format!("count={mib}");
-    let write = ["if=/dev/zero", &of, "bs=1M", &count, "conv=fdatasync"];
-    let write_s = timed("dd", &write)?;
-    let read = [
-        format!("if={}", file.display()),
-        "of=/dev/null".into(),
-        "bs=1M".into(),
-    ];
-    let read_s = timed("dd", &read.iter().map(String::as_str).collect::<Vec<_>>())?;
-    let _ = std::fs::remove_file(&file);
-    Ok((write_s, read_s))
+    timed(
+        "dd",
+        &["if=/dev/zero", &of, "bs=1M", &count, "conv=fdatasync"],
+    )
+}
+
+/// Seconds `dd` takes to read `file`.
+fn dd_read(file: &Path) -> Result<f64, String> {
+    let input = format!("if={}", file.display());
+    timed("dd", &[&input, "of=/dev/null", "bs=1M"])
 }
 
 /// Seconds `program args` takes; an error if it fails.
@@ -331,6 +496,11 @@ impl CheckpointReport {
     pub fn restart_ratio(&self) -> f64 {
         self.dd_read_s / self.restart_s.max(1e-9)
     }
+
+    /// The cold restart's rate over dd's cold read rate, if both were measured.
+    pub fn restart_cold_ratio(&self) -> Option<f64> {
+        Some(self.dd_read_cold_s? / self.restart_cold_s?.max(1e-9))
+    }
 }
 
 impl Report for CheckpointReport {
@@ -352,6 +522,15 @@ impl Report for CheckpointReport {
             "write_vs_dd": self.write_ratio(),
             "restart_vs_dd_read": self.restart_ratio(),
             "reads_from": "page cache",
+            "restart_cold_s": self.restart_cold_s,
+            "restart_cold_gbps": self.restart_cold_s.map(|s| self.rate(s)),
+            "dd_read_cold_s": self.dd_read_cold_s,
+            "dd_read_cold_gbps": self.dd_read_cold_s.map(|s| self.rate(s)),
+            "restart_cold_vs_dd_read_cold": self.restart_cold_ratio(),
+            "cold_skipped": self.cold_skipped,
+            "reps": self.runs.len(),
+            "figures": "median of reps",
+            "runs": self.runs,
             "target": TARGET.to_string(),
             "verified": self.verified,
         })
@@ -360,21 +539,47 @@ impl Report for CheckpointReport {
 
     fn table(&self) -> String {
         let line =
-            |what: &str, s: f64| format!("{what:<28} {s:>9.3} s {:>8.2} GB/s\n", self.rate(s));
+            |what: &str, s: f64| format!("{what:<32} {s:>9.3} s {:>8.2} GB/s\n", self.rate(s));
+        let cold = match (self.restart_cold_s, self.dd_read_cold_s, &self.cold_skipped) {
+            (Some(r), Some(d), _) => format!(
+                "{}{}",
+                line("restart (cold cache, rebuild)", r),
+                line("dd read (cold cache)", d)
+            ),
+            (_, _, why) => format!(
+                "cold pair skipped: {}\n",
+                why.as_deref().unwrap_or("not measured")
+            ),
+        };
+        let loads: Vec<String> = self
+            .runs
+            .iter()
+            .map(|r| format!("{:.2}", r.load_average))
+            .collect();
+        let cold_ratio = self
+            .restart_cold_ratio()
+            .map(|r| format!(", cold restart / cold dd read: {r:.2}x"))
+            .unwrap_or_default();
         format!(
-            "checkpoint of {} bytes of array state on {} PEs ({} bytes of PE files), restart checksum {}\n{}{}{}{}{}\
-             disk write / dd write: {:.2}x, restart / dd read: {:.2}x (target {})\n",
+            "checkpoint of {} bytes of array state on {} PEs ({} bytes of PE files), restart checksum {}\n\
+             medians of {} repetitions, chorus and dd alternating (1-minute load average at each: {})\n\
+             {}{}{}{}{}{}\
+             disk write / dd write: {:.2}x, restart / dd read: {:.2}x{} (target {})\n",
             self.bytes,
             self.pes,
             self.file_bytes,
             if self.verified { "equal" } else { "DIFFERENT" },
+            self.runs.len(),
+            loads.join(", "),
             line("disk checkpoint (write)", self.disk_write_s),
             line("restart (page cache, rebuild)", self.restart_s),
             line("in-memory checkpoint", self.memory_s),
             line("dd write (conv=fdatasync)", self.dd_write_s),
             line("dd read back (page cache)", self.dd_read_s),
+            cold,
             self.write_ratio(),
             self.restart_ratio(),
+            cold_ratio,
             TARGET,
         )
     }
