@@ -82,7 +82,8 @@ pub use chare::Chare;
 pub use chorus_macros::chare;
 pub use config::{
     is_root_process, mpi_launch_rank, mpi_launch_size, Config, ConfigError, ErrorPolicy,
-    InjectedFailure, KillSpec, Layer, SimArgs, SimPreset, StatsFormat, WorkMode, DEFAULT_PES,
+    InjectedFailure, KillSpec, Layer, LbPeriod, SimArgs, SimPreset, StatsFormat, WorkMode,
+    DEFAULT_PES,
 };
 pub use ctx::Ctx;
 pub use engine::{verify_checkpoint, CommittedCheckpoint};

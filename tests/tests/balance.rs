@@ -1,7 +1,7 @@
 //! Load balancing of chare arrays on every layer of this build (bodies in
 //! `chorus_tests::suite::balance`).
 
-use chorus_tests::{layers, suite::balance};
+use chorus_tests::{layers, suite::balance, suite::balance_when};
 
 #[test]
 fn a_step_moves_heavy_elements_and_resumes_each_once() {
@@ -112,4 +112,25 @@ fn the_lb_step_phase_carries_the_loads_before_and_after() {
         );
     }
     std::fs::remove_dir_all(&dir).expect("the scratch directory goes");
+}
+
+#[test]
+fn manual_steps_wait_for_start_lb() {
+    for layer in layers() {
+        balance_when::manual_steps_wait_for_start_lb(layer);
+    }
+}
+
+#[test]
+fn start_lb_without_manual_mode_is_refused() {
+    for layer in layers() {
+        balance_when::start_lb_without_manual_mode_is_refused(layer);
+    }
+}
+
+#[test]
+fn a_time_period_balances_the_steps_it_spans() {
+    for layer in layers() {
+        balance_when::a_time_period_balances_the_steps_it_spans(layer);
+    }
 }

@@ -380,6 +380,12 @@ impl Ctx<'_> {
         self.core.at_sync()
     }
 
+    /// Ask for a balancing step of `array` under `--lb-manual`: its elements' AtSync
+    /// step waiting now, or else their next one, balances; until asked, a step waits.
+    pub fn start_lb<C, I>(&mut self, array: &ArrayProxy<C, I>) -> Result<(), SyncError> {
+        self.core.start_lb(array.coll)
+    }
+
     /// Record a named value in the run's report (readable with `RunReport::output`).
     pub fn publish<T: Serialize>(&mut self, key: &str, value: &T) {
         match bincode::serialize(value) {

@@ -26,7 +26,7 @@ use crate::api::target::Target;
 use crate::base::ids::CollectionId;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::{GroupMember, SendOpts};
-use crate::msg::kind::create::CreateNodeGroup;
+use crate::msg::kind::create::{CreateGroup, CreateNodeGroup};
 use crate::msg::payload::Payload;
 use crate::msg::reduction::Reducible;
 use serde::{Deserialize, Serialize};
@@ -116,12 +116,12 @@ impl<'a> Ctx<'a> {
         let coll = self.core.new_collection_id();
         if let Some(ty) = self.type_index::<C>() {
             let root = self.core.node_pe(self.core.my_node());
-            let kind = CreateNodeGroup {
+            let kind = CreateNodeGroup(CreateGroup {
                 coll,
                 ty,
                 root,
                 init: Payload::new(init),
-            };
+            });
             self.core.create(root, kind);
         }
         NodeGroupProxy::new(coll)

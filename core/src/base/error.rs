@@ -630,6 +630,10 @@ pub enum SyncError {
     /// The element already called `at_sync` in this step and has not been resumed.
     #[error("it already called at_sync in this step; wait for resume_from_sync")]
     Twice,
+    /// `start_lb` without `--lb-manual` (and an `--array-lb` strategy): steps balance
+    /// by their period, not by hand.
+    #[error("start_lb asks for a balancing step only under --lb-manual with an --array-lb strategy; pass --lb-manual, or let --lb-period decide")]
+    NotManual,
 }
 
 pub(crate) fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {

@@ -15,6 +15,7 @@ use crate::msg::kind::create::{
     Census as ChildCount, CreateArray, CreateChare, CreateGroup, CreateMsg, CreateNodeGroup,
     DoneInserting, Insert,
 };
+use crate::msg::kind::Kind;
 use crate::msg::payload::Payload;
 
 impl PeRuntime {
@@ -92,60 +93,54 @@ impl PeRuntime {
     }
 
     fn create_group(&mut self, g: CreateGroup) {
-        let CreateGroup {
-            coll,
-            ty,
-            root,
-            init,
-        } = g;
-        if self.created_twice(coll) {
+        if self.created_twice(g.coll) {
             return;
         }
-        for c in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
-            let kind = CreateGroup {
-                coll,
-                ty,
-                root,
-                init: init.duplicate(),
-            };
-            self.core.create(c, kind);
-        }
+        let children = tree::children(self.core.me, g.root, self.core.npes, self.core.arity);
+        self.pass_group_creation(&g, children, |g| g.into());
         let children = self.core.tree_children().collect();
-        self.add_group_member(coll, ty, init, children, false);
+        self.add_group_member(g.coll, g.ty, g.init, children, false);
     }
 
     /// Create a nodegroup's member on this node's first PE and pass the creation on
     /// down the tree over nodes.
-    fn create_node_group(&mut self, g: CreateNodeGroup) {
-        let CreateNodeGroup {
-            coll,
-            ty,
-            root,
-            init,
-        } = g;
-        if self.created_twice(coll) {
+    fn create_node_group(&mut self, CreateNodeGroup(g): CreateNodeGroup) {
+        if self.created_twice(g.coll) {
             return;
         }
         let me = self.core.me;
         if self.core.node_pe(self.core.my_node()) != me {
+            let coll = g.coll;
             let what = format!("the creation of nodegroup {coll} reached PE {me}, not its node's first PE; dropped");
             return self.core.fail(RuntimeError::BadInput { pe: me, what });
         }
-        let root_node = root as usize / self.core.node_size;
-        for c in self.core.node_children(root_node) {
-            let kind = CreateNodeGroup {
-                coll,
-                ty,
-                root,
-                init: init.duplicate(),
-            };
-            self.core.create(c, kind);
-        }
-        self.core.node_groups.insert(coll);
+        let root_node = g.root as usize / self.core.node_size;
+        let children = self.core.node_children(root_node);
+        self.pass_group_creation(&g, children, |g| CreateNodeGroup(g).into());
+        self.core.node_groups.insert(g.coll);
         // Reductions climb the tree over nodes rooted at node 0, as group ones the
         // PE tree rooted at PE 0.
         let children = self.core.node_children(0);
-        self.add_group_member(coll, ty, init, children, true);
+        self.add_group_member(g.coll, g.ty, g.init, children, true);
+    }
+
+    /// Send a copy of the (node)group creation `g`, as `kind` makes it, to each of
+    /// `children`.
+    fn pass_group_creation(
+        &mut self,
+        g: &CreateGroup,
+        children: impl IntoIterator<Item = Pe>,
+        kind: fn(CreateGroup) -> Kind,
+    ) {
+        for c in children {
+            let copy = CreateGroup {
+                coll: g.coll,
+                ty: g.ty,
+                root: g.root,
+                init: g.init.duplicate(),
+            };
+            self.core.create(c, kind(copy));
+        }
     }
 
     /// Build a group's (or nodegroup's) member here, counting one member here and

@@ -5,7 +5,7 @@
 use crate::api::chare::AnyChare;
 use crate::api::ctx::Ctx;
 use crate::api::registry::Registry;
-use crate::base::config::{Config, ErrorPolicy, WorkMode};
+use crate::base::config::{Config, ErrorPolicy, LbPeriod, WorkMode};
 use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
 use crate::base::hash::{HashMap, HashSet};
@@ -179,9 +179,9 @@ pub(crate) struct PeSetup {
     pub(crate) work_mode: WorkMode,
     /// This PE's recorder when the job is traced.
     pub(crate) trace: Option<Box<PeTrace>>,
-    /// `--array-lb`'s strategy name (none balances nothing) and `--lb-period`.
+    /// `--array-lb`'s strategy name (none balances nothing) and when it balances.
     pub(crate) array_lb: String,
-    pub(crate) lb_period: u32,
+    pub(crate) lb_period: LbPeriod,
     /// The checkpoint to restart from (`--restart`), read and checked before the job.
     pub(crate) restart: Option<Arc<Restart>>,
 }
@@ -201,7 +201,7 @@ impl PeSetup {
             // A PE left out of --trace-pes runs untraced: no cost at all.
             trace: trace.filter(|t| t.is_recording()),
             array_lb: cfg.array_lb.clone(),
-            lb_period: cfg.lb_every(),
+            lb_period: cfg.lb_when(),
             restart: None,
         }
     }

@@ -73,7 +73,7 @@ impl ArrayStrategy for OffTheMap {
 
 /// What a stepper does at its step boundary besides `at_sync`.
 #[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-enum Twist {
+pub(crate) enum Twist {
     None,
     SyncTwice,
     MoveInStep,
@@ -84,7 +84,7 @@ enum Twist {
 /// Runs `steps` steps, each costing 10x more for elements created on PE 0, calling
 /// `at_sync` after each; reports how many times it resumed and on which PEs it ran.
 #[derive(Serialize, Deserialize)]
-struct Stepper {
+pub(crate) struct Stepper {
     left: u32,
     cost_us: u64,
     resumed: u64,
@@ -94,7 +94,7 @@ struct Stepper {
 }
 
 #[derive(Clone, Serialize, Deserialize)]
-enum StepMsg {
+pub(crate) enum StepMsg {
     Step,
 }
 
@@ -146,7 +146,7 @@ impl Migratable for Stepper {
 }
 
 /// Publishes the total it receives and ends the job.
-struct Total;
+pub(crate) struct Total;
 
 impl Chare for Total {
     type Init = ();
@@ -160,7 +160,7 @@ impl Chare for Total {
     }
 }
 
-fn registry() -> (Registry, Entry<Total, u64>) {
+pub(crate) fn registry() -> (Registry, Entry<Total, u64>) {
     let mut reg = Registry::new();
     reg.migratable::<Stepper>("Stepper").chare::<Total>("Total");
     reg.balancer(HeaviestFirst)

@@ -8,8 +8,8 @@
 use crate::suite::checkpoint_state::Plain;
 use crate::{config, pes};
 use chorus_core::{
-    ArrayMap, Callback, Chare, CheckpointError, Checkpointable, Ctx, Entry, ErrorPolicy, Layer,
-    Migratable, Pe, Reducer, Registry, Runtime, RuntimeError,
+    ArrayMap, ArrayProxy, Callback, Chare, CheckpointError, Checkpointable, Ctx, Entry,
+    ErrorPolicy, Layer, Migratable, Pe, Reducer, Registry, Runtime, RuntimeError,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -68,6 +68,20 @@ impl RingCell {
         self.inbox.push((step, from_left, v));
     }
 
+    /// Send this step's value to both neighbours in `ring`, as `value(step,
+    /// from_left, v)` messages.
+    pub(crate) fn send_to_neighbours<C: Chare>(
+        &self,
+        ctx: &mut Ctx,
+        ring: &ArrayProxy<C, usize>,
+        value: fn(u32, bool, u64) -> C::Msg,
+    ) {
+        let (left, right) = self.neighbours();
+        for (to, from_left) in [(right, true), (left, false)] {
+            ring.send(ctx, &to, value(self.step, from_left, self.value));
+        }
+    }
+
     /// Take the current step if both its values are in; true if it did.
     pub(crate) fn try_step(&mut self) -> bool {
         let step = self.step;
@@ -86,6 +100,16 @@ impl RingCell {
         self.step += 1;
         true
     }
+}
+
+/// Contribute `v` to a sum delivered to `entry` of the ring's element 0.
+pub(crate) fn sum_to_zero<C: Chare>(
+    ctx: &mut Ctx,
+    ring: &ArrayProxy<C, usize>,
+    v: u64,
+    entry: Entry<C, u64>,
+) {
+    ctx.contribute(v, Reducer::Sum, Callback::array_element(ring, &0, entry));
 }
 
 /// One cell of the ring: each step it takes its neighbours' values.
@@ -159,26 +183,12 @@ impl Migratable for Ring {}
 impl Ring {
     fn send_value(&mut self, ctx: &mut Ctx) {
         let me = ctx.this_array::<Ring, usize>().expect("in the ring");
-        let (left, right) = self.cell.neighbours();
-        let (step, v) = (self.cell.step, self.cell.value);
-        me.send(
-            ctx,
-            &right,
-            RingMsg::Value {
+        self.cell
+            .send_to_neighbours(ctx, &me, |step, from_left, v| RingMsg::Value {
                 step,
-                from_left: true,
+                from_left,
                 v,
-            },
-        );
-        me.send(
-            ctx,
-            &left,
-            RingMsg::Value {
-                step,
-                from_left: false,
-                v,
-            },
-        );
+            });
         self.advance(ctx);
     }
 
@@ -188,13 +198,11 @@ impl Ring {
             return;
         }
         let me = ctx.this_array::<Ring, usize>().expect("in the ring");
-        let zero = Callback::array_element(&me, &0, self.entries.0);
         let step = self.cell.step;
         if step == STEPS {
-            let done = Callback::array_element(&me, &0, self.entries.2);
-            ctx.contribute(self.cell.value, Reducer::Sum, done);
+            sum_to_zero(ctx, &me, self.cell.value, self.entries.2);
         } else if step == AT && self.at_step != AtStep::Run {
-            ctx.contribute(u64::from(step), Reducer::Sum, zero);
+            sum_to_zero(ctx, &me, u64::from(step), self.entries.0);
         } else {
             self.send_value(ctx);
         }

@@ -9,10 +9,10 @@
 //! time or order shows, and a restart that resumes by sending its own messages, or
 //! one on another PE count, gives the same answer but another digest.
 
-use crate::suite::checkpoint::RingCell;
+use crate::suite::checkpoint::{sum_to_zero, RingCell};
 use chorus_core::{
     mix64, ArrayMap, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, KillSpec, Layer, Migratable,
-    Reducer, Registry, RunReport, Runtime, RuntimeError, SimStats,
+    Registry, RunReport, Runtime, RuntimeError, SimStats,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -99,11 +99,12 @@ impl Cell {
         let Some(me) = ctx.this_array::<Cell, usize>() else {
             return ctx.fail("Cell", "not in the ring");
         };
-        let (left, right) = self.cell.neighbours();
-        let (step, v) = (self.cell.step, self.cell.value);
-        for (to, from_left) in [(right, true), (left, false)] {
-            me.send(ctx, &to, CellMsg::Value { step, from_left, v });
-        }
+        self.cell
+            .send_to_neighbours(ctx, &me, |step, from_left, v| CellMsg::Value {
+                step,
+                from_left,
+                v,
+            });
         self.advance(ctx);
     }
 
@@ -121,11 +122,9 @@ impl Cell {
             draw % self.shape.work_ns.max(1),
         ));
         if step == self.shape.steps {
-            let done = Callback::array_element(&me, &0, self.entries.2);
-            ctx.contribute(self.cell.value, Reducer::Sum, done);
+            sum_to_zero(ctx, &me, self.cell.value, self.entries.2);
         } else if step == self.shape.at {
-            let zero = Callback::array_element(&me, &0, self.entries.0);
-            ctx.contribute(u64::from(step), Reducer::Sum, zero);
+            sum_to_zero(ctx, &me, u64::from(step), self.entries.0);
         } else {
             self.send_value(ctx);
         }

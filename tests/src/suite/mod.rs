@@ -8,6 +8,7 @@ use chorus_core::Layer;
 pub mod arrays;
 pub mod bad_input;
 pub mod balance;
+pub mod balance_when;
 pub mod checkpoint;
 pub mod checkpoint_digest;
 pub mod checkpoint_state;
@@ -34,6 +35,7 @@ pub fn all() -> Vec<Test> {
     [
         arrays::TESTS,
         balance::TESTS,
+        balance_when::TESTS,
         bad_input::TESTS,
         destroy::TESTS,
         faults::TESTS,

@@ -5,10 +5,10 @@
 //! together with its buddy ends the job with a typed error naming both.
 
 use crate::config;
-use crate::suite::checkpoint::RingCell;
+use crate::suite::checkpoint::{sum_to_zero, RingCell};
 use chorus_core::{
     ArrayMap, Callback, Chare, CheckpointError, Config, Ctx, Entry, ErrorPolicy, InjectedFailure,
-    KillSpec, Layer, Migratable, Pe, Reducer, Registry, RunReport, Runtime, RuntimeError,
+    KillSpec, Layer, Migratable, Pe, Registry, RunReport, Runtime, RuntimeError,
 };
 use serde::{Deserialize, Serialize};
 
@@ -85,20 +85,12 @@ impl Migratable for Cell {}
 impl Cell {
     fn send_value(&mut self, ctx: &mut Ctx) {
         let me = ctx.this_array::<Cell, usize>().expect("in the ring");
-        let (left, right) = self.cell.neighbours();
-        let (step, v) = (self.cell.step, self.cell.value);
-        let to_right = CellMsg::Value {
-            step,
-            from_left: true,
-            v,
-        };
-        me.send(ctx, &right, to_right);
-        let to_left = CellMsg::Value {
-            step,
-            from_left: false,
-            v,
-        };
-        me.send(ctx, &left, to_left);
+        self.cell
+            .send_to_neighbours(ctx, &me, |step, from_left, v| CellMsg::Value {
+                step,
+                from_left,
+                v,
+            });
         self.advance(ctx);
     }
 
@@ -110,11 +102,9 @@ impl Cell {
         let me = ctx.this_array::<Cell, usize>().expect("in the ring");
         let step = self.cell.step;
         if step == STEPS {
-            let done = Callback::array_element(&me, &0, self.entries.2);
-            ctx.contribute(self.cell.value, Reducer::Sum, done);
+            sum_to_zero(ctx, &me, self.cell.value, self.entries.2);
         } else if self.checkpoint && step.is_multiple_of(EVERY) {
-            let zero = Callback::array_element(&me, &0, self.entries.0);
-            ctx.contribute(u64::from(step), Reducer::Sum, zero);
+            sum_to_zero(ctx, &me, u64::from(step), self.entries.0);
         } else {
             self.send_value(ctx);
         }

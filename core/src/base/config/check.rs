@@ -5,8 +5,9 @@
 
 use super::error::ConfigError;
 use super::{
-    mpi_launch_size, Config, Layer, DEFAULT_PES, MAX_FAULT_HOLD_MS, MAX_LB_PERIOD, MAX_PES,
-    MAX_PES_PER_RANK, MAX_THREAD_PES, MAX_TREE_ARITY, MIN_TREE_ARITY, NO_ARRAY_LB,
+    mpi_launch_size, Config, Layer, DEFAULT_PES, MAX_FAULT_HOLD_MS, MAX_LB_PERIOD,
+    MAX_LB_PERIOD_SECS, MAX_PES, MAX_PES_PER_RANK, MAX_THREAD_PES, MAX_TREE_ARITY, MIN_TREE_ARITY,
+    NO_ARRAY_LB,
 };
 use crate::base::cli::{MAX_SIM_NS_PER_BYTE, MAX_SIM_US};
 
@@ -48,12 +49,33 @@ impl Config {
         self.check_tracing()
     }
 
-    /// `--lb-period` says how often `--array-lb` balances: without one it does nothing.
+    /// `--lb-period`, `--lb-period-secs` and `--lb-manual` say when `--array-lb`
+    /// balances: without one they do nothing, and one of them says it all.
     fn check_balancing(&self) -> Result<(), ConfigError> {
-        if self.lb_period.is_some() && self.array_lb == NO_ARRAY_LB {
+        let given = [
+            ("--lb-period", self.lb_period.is_some()),
+            ("--lb-period-secs", self.lb_period_secs.is_some()),
+            ("--lb-manual", self.lb_manual),
+        ];
+        let mut set = given.iter().filter(|g| g.1).map(|g| g.0);
+        let (first, second) = (set.next(), set.next());
+        if let Some(flag) = first.filter(|_| self.array_lb == NO_ARRAY_LB) {
             return Err(ConfigError::NoEffect {
-                flag: "--lb-period",
+                flag,
                 why: "no --array-lb strategy is chosen",
+            });
+        }
+        if let (Some(flag), Some(other)) = (first, second) {
+            return Err(ConfigError::Conflict { flag, other });
+        }
+        if let Some(v) = self
+            .lb_period_secs
+            .filter(|v| !v.is_finite() || !(0.0..=MAX_LB_PERIOD_SECS).contains(v))
+        {
+            return Err(ConfigError::Cost {
+                flag: "--lb-period-secs",
+                value: v.to_string(),
+                max: MAX_LB_PERIOD_SECS as u64,
             });
         }
         Ok(())
@@ -338,7 +360,7 @@ pub fn parse_args<A: clap::Parser>(config: impl Fn(&A) -> &Config) -> A {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{KillSpec, SimArgs};
+    use super::super::{KillSpec, LbPeriod, SimArgs};
     use super::*;
 
     #[test]
@@ -382,6 +404,66 @@ mod tests {
         } else {
             assert_eq!(mpi.validate_in(None), Err(ConfigError::MpiNotBuilt));
         }
+    }
+
+    #[test]
+    fn one_flag_says_when_arrays_balance_and_only_with_a_strategy() {
+        let lb = |f: fn(&mut Config)| {
+            let mut c = Config {
+                array_lb: "greedy".into(),
+                ..Config::default()
+            };
+            f(&mut c);
+            c
+        };
+        assert_eq!(lb(|c| c.lb_manual = true).lb_when(), LbPeriod::Manual);
+        let secs = lb(|c| c.lb_period_secs = Some(2.5));
+        assert_eq!(
+            (secs.validate(), secs.lb_when()),
+            (Ok(()), LbPeriod::Seconds(2.5))
+        );
+        assert_eq!(lb(|_| ()).lb_when(), LbPeriod::Steps(1));
+        let both = lb(|c| {
+            c.lb_period = Some(3);
+            c.lb_manual = true;
+        });
+        let err = both.validate().expect_err("two periods");
+        assert_eq!(
+            err,
+            ConfigError::Conflict {
+                flag: "--lb-period",
+                other: "--lb-manual"
+            }
+        );
+        assert!(err.to_string().contains("give one of them"), "{err}");
+        for bad in [f64::NAN, -1.0, f64::INFINITY, 1e9] {
+            let c = lb(|c| c.lb_period_secs = Some(1.0));
+            let c = Config {
+                lb_period_secs: Some(bad),
+                ..c
+            };
+            assert!(
+                matches!(
+                    c.validate(),
+                    Err(ConfigError::Cost {
+                        flag: "--lb-period-secs",
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
+        let alone = Config {
+            lb_manual: true,
+            ..Config::default()
+        };
+        assert!(matches!(
+            alone.validate(),
+            Err(ConfigError::NoEffect {
+                flag: "--lb-manual",
+                ..
+            })
+        ));
     }
 
     #[test]

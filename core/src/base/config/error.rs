@@ -117,6 +117,14 @@ pub enum ConfigError {
         /// Why it would do nothing.
         why: &'static str,
     },
+    /// Two flags that each decide the same thing.
+    #[error("{flag} and {other} both say when arrays balance: give one of them")]
+    Conflict {
+        /// The first flag given.
+        flag: &'static str,
+        /// The other.
+        other: &'static str,
+    },
     /// A trace selection without `--trace`.
     #[error("{flag} chooses what --trace records; give --trace FILE too")]
     SelectionWithoutTrace {

@@ -387,6 +387,28 @@ pub struct Config {
         )
     )]
     pub lb_period: Option<u32>,
+    /// Balance arrays at the first AtSync step and then at the first one this many
+    /// seconds (virtual seconds on sim) after the last balancing step began.
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "lb-period-secs",
+            env = "CHORUS_LB_PERIOD_SECS",
+            value_name = "SECONDS",
+            help_heading = "Load balancing"
+        )
+    )]
+    pub lb_period_secs: Option<f64>,
+    /// Balance arrays only when a program calls `ctx.start_lb`: AtSync steps wait for it.
+    #[cfg_attr(
+        feature = "cli",
+        arg(
+            long = "lb-manual",
+            env = "CHORUS_LB_MANUAL",
+            help_heading = "Load balancing"
+        )
+    )]
+    pub lb_manual: bool,
     /// Restart from the checkpoint in this directory (written by `ctx.checkpoint`).
     #[cfg_attr(
         feature = "cli",
@@ -422,11 +444,26 @@ pub struct InjectedFailure {
     pub after: u64,
 }
 
+/// When the AtSync steps of arrays balance, under an `--array-lb` strategy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LbPeriod {
+    /// The first step and every Nth after it (`--lb-period N`).
+    Steps(u32),
+    /// The first step and then the first one this many seconds after the last
+    /// balancing step began (`--lb-period-secs S`; virtual seconds on sim).
+    Seconds(f64),
+    /// Each step waits until `ctx.start_lb` asks for it (`--lb-manual`).
+    Manual,
+}
+
 /// The `--array-lb` value that balances nothing.
 pub const NO_ARRAY_LB: &str = "none";
 
 /// The largest `--lb-period`.
 pub const MAX_LB_PERIOD: u32 = 1_000_000;
+
+/// The largest `--lb-period-secs`: a day.
+pub const MAX_LB_PERIOD_SECS: f64 = 86_400.0;
 
 impl Default for Config {
     fn default() -> Self {
@@ -449,6 +486,8 @@ impl Default for Config {
             fault_hold_long_ms: None,
             array_lb: NO_ARRAY_LB.to_string(),
             lb_period: None,
+            lb_period_secs: None,
+            lb_manual: false,
             restart: None,
             sim: SimArgs::default(),
             progress: false,
@@ -465,9 +504,14 @@ impl Config {
             .map(std::time::Duration::from_millis)
     }
 
-    /// How many AtSync steps pass between balancing steps (`--lb-period`, default 1).
-    pub fn lb_every(&self) -> u32 {
-        self.lb_period.unwrap_or(1)
+    /// When AtSync steps balance: `--lb-manual`, `--lb-period-secs` or `--lb-period`
+    /// (default: every step).
+    pub fn lb_when(&self) -> LbPeriod {
+        match (self.lb_manual, self.lb_period_secs) {
+            (true, _) => LbPeriod::Manual,
+            (false, Some(secs)) => LbPeriod::Seconds(secs),
+            (false, None) => LbPeriod::Steps(self.lb_period.unwrap_or(1)),
+        }
     }
 
     /// PEs per node (a nodegroup's member each): a rank's PEs on mpi, else `--pes-per-node`.

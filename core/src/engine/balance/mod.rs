@@ -11,6 +11,7 @@
 
 use super::{guarded, Current, Members, PeCore, PeRuntime};
 use crate::api::balance::ArrayStrategy;
+use crate::base::config::LbPeriod;
 use crate::base::error::SyncError;
 use crate::base::hash::{HashMap, HashSet};
 use crate::base::ids::{CollectionId, IndexKey, Pe};
@@ -20,7 +21,7 @@ use crate::engine::report::BalanceStep;
 use crate::msg::array::ElemAddr;
 use crate::msg::envelope::SendOpts;
 use crate::msg::kind::balance::{
-    Arrived, BalanceMsg, ObjRecord, PeRecord, Plan, Resume, SyncHome, SyncUp,
+    Arrived, BalanceMsg, ObjRecord, PeRecord, Plan, Resume, StartLb, SyncHome, SyncUp,
 };
 use crate::msg::kind::migrate::Moved;
 use std::sync::Arc;
@@ -52,11 +53,10 @@ struct Landing {
 }
 
 /// The balancing state of one PE.
-#[derive(Default)]
 pub(crate) struct Syncs {
-    /// The strategy of `--array-lb` and its period, if one was chosen.
+    /// The strategy of `--array-lb` and when it balances, if one was chosen.
     strategy: Option<Arc<dyn ArrayStrategy>>,
-    period: u32,
+    period: LbPeriod,
     /// `at_sync` calls of the running handler, taken once it returns.
     asked: Vec<(CollectionId, ElemAddr)>,
     /// Seconds the last handler ran, and all handlers since this PE last reported.
@@ -81,6 +81,12 @@ struct Steps {
     arrivals: HashMap<(CollectionId, u32), Landing>,
     /// PE 0's steps whose plans are out (one per array at most).
     underway: HashMap<(CollectionId, u32), Underway>,
+    /// PE 0, under `--lb-manual`: gathered steps that wait for `start_lb` (one per
+    /// array at most, as gathers), and arrays whose next step was asked for early.
+    parked: HashMap<CollectionId, (u32, Gather)>,
+    asked_early: HashSet<CollectionId>,
+    /// PE 0, under `--lb-period-secs`: when each array's last balancing step began.
+    last_balanced: HashMap<CollectionId, f64>,
     /// Each element's heaviest receivers since the last step (bounded per element).
     comm: HashMap<(CollectionId, IndexKey), Vec<Edge>>,
     /// The PEs that sent each element here messages, the first [`SENDERS_KEPT`];
@@ -99,12 +105,16 @@ type Edge = (IndexKey, u64, u64);
 const COMM_KEPT: usize = crate::api::balance::COMM_EDGES_PER_OBJ;
 
 impl Syncs {
-    /// Balancing with `strategy` every `period` steps (none: elements resume at once).
-    pub(crate) fn new(strategy: Option<Arc<dyn ArrayStrategy>>, period: u32) -> Self {
+    /// Balancing with `strategy` when `period` says (none: elements resume at once).
+    pub(crate) fn new(strategy: Option<Arc<dyn ArrayStrategy>>, period: LbPeriod) -> Self {
         Syncs {
             strategy,
-            period: period.max(1),
-            ..Syncs::default()
+            period,
+            asked: Vec::new(),
+            last: 0.0,
+            busy: 0.0,
+            in_elements: 0.0,
+            steps: Lazy::default(),
         }
     }
 
@@ -209,6 +219,16 @@ impl PeCore {
         Ok(())
     }
 
+    /// Ask PE 0 for a balancing step of array `coll` under `--lb-manual`.
+    pub(crate) fn start_lb(&mut self, coll: CollectionId) -> Result<(), SyncError> {
+        if self.syncs.strategy.is_none() || self.syncs.period != LbPeriod::Manual {
+            return Err(SyncError::NotManual);
+        }
+        let env = self.envelope(StartLb { coll }, SendOpts::default());
+        self.post(0, env);
+        Ok(())
+    }
+
     /// Note a message from the running element to element `to` of its own array,
     /// for strategies that place by communication.
     pub(crate) fn note_element_send(&mut self, coll: CollectionId, to: &IndexKey, bytes: u64) {
@@ -262,8 +282,13 @@ impl PeRuntime {
         };
         let round = e.syncs;
         e.syncs = e.syncs.saturating_add(1);
-        let balances =
-            self.core.syncs.strategy.is_some() && balances_at(e.syncs, self.core.syncs.period);
+        // Under a time period or by hand, PE 0 decides whether the gathered step
+        // balances; a step period is known to every element.
+        let balances = self.core.syncs.strategy.is_some()
+            && match self.core.syncs.period {
+                LbPeriod::Steps(period) => balances_at(e.syncs, period),
+                LbPeriod::Seconds(_) | LbPeriod::Manual => true,
+            };
         if !balances {
             e.load = 0.0;
             return self.resume(coll, addr);
@@ -394,6 +419,7 @@ impl PeRuntime {
             BalanceMsg::Plan(Plan { coll, round, parts }) => self.scatter(coll, round, parts),
             BalanceMsg::Arrived(Arrived { coll, round }) => self.child_landed(coll, round),
             BalanceMsg::Resume(Resume { coll, round }) => self.on_resume(coll, round),
+            BalanceMsg::StartLb(StartLb { coll }) => self.start_asked(coll),
         }
     }
 

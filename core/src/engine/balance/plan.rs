@@ -4,6 +4,7 @@
 
 use super::{Gather, Landing, Underway};
 use crate::api::balance::{check_decision, CommEdge, LoadStats, Move, ObjLoad};
+use crate::base::config::LbPeriod;
 use crate::base::error::RuntimeError;
 use crate::base::hash::HashMap;
 use crate::base::ids::{CollectionId, IndexKey, Pe};
@@ -101,8 +102,48 @@ fn load_args(loads: &[f64], keys: [&'static str; 3]) -> [(&'static str, u64); 3]
 }
 
 impl PeRuntime {
-    /// PE 0 has every record of step `round`: ask the strategy and send the plan.
+    /// PE 0 has every record of step `round`: balance now if the period says so,
+    /// end the step without moves if it is too soon (`--lb-period-secs`), or keep it
+    /// until a program asks (`--lb-manual`).
     pub(super) fn decide(&mut self, coll: CollectionId, round: u32, g: Gather) {
+        let now = self.core.now();
+        let steps = self.core.syncs.steps.get_mut();
+        match self.core.syncs.period {
+            LbPeriod::Steps(_) => {}
+            LbPeriod::Seconds(secs) => {
+                if steps
+                    .last_balanced
+                    .get(&coll)
+                    .is_some_and(|&t| now - t < secs)
+                {
+                    return self.scatter(coll, round, Vec::new());
+                }
+                steps.last_balanced.insert(coll, now);
+            }
+            LbPeriod::Manual => {
+                if !steps.asked_early.remove(&coll) {
+                    steps.parked.insert(coll, (round, g));
+                    return;
+                }
+            }
+        }
+        self.balance(coll, round, g);
+    }
+
+    /// On PE 0: a program asked for a balancing step of `coll` (`ctx.start_lb`): run
+    /// the one waiting for it, or the next one to come.
+    pub(super) fn start_asked(&mut self, coll: CollectionId) {
+        let steps = self.core.syncs.steps.get_mut();
+        match steps.parked.remove(&coll) {
+            Some((round, g)) => self.balance(coll, round, g),
+            None => {
+                steps.asked_early.insert(coll);
+            }
+        }
+    }
+
+    /// Ask the strategy about step `round` and send the plan.
+    fn balance(&mut self, coll: CollectionId, round: u32, g: Gather) {
         let Some(strategy) = self.core.syncs.strategy.clone() else {
             return;
         };

@@ -13,6 +13,7 @@ family! {
         Plan = 21 => Some("chorus::lb_plan");
         Arrived = 22 => Some("chorus::lb_plan");
         Resume = 23 => Some("chorus::lb_resume");
+        StartLb = 36 => Some("chorus::lb_start");
     }
 }
 
@@ -84,6 +85,19 @@ pub(crate) struct Arrived {
 pub(crate) struct Resume {
     pub(crate) coll: CollectionId,
     pub(crate) round: u32,
+}
+
+/// A program asked for a balancing step of array `coll` (`ctx.start_lb` under
+/// `--lb-manual`), to PE 0, which runs the step that waits for it or the next one.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct StartLb {
+    pub(crate) coll: CollectionId,
+}
+
+impl Body for StartLb {
+    fn needs(&self) -> Option<CollectionId> {
+        Some(self.coll)
+    }
 }
 
 impl Body for SyncHome {

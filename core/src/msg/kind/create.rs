@@ -43,16 +43,11 @@ pub(crate) struct CreateGroup {
 }
 
 /// Create the member of nodegroup `coll` here, on its node's first PE, and pass the
-/// creation down the tree over nodes rooted at `root`'s node.
+/// creation down the tree over nodes rooted at `root`'s node (`root` is the first PE
+/// of the tree's root node).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct CreateNodeGroup {
-    pub(crate) coll: CollectionId,
-    pub(crate) ty: u32,
-    /// The first PE of the tree's root node.
-    pub(crate) root: Pe,
-    #[serde(with = "payload_slot")]
-    pub(crate) init: Payload,
-}
+#[serde(transparent)]
+pub(crate) struct CreateNodeGroup(pub(crate) CreateGroup);
 
 /// Create the elements of array `coll` the map places here, and pass it down the tree.
 #[derive(Debug, Serialize, Deserialize)]
@@ -125,12 +120,17 @@ impl Body for CreateGroup {
 }
 
 impl Body for CreateNodeGroup {
-    payload_in!(init);
+    fn payload(&self) -> Option<&Payload> {
+        self.0.payload()
+    }
+    fn payload_mut(&mut self) -> Option<&mut Payload> {
+        self.0.payload_mut()
+    }
     fn check(&self, npes: usize) -> Result<(), String> {
-        check_root(self.root, npes)
+        self.0.check(npes)
     }
     fn body_bytes(&self) -> u64 {
-        16 + self.init.wire_len()
+        self.0.body_bytes()
     }
 }
 

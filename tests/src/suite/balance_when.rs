@@ -1,0 +1,158 @@
+//! When array balancing steps run besides every Nth step: by hand (`--lb-manual`), a
+//! step waiting until a program calls `ctx.start_lb`; by time (`--lb-period-secs`),
+//! the first step and then the first one a period after the last balancing step.
+
+use crate::suite::balance::{registry, StepMsg, Stepper, Twist};
+use crate::{config, pes};
+use chorus_core::{
+    ArrayMap, ArrayProxy, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, Layer, RunReport,
+    Runtime, SyncError,
+};
+use serde::{Deserialize, Serialize};
+
+/// Asks for a balancing step of the steppers each time the job is quiet (every
+/// element waiting in its step), `left` times; quiet once more, it ends the job.
+#[derive(Serialize, Deserialize)]
+struct Starter {
+    arr: ArrayProxy<Stepper, usize>,
+    left: u32,
+    quiet: Entry<Starter, ()>,
+}
+
+impl Chare for Starter {
+    type Init = (ArrayProxy<Stepper, usize>, u32, Entry<Starter, ()>);
+    type Msg = ();
+    fn create((arr, left, quiet): Self::Init, _: &mut Ctx) -> Self {
+        Starter { arr, left, quiet }
+    }
+    fn handle(&mut self, (): (), ctx: &mut Ctx) {
+        if self.left == 0 {
+            ctx.publish("stuck", &true);
+            return ctx.exit();
+        }
+        self.left -= 1;
+        if let Err(e) = ctx.start_lb(&self.arr) {
+            return ctx.fail("Starter", e.to_string());
+        }
+        if let Some(me) = ctx.this_chare::<Starter>() {
+            ctx.start_quiescence(Callback::chare(&me, self.quiet));
+        }
+    }
+}
+
+/// 16 steppers on `p` PEs of `layer`, heavy on PE 0, run `steps` steps under
+/// `test-greedy` as `cfg` says when; `early` asks for a step from main at once,
+/// and the job asks again `on_quiet` times when it is quiet.
+fn run_manual(layer: Layer, steps: u32, early: bool, on_quiet: u32) -> RunReport {
+    let (mut reg, total_entry) = registry();
+    reg.chare::<Starter>("Starter");
+    let quiet = reg.entry::<Starter, ()>("quiet", |()| ());
+    let mut cfg = config(layer, pes(layer, 4), ErrorPolicy::Abort);
+    cfg.array_lb = "test-greedy".to_string();
+    cfg.lb_manual = true;
+    Runtime::new(reg, cfg)
+        .run(move |ctx| {
+            let total = ctx.create_chare((), 0);
+            let done = Callback::chare(&total, total_entry);
+            let init = (steps, Twist::None, done);
+            let arr = ctx.create_array_1d::<Stepper>(16, init, ArrayMap::Block);
+            arr.broadcast(ctx, StepMsg::Step);
+            if early {
+                ctx.start_lb(&arr).expect("under --lb-manual");
+            }
+            let starter = ctx.create_chare::<Starter>((arr, on_quiet, quiet), 0);
+            ctx.start_quiescence(Callback::chare(&starter, quiet));
+        })
+        .expect("a manually balanced run")
+}
+
+/// Under `--lb-manual` a step balances only when asked: asked each time the job
+/// is quiet, every step balances and the job ends; asked once, the second step waits
+/// (the job goes quiet with every element in it); asked before the first step
+/// reached PE 0, that step balances.
+pub fn manual_steps_wait_for_start_lb(layer: Layer) {
+    let report = run_manual(layer, 3, false, 3);
+    assert_eq!(report.output::<u64>("resumed"), Some(48));
+    assert_eq!(report.per_pe[0].balance.len(), 3);
+    assert_eq!(report.output::<bool>("stuck"), None);
+
+    let report = run_manual(layer, 3, false, 1);
+    assert_eq!(report.per_pe[0].balance.len(), 1, "one step asked for");
+    assert_eq!(report.output::<bool>("stuck"), Some(true));
+    assert_eq!(report.output::<u64>("resumed"), None);
+
+    let report = run_manual(layer, 1, true, 0);
+    assert_eq!(report.per_pe[0].balance.len(), 1, "asked early");
+    assert_eq!(report.output::<u64>("resumed"), Some(16));
+}
+
+/// `start_lb` without `--lb-manual` is refused with a typed error; the run goes on.
+pub fn start_lb_without_manual_mode_is_refused(layer: Layer) {
+    let (reg, total_entry) = registry();
+    let mut cfg = config(layer, pes(layer, 2), ErrorPolicy::Abort);
+    cfg.array_lb = "test-greedy".to_string();
+    let report = Runtime::new(reg, cfg)
+        .run(move |ctx| {
+            let total = ctx.create_chare((), 0);
+            let done = Callback::chare(&total, total_entry);
+            let arr = ctx.create_array_1d::<Stepper>(4, (1, Twist::None, done), ArrayMap::Block);
+            arr.broadcast(ctx, StepMsg::Step);
+            let refused = ctx.start_lb(&arr).err().map(|e| e.to_string());
+            ctx.publish("refused", &refused);
+        })
+        .expect("a run");
+    let refused: Option<Option<String>> = report.output("refused");
+    assert_eq!(refused, Some(Some(SyncError::NotManual.to_string())));
+    assert_eq!(report.output::<u64>("resumed"), Some(4));
+}
+
+/// The balancing steps of 16 steppers on 4 PEs over `steps` steps under
+/// `--lb-period-secs secs`.
+pub fn steps_balanced_every(layer: Layer, secs: f64, steps: u32) -> usize {
+    let (reg, total_entry) = registry();
+    let mut cfg: Config = config(layer, pes(layer, 4), ErrorPolicy::Abort);
+    cfg.array_lb = "test-greedy".to_string();
+    cfg.lb_period_secs = Some(secs);
+    let report = Runtime::new(reg, cfg)
+        .run(move |ctx| {
+            let total = ctx.create_chare((), 0);
+            let done = Callback::chare(&total, total_entry);
+            let init = (steps, Twist::None, done);
+            let arr = ctx.create_array_1d::<Stepper>(16, init, ArrayMap::Block);
+            arr.broadcast(ctx, StepMsg::Step);
+        })
+        .expect("a run balanced by time");
+    assert_eq!(report.output::<u64>("resumed"), Some(16 * u64::from(steps)));
+    report.per_pe[0].balance.len()
+}
+
+/// Under `--lb-period-secs` the first step balances and then the first one a period
+/// after: a period of 0 balances every step, a day only the first, and on sim 5 ms
+/// (steps of 2.6-8 ms of virtual time) some steps and not others, the same ones on
+/// every run.
+pub fn a_time_period_balances_the_steps_it_spans(layer: Layer) {
+    let steps = 6;
+    assert_eq!(steps_balanced_every(layer, 0.0, steps), steps as usize);
+    assert_eq!(steps_balanced_every(layer, 86_400.0, steps), 1);
+    if layer == Layer::Sim {
+        let some = steps_balanced_every(layer, 0.005, steps);
+        assert!(1 < some && some < steps as usize, "{some} balancing steps");
+        assert_eq!(steps_balanced_every(layer, 0.005, steps), some);
+    }
+}
+
+/// This module's tests.
+pub const TESTS: &[crate::suite::Test] = &[
+    (
+        "manual_steps_wait_for_start_lb",
+        manual_steps_wait_for_start_lb,
+    ),
+    (
+        "start_lb_without_manual_mode_is_refused",
+        start_lb_without_manual_mode_is_refused,
+    ),
+    (
+        "a_time_period_balances_the_steps_it_spans",
+        a_time_period_balances_the_steps_it_spans,
+    ),
+];
