@@ -144,9 +144,16 @@ impl<'de> DeserializeSeed<'de> for BodySeed {
 
 /// Decode one envelope received by PE `me`; the payload stays in `buf`.
 pub(crate) fn decode(buf: Arc<Vec<u8>>, me: Pe) -> Result<Envelope, WireError> {
-    let h = read_header(&buf, me)?;
-    let body_end = HEADER_BYTES + h.body_len as usize;
-    let mut kind = read_body(&h, &buf[HEADER_BYTES..body_end])?;
+    decode_from(buf, 0, me)
+}
+
+/// Decode the envelope that fills `buf` from byte `at` on, received by PE `me`; the
+/// payload stays in `buf`. A receiver leaves bytes before an envelope so that a long
+/// byte string inside it lands aligned (the mpi layer's segments).
+pub(crate) fn decode_from(buf: Arc<Vec<u8>>, at: usize, me: Pe) -> Result<Envelope, WireError> {
+    let h = read_header(buf.get(at..).unwrap_or_default(), me)?;
+    let body_end = at + HEADER_BYTES + h.body_len as usize;
+    let mut kind = read_body(&h, &buf[at + HEADER_BYTES..body_end])?;
     let has_payload = h.flags & HAS_PAYLOAD != 0;
     let run = h.flags & RUN != 0;
     match (kind.payload_mut(), has_payload) {

@@ -39,6 +39,8 @@ pub use decode::check;
 pub(crate) use decode::counted_weight;
 pub(crate) use decode::decode;
 #[cfg(feature = "mpi")]
+pub(crate) use decode::decode_from;
+#[cfg(feature = "mpi")]
 pub(crate) use decode::destination;
 #[cfg(feature = "mpi")]
 pub(crate) use encode::size_hint;

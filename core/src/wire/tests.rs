@@ -267,6 +267,37 @@ fn long_bytes_travel_as_segments_and_reassemble_exactly() {
 }
 
 #[test]
+fn an_envelope_after_a_landing_pad_decodes_with_its_bytes_in_place() {
+    let a = Bytes::from(vec![5u8; SEGMENT_MIN + 3]);
+    let b = Bytes::from(vec![6u8; SEGMENT_MIN]);
+    let mut plain = Vec::new();
+    encode(&long(&a, &b), 1, &mut plain).expect("encodes");
+    for pad in [0, 1, 37, 63] {
+        let mut buf = vec![0xEE; pad];
+        buf.extend_from_slice(&plain);
+        let buf = Arc::new(buf);
+        let env = decode::decode_from(Arc::clone(&buf), pad, 1).expect("decodes");
+        let Kind::User { payload, .. } = env.kind else {
+            panic!("not a user message")
+        };
+        type Long = (u8, Bytes, Vec<u16>, Bytes, u64);
+        let (x, ra, v, rb, y) = payload.take::<Long>().expect("payload");
+        assert_eq!((x, v, y), (7, vec![1, 2], 9));
+        assert!(ra == a && rb == b, "pad {pad}");
+        let inside = buf.as_ptr_range();
+        assert!(
+            inside.contains(&ra.as_ptr()),
+            "pad {pad}: a view, not a copy"
+        );
+    }
+    // The pad is not part of the envelope: a header that starts elsewhere is refused.
+    let mut buf = vec![0u8; 3];
+    buf.extend_from_slice(&plain);
+    let err = decode::decode_from(Arc::new(buf), 2, 1).expect_err("misplaced");
+    assert!(matches!(err, WireError::BadMagic { .. }), "{err}");
+}
+
+#[test]
 fn short_messages_are_not_segmented() {
     let env = user(vec![1, 2, 3]);
     let (mut plain, mut main) = (Vec::new(), Vec::new());

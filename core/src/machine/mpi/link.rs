@@ -14,7 +14,7 @@ use crate::base::bytes::Bytes;
 use crate::base::error::RuntimeError;
 use crate::base::ids::Pe;
 use crate::msg::envelope::Envelope;
-use crate::wire;
+use crate::wire::{self, SegmentPlan};
 use mpi::request::{Request, StaticScope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -74,7 +74,7 @@ pub(crate) struct Link {
     /// rank's sends drain) and those whose announced
     /// parts came after later envelopes; emptied by the next polls before anything
     /// else is received.
-    inbox: VecDeque<(Arc<Vec<u8>>, i32)>,
+    inbox: VecDeque<(Whole, i32)>,
     /// Sources with an envelope whose announced parts have not all come, by rank
     /// (at most one entry per rank of the job).
     waiting: BTreeMap<i32, announced::Waiting>,
@@ -129,6 +129,39 @@ const POSTED: usize = 4;
 /// Ranks compare it (with the wire version) at startup: a longer message on the
 /// envelope tag would overflow a posted receive.
 pub(crate) const POSTED_BYTES: usize = 16 << 10;
+
+/// An envelope taken whole off the network: it fills `buf` from byte `at` on.
+pub(crate) struct Whole {
+    /// The receive buffer, which `Bytes` decoded from the envelope keep views of.
+    pub(crate) buf: Arc<Vec<u8>>,
+    /// Where the envelope starts: bytes before it put a segment's landing place on an
+    /// `ALIGN`-byte boundary.
+    pub(crate) at: usize,
+}
+
+impl Whole {
+    /// An envelope that fills all of `buf`.
+    fn all(buf: Arc<Vec<u8>>) -> Self {
+        Whole { buf, at: 0 }
+    }
+
+    /// The envelope's bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[self.at..]
+    }
+}
+
+/// Segments are received to this boundary. The kernel's copy from the sending
+/// process (OpenMPI's CMA single copy) runs about 6% slower into a destination 50
+/// bytes past a cache line than into an aligned one; an envelope's header, body and
+/// the payload before a segment put it at such an offset.
+const ALIGN: usize = 64;
+
+/// Bytes to leave before an envelope in a buffer at address `base` so that its byte
+/// `at` lands on an `ALIGN`-byte boundary.
+fn landing_pad(base: usize, at: usize) -> usize {
+    (ALIGN - (base.wrapping_add(at)) % ALIGN) % ALIGN
+}
 
 /// An envelope in its wire form: its bytes, and the long byte strings that follow
 /// it as segments (see `wire::encode_segmented`).
@@ -400,7 +433,7 @@ impl Link {
     }
 
     /// Take the next whole envelope that has arrived, with its source rank.
-    pub(crate) fn receive(&mut self) -> Option<(Arc<Vec<u8>>, i32)> {
+    pub(crate) fn receive(&mut self) -> Option<(Whole, i32)> {
         loop {
             if let Some(got) = self.inbox.pop_front() {
                 return Some(got);
@@ -453,6 +486,29 @@ impl Link {
         } else {
             self.receive_buffer(len)
         }
+    }
+
+    /// A buffer for segmented envelope `main` whole, with its segments received into it
+    /// by `receive`, called with each one's place in order: the largest segment lands
+    /// on an `ALIGN`-byte boundary.
+    fn reassembled(
+        &mut self,
+        main: &[u8],
+        plan: &SegmentPlan,
+        mut receive: impl FnMut(&mut [u8]),
+    ) -> Whole {
+        let mut buf = self.buffer(plan.total + ALIGN - 1);
+        let vec = Arc::get_mut(&mut buf).expect("a fresh receive buffer is not shared");
+        let largest = plan.gaps.iter().max_by_key(|&&(_, len)| len);
+        let pad = largest.map_or(0, |&(at, _)| landing_pad(vec.as_ptr() as usize, at));
+        vec.truncate(pad + plan.total);
+        let whole = &mut vec[pad..];
+        plan.assemble(main, whole);
+        for &(at, len) in &plan.gaps {
+            receive(&mut whole[at..at + len]);
+        }
+        self.reuse_later(&buf);
+        Whole { buf, at: pad }
     }
 
     /// Keep `buf`, once written, for `buffer` to hand out again when nobody else
@@ -548,4 +604,24 @@ pub(crate) fn shut_down(link: &mut Link) {
     }
     // Messages sent before a peer reached the barrier may still be queued here.
     while link.receive().is_some() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{landing_pad, ALIGN};
+
+    #[test]
+    fn a_landing_pad_puts_the_byte_on_a_boundary() {
+        for base in [0usize, 1, 16, 63, 64, 4096 + 17, usize::MAX - 5] {
+            for at in [0usize, 1, 50, 63, 64, 100_000] {
+                let pad = landing_pad(base, at);
+                assert!(pad < ALIGN, "base {base} at {at}: pad {pad}");
+                assert_eq!(
+                    base.wrapping_add(pad + at) % ALIGN,
+                    0,
+                    "base {base} at {at}"
+                );
+            }
+        }
+    }
 }

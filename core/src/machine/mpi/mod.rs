@@ -40,6 +40,7 @@ use mpi::topology::SimpleCommunicator;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 thread_local! {
@@ -169,14 +170,14 @@ impl Port for MpiPort {
     /// Take one message off the network and decode it; bad bytes become the error,
     /// naming the sending rank.
     fn poll(&mut self) -> Poll {
-        let Some((bytes, source)) = self.link.borrow_mut().receive() else {
+        let Some((whole, source)) = self.link.borrow_mut().receive() else {
             return Poll::Empty;
         };
         self.backoff.reset();
-        let len = bytes.len();
-        let what = match wire::decode(bytes.clone(), self.me) {
+        let len = whole.bytes().len();
+        let what = match wire::decode_from(Arc::clone(&whole.buf), whole.at, self.me) {
             Ok(env) => Arrival::One(env),
-            Err(e) => Arrival::undecodable(&bytes, e.at(self.me, &format!("rank {source}"))),
+            Err(e) => Arrival::undecodable(whole.bytes(), e.at(self.me, &format!("rank {source}"))),
         };
         Poll::Ready(Arrived { what, bytes: len })
     }

@@ -10,7 +10,7 @@
 //! keeps the workers' inboxes one kind of packet, at the cost of serialising a
 //! rank's decoding on one thread.
 
-use super::link::{Encoded, Link};
+use super::link::{Encoded, Link, Whole};
 use super::Backoff;
 use crate::base::ids::Pe;
 use crate::machine::Arrival;
@@ -36,14 +36,14 @@ pub(crate) struct Route {
 impl Route {
     /// Hand an arrived envelope to the PE its header names, or the decoding error to
     /// that PE (or to this rank's first PE if the header names none of ours).
-    fn arrived(&self, bytes: Arc<Vec<u8>>, source: i32) {
+    fn arrived(&self, whole: Whole, source: i32) {
         let ours = |pe: Pe| pe.checked_sub(self.first).filter(|&i| i < self.ppr);
-        let to = wire::destination(&bytes)
+        let to = wire::destination(whole.bytes())
             .filter(|&pe| ours(pe).is_some())
             .unwrap_or(self.first);
-        let packet = match wire::decode(bytes.clone(), to) {
+        let packet = match wire::decode_from(Arc::clone(&whole.buf), whole.at, to) {
             Ok(env) => Arrival::One(env),
-            Err(e) => Arrival::undecodable(&bytes, e.at(to, &format!("rank {source}"))),
+            Err(e) => Arrival::undecodable(whole.bytes(), e.at(to, &format!("rank {source}"))),
         };
         // A PE that has exited drops what still arrives, as on one PE per rank.
         let _ = self.peers[(to - self.first) as usize].send(packet);
@@ -86,9 +86,9 @@ pub(crate) fn communicate(
                 Err(TryRecvError::Disconnected) => return,
             }
         }
-        while let Some((bytes, source)) = link.receive() {
+        while let Some((whole, source)) = link.receive() {
             busy = true;
-            route.arrived(bytes, source);
+            route.arrived(whole, source);
         }
         if link.sending() {
             busy |= link.progress();

@@ -5,7 +5,7 @@
 //! overtake the one before it), so a slow or paused sender delays only its own
 //! messages and no timeout is needed.
 
-use super::{Link, LONG_TAG, SEGMENT_TAG};
+use super::{Link, Whole, LONG_TAG, SEGMENT_TAG};
 use crate::wire::{self, SegmentPlan};
 use mpi::point_to_point::Message;
 use mpi::traits::*;
@@ -38,7 +38,7 @@ pub(super) struct Waiting {
 impl Link {
     /// Take `first`, an envelope's first message from `source`: the whole envelope,
     /// or None if a part it announces has not come yet (it then waits, in order).
-    pub(super) fn arrived(&mut self, source: i32, first: Arc<Vec<u8>>) -> Option<Arc<Vec<u8>>> {
+    pub(super) fn arrived(&mut self, source: i32, first: Arc<Vec<u8>>) -> Option<Whole> {
         if let Some(w) = self.waiting.get_mut(&source) {
             w.held.push_back(first);
             return None;
@@ -94,7 +94,7 @@ impl Link {
     }
 
     /// The envelope `first` starts, if nothing it announces is missing.
-    fn begin(&mut self, source: i32, first: &Arc<Vec<u8>>) -> Result<Arc<Vec<u8>>, Stage> {
+    fn begin(&mut self, source: i32, first: &Arc<Vec<u8>>) -> Result<Whole, Stage> {
         match wire::noticed_len(first) {
             Some(len) => self.advance(source, Stage::Long { len }),
             None => self.segments_of(source, Arc::clone(first)),
@@ -102,7 +102,7 @@ impl Link {
     }
 
     /// `main` whole, or the stage that waits for its segments.
-    fn segments_of(&mut self, source: i32, main: Arc<Vec<u8>>) -> Result<Arc<Vec<u8>>, Stage> {
+    fn segments_of(&mut self, source: i32, main: Arc<Vec<u8>>) -> Result<Whole, Stage> {
         // A malformed table is left for `decode` to report (it refuses a segmented
         // envelope that was not reassembled).
         match wire::segment_plan(&main) {
@@ -115,12 +115,12 @@ impl Link {
                     fault: None,
                 },
             ),
-            _ => Ok(main),
+            _ => Ok(Whole::all(main)),
         }
     }
 
     /// Take what has come of the parts `stage` waits for.
-    fn advance(&mut self, source: i32, stage: Stage) -> Result<Arc<Vec<u8>>, Stage> {
+    fn advance(&mut self, source: i32, stage: Stage) -> Result<Whole, Stage> {
         let from = self.comm.process_at_rank(source);
         match stage {
             Stage::Long { len } => {
@@ -188,7 +188,7 @@ impl Link {
         plan: &SegmentPlan,
         probed: Vec<(Message, usize)>,
         fault: Option<String>,
-    ) -> Arc<Vec<u8>> {
+    ) -> Whole {
         if let Some(fault) = fault {
             tracing::warn!(rank = source, "refusing a segmented envelope: {fault}");
             // Segments already matched must still be received; each holds what the
@@ -197,12 +197,12 @@ impl Link {
                 let mut scratch = vec![0u8; len];
                 msg.matched_receive_into(&mut scratch[..]);
             }
-            return Arc::clone(main);
+            return Whole::all(Arc::clone(main));
         }
-        self.filled(plan.total, |whole| {
-            plan.assemble(main, whole);
-            for ((msg, len), &(at, _)) in probed.into_iter().zip(&plan.gaps) {
-                msg.matched_receive_into(&mut whole[at..at + len]);
+        let mut probed = probed.into_iter();
+        self.reassembled(main, plan, |into| {
+            if let Some((msg, _)) = probed.next() {
+                msg.matched_receive_into(into);
             }
         })
     }
