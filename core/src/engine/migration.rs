@@ -5,7 +5,7 @@
 use super::{
     describe_index, guarded, Current, Element, Members, MoveRequest, Origin, PeCore, PeRuntime, Via,
 };
-use crate::api::registry::Migrator;
+use crate::api::registry::{Migrator, Registry};
 use crate::base::error::MigrateError;
 use crate::base::error::RuntimeError;
 use crate::base::ids::{CollectionId, IndexKey, Pe};
@@ -15,10 +15,22 @@ use crate::msg::envelope::SendOpts;
 use crate::msg::envelope::{Dest, Envelope, Kind};
 use crate::msg::kind::migrate::{Migrate, MoveMsg, Moved};
 use crate::msg::payload::Payload;
+use std::sync::Arc;
 
 /// How an element is named in errors.
 pub(super) fn element_name(coll: CollectionId, addr: &ElemAddr) -> String {
     format!("element {} of {coll}", describe_index(addr))
+}
+
+/// A registered chare type's name, borrowed from the registry: every move looks it
+/// up for the errors it might report, and a copy of the string cost an allocation.
+pub(super) struct TypeName(Arc<Registry>, usize);
+
+impl std::ops::Deref for TypeName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.0.chares.get(self.1).map_or("", |t| t.name.as_str())
+    }
 }
 
 impl PeCore {
@@ -66,19 +78,18 @@ impl PeCore {
     }
 
     /// How elements of array `coll` move, with their type's registered name.
-    pub(super) fn migrator(&self, coll: CollectionId) -> Result<(Migrator, String), MigrateError> {
-        let t = self
-            .arrays
-            .get(&coll)
-            .and_then(|m| self.reg.chares.get(m.ty as usize));
-        match t {
-            Some(t) => {
-                t.migrate
-                    .map(|m| (m, t.name.clone()))
-                    .ok_or_else(|| MigrateError::NotMigratable {
-                        chare: t.name.clone(),
-                    })
-            }
+    pub(super) fn migrator(
+        &self,
+        coll: CollectionId,
+    ) -> Result<(Migrator, TypeName), MigrateError> {
+        let ty = self.arrays.get(&coll).map(|m| m.ty as usize);
+        match ty.and_then(|ty| Some((ty, self.reg.chares.get(ty)?))) {
+            Some((ty, t)) => match t.migrate {
+                Some(m) => Ok((m, TypeName(Arc::clone(&self.reg), ty))),
+                None => Err(MigrateError::NotMigratable {
+                    chare: t.name.clone(),
+                }),
+            },
             None => Err(MigrateError::NotMigratable {
                 chare: format!("of {coll} (not known on this PE)"),
             }),
@@ -219,7 +230,6 @@ impl PeRuntime {
             let reason = MigrateError::TooManyMoves(e.moves);
             return self.core.fail_move(coll, &addr, reason);
         };
-        let who = element_name(coll, &addr);
         // `about_to_migrate` runs inside the pack: a move it asks for is refused.
         self.core.leaving = true;
         let state = guarded(
@@ -227,9 +237,10 @@ impl PeRuntime {
             Current::Element(coll, addr.clone()),
             &name,
             |ctx| {
+                // Named only on failure: formatting the name cost a quarter of a move.
                 (m.pack)(e.chare.as_mut(), ctx).map_err(|r| RuntimeError::Migrate {
                     pe: me,
-                    element: who,
+                    element: element_name(coll, &addr),
                     reason: MigrateError::Pack(r),
                 })
             },
@@ -329,7 +340,6 @@ impl PeRuntime {
                 .core
                 .fail_move(coll, &addr, MigrateError::Occupied { pe: me });
         }
-        let who = element_name(coll, &addr);
         let chare = guarded(
             &mut self.core,
             Current::Element(coll, addr.clone()),
@@ -337,7 +347,7 @@ impl PeRuntime {
             |ctx| {
                 (m.unpack)(state, ctx).map_err(|r| RuntimeError::Migrate {
                     pe: me,
-                    element: who,
+                    element: element_name(coll, &addr),
                     reason: MigrateError::Unpack(r),
                 })
             },
