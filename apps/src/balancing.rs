@@ -375,7 +375,7 @@ pub struct Figures {
     /// Per step, seconds from the start until its last element finished computing
     /// it (the first [`MAX_TIMED_STEPS`] steps).
     pub step_ends: Vec<f64>,
-    /// The balancing steps, as PE 0 recorded them.
+    /// The balancing steps, as PE 0 recorded them, timed from the start.
     pub balance: Vec<BalanceStep>,
 }
 
@@ -391,11 +391,19 @@ impl Figures {
         loads.resize(2 * pes, 0.0);
         let last_loads = loads.split_off(pes);
         let ends: Vec<f64> = report.output("ends").ok_or(missing("the step ends"))?;
+        // On the run's clock, as the step ends are.
         let balance = report
             .per_pe
             .first()
             .map(|r| r.balance.clone())
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .map(|b| BalanceStep {
+                started: b.started - start,
+                ended: b.ended - start,
+                ..b
+            })
+            .collect();
         Ok(Figures {
             pes,
             checksum,

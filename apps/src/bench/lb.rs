@@ -6,6 +6,7 @@ use crate::balancing::{json_num, strategy_names};
 use crate::bench::report::{lower_debug, Report};
 use crate::jacobi2d::{self, JacobiArgs, JacobiOutcome, JacobiParams};
 use chorus_core::config::NO_ARRAY_LB;
+use chorus_core::report::BalanceStep;
 use chorus_core::{Config, Layer, SimPreset};
 use serde_json::json;
 use std::fmt::Write;
@@ -120,6 +121,7 @@ impl Report for LbReport {
                     "over_ideal": json_num(r.step_s() / r.ideal_step_s),
                     "max_over_avg_run": json_num(r.run.figures.run_max_over_avg()),
                     "exact": r.exact(),
+                    "over_ideal_ms": Breakdown::of(r).json(),
                 })
             })
             .collect();
@@ -165,10 +167,103 @@ impl Report for LbReport {
                 r.run.figures.run_max_over_avg(),
             );
         }
+        let _ = writeln!(
+            out,
+            "time over the ideal, ms in all the steps:\n{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "array-lb", "total", "gathers", "lb steps", "resumed", "others", "end"
+        );
+        for r in &self.runs {
+            let b = Breakdown::of(r);
+            let _ = writeln!(
+                out,
+                "{:<14} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
+                r.run.strategy,
+                b.total() * 1e3,
+                b.gathers * 1e3,
+                b.lb_steps * 1e3,
+                b.resumed * 1e3,
+                b.others * 1e3,
+                b.end * 1e3,
+            );
+        }
         for r in &self.runs {
             out.push_str(&detail(r));
         }
         out
+    }
+}
+
+/// Where a run's time over its ideal went, in seconds: the
+/// gathers (from the last element finishing the step before a balancing step to PE
+/// 0's decision; before step 0 also the array's creation), the balancing steps
+/// themselves (decision, plan, migrations, resume), the steps resumed after them
+/// (their own time over the ideal step: forwarded ghosts, the new neighbours'
+/// ghost costs, a placement that is off), and every other step's time over the
+/// ideal (imbalance left and the placement's ghost costs), and the end: from the
+/// last step's end to the results (the final reductions).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Breakdown {
+    /// Seconds from a step's end to the balancing step's decision, summed.
+    pub gathers: f64,
+    /// Seconds of the balancing steps, decision to resume, summed.
+    pub lb_steps: f64,
+    /// The steps run right after a balancing step: seconds over the ideal, summed.
+    pub resumed: f64,
+    /// Every other step: seconds over the ideal, summed.
+    pub others: f64,
+    /// Seconds from the last timed step's end to the run's end.
+    pub end: f64,
+}
+
+impl Breakdown {
+    /// The breakdown of run `r` against its ideal step.
+    pub fn of(r: &JacobiOutcome) -> Self {
+        let f = &r.run.figures;
+        Self::from_parts(&f.step_ends, &f.balance, r.ideal_step_s, f.seconds)
+    }
+
+    /// The breakdown of steps ending at `ends` (from the start) with balancing
+    /// steps `balance`, against `ideal` seconds a step, in a run of `seconds`.
+    pub fn from_parts(ends: &[f64], balance: &[BalanceStep], ideal: f64, seconds: f64) -> Self {
+        let mut out = Breakdown {
+            end: seconds - ends.last().copied().unwrap_or(0.0),
+            ..Breakdown::default()
+        };
+        let mut prev = 0.0;
+        for &end in ends {
+            // The balancing steps that ran inside this step's time (at most one).
+            let inside: Vec<&BalanceStep> = balance
+                .iter()
+                .filter(|b| b.started >= prev && b.started < end)
+                .collect();
+            match (inside.first(), inside.last()) {
+                (Some(first), Some(last)) => {
+                    out.gathers += first.started - prev;
+                    out.lb_steps += inside.iter().map(|b| b.ended - b.started).sum::<f64>();
+                    out.resumed += end - last.ended - ideal;
+                }
+                _ => out.others += end - prev - ideal,
+            }
+            prev = end;
+        }
+        out
+    }
+
+    /// Seconds over the ideal in all.
+    pub fn total(&self) -> f64 {
+        self.gathers + self.lb_steps + self.resumed + self.others + self.end
+    }
+
+    /// The parts as JSON, in milliseconds.
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "total": json_num(self.total() * 1e3),
+            "gathers": json_num(self.gathers * 1e3),
+            "lb_steps": json_num(self.lb_steps * 1e3),
+            "resumed": json_num(self.resumed * 1e3),
+            "others": json_num(self.others * 1e3),
+            "end": json_num(self.end * 1e3),
+        })
     }
 }
 
@@ -195,4 +290,45 @@ fn detail(r: &JacobiOutcome) -> String {
         .collect();
     let _ = writeln!(out, "  step ms: {}", steps.join(" "));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(started: f64, ended: f64) -> BalanceStep {
+        BalanceStep {
+            round: 0,
+            strategy: "greedy".into(),
+            objects: 0,
+            migrations: 0,
+            before: 1.0,
+            after: 1.0,
+            decide_s: 0.0,
+            started,
+            ended,
+            loads_before: Vec::new(),
+            loads_after: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_breakdown_splits_each_step_over_the_ideal() {
+        // Ideal 1.0 a step. Step 0: gather 0.5, balance 0.25, resumed step 2.0 (1.0
+        // over); step 1: 1.5 (0.5 over); step 2: gather 0.25, balance 0.5, 1.25.
+        let ends = [2.75, 4.25, 6.25];
+        let balance = [step(0.5, 0.75), step(4.5, 5.0)];
+        let b = Breakdown::from_parts(&ends, &balance, 1.0, 6.5);
+        assert_eq!(
+            b,
+            Breakdown {
+                gathers: 0.75,
+                lb_steps: 0.75,
+                resumed: 1.25,
+                others: 0.5,
+                end: 0.25,
+            }
+        );
+        assert_eq!(b.total(), 6.5 - 3.0);
+    }
 }

@@ -16,6 +16,13 @@
 //!    DistributedLB's phase threshold); a refusal carries the receiver's load, and
 //!    the sender draws again, up to `max_trials` times. A phase that moves nothing
 //!    lowers the bar halfway to the average; at most `max_phases` phases.
+//! 4. Coarse elements (Jacobi2D's hot blocks: one weighs almost a PE's average, so
+//!    no PE has room for one under the bar until light elements leave it): a donor
+//!    whose every element is too heavy for the drawn PE offers a swap, its lightest
+//!    element for the fewest of the receiver's lighter ones that keep the receiver
+//!    under the bar; and once a phase at the threshold moves nothing, phases in
+//!    which a receiver takes an element if it stays below the donor's load, so each
+//!    transfer lowers the larger of the two (refine's last phase, made local).
 //!
 //! The simulation is sequential and seeded: a round is one message latency, and
 //! messages within a round apply in sender order, as if they arrived in that order;
@@ -144,7 +151,7 @@ impl Planner for Distributed {
                 break;
             }
             target = threshold.max(((max + avg) / 2.0).min(target));
-            let moved = self.phase(&mut pl, &mut views, avg, target, target, &mut cost);
+            let moved = self.phase(&mut pl, &mut views, avg, Bar::At(target), &mut cost);
             if moved == 0 {
                 if target <= threshold {
                     break;
@@ -152,9 +159,49 @@ impl Planner for Distributed {
                 target = threshold.max((target + avg) / 2.0);
             }
         }
+        for _ in 0..self.max_phases.max(1) {
+            let max = pl.loads.iter().copied().fold(0.0, f64::max);
+            if max <= threshold
+                || self.phase(
+                    &mut pl,
+                    &mut views,
+                    avg,
+                    Bar::Lowering(threshold),
+                    &mut cost,
+                ) == 0
+            {
+                break;
+            }
+        }
         Plan {
             moves: pl.moves(),
             cost,
+        }
+    }
+}
+
+/// Who gives and who may take in a transfer phase.
+#[derive(Debug, Clone, Copy)]
+enum Bar {
+    /// PEs above the load give; a receiver takes what leaves it at or under it.
+    At(f64),
+    /// PEs above the load give; a receiver takes what leaves it below the donor.
+    Lowering(f64),
+}
+
+impl Bar {
+    /// The load above which a PE gives.
+    fn target(self) -> f64 {
+        match self {
+            Bar::At(t) | Bar::Lowering(t) => t,
+        }
+    }
+
+    /// Whether a receiver may end at `load` taking from a donor at `donor`.
+    fn admits(self, load: f64, donor: f64) -> bool {
+        match self {
+            Bar::At(t) => load <= t,
+            Bar::Lowering(_) => load < donor,
         }
     }
 }
@@ -243,18 +290,18 @@ impl Distributed {
         Gossip { views, cost }
     }
 
-    /// One transfer phase: every PE above `target` sheds elements, donors taking
-    /// turns, to PEs that stay under `cap`; returns the elements moved.
+    /// One transfer phase: every PE above the bar's target sheds elements, donors
+    /// taking turns, to PEs the bar admits; returns the transfers made.
     fn phase(
         &self,
         pl: &mut Placement,
         views: &mut [Vec<Known>],
         avg: f64,
-        target: f64,
-        cap: f64,
+        bar: Bar,
         cost: &mut DecisionCost,
     ) -> usize {
         let p = pl.loads.len();
+        let target = bar.target();
         let mut donors: Vec<Donor> = (0..p)
             .filter(|&pe| pl.loads[pe] > target)
             .map(|pe| Donor::new(pl, pe, self.seed ^ cost.rounds as u64))
@@ -269,7 +316,7 @@ impl Distributed {
                 if pl.loads[donor.pe] <= target {
                     return false;
                 }
-                let placed = self.shed_one(pl, donor, &mut views[donor.pe], avg, cap);
+                let placed = self.shed_one(pl, donor, &mut views[donor.pe], avg, bar);
                 moved += usize::from(placed);
                 placed
             });
@@ -289,16 +336,18 @@ impl Distributed {
 
     /// Place one element of `donor` on a PE it knows, drawn by the paper's rule: the
     /// heaviest element that fits the drawn PE's known room (and leaves the donor at
-    /// or above the average, if one does). False if no draw succeeded.
+    /// or above the average, if one does); if none fits, a swap (`Bar::At` only).
+    /// False if no draw succeeded.
     fn shed_one(
         &self,
         pl: &mut Placement,
         donor: &mut Donor,
         view: &mut [Known],
         avg: f64,
-        cap: f64,
+        bar: Bar,
     ) -> bool {
-        let spare = pl.loads[donor.pe] - avg;
+        let have = pl.loads[donor.pe];
+        let spare = have - avg;
         let mut refusals = 0;
         while refusals < self.max_trials {
             donor.ops += view.len() as u64 + donor.objs.len() as u64;
@@ -306,22 +355,31 @@ impl Distributed {
             let Some(i) = draw(view, avg, &mut donor.rng) else {
                 break;
             };
-            let room = cap - view[i].load;
-            let fits = |o: &u32| pl.weight[*o as usize] > 0.0 && pl.weight[*o as usize] <= room;
+            let known = view[i].load;
+            let fits = |o: &u32| {
+                let w = pl.weight[*o as usize];
+                w > 0.0 && bar.admits(known + w, have)
+            };
             let objs = &donor.objs;
             let pick = objs
                 .iter()
                 .position(|o| fits(o) && pl.weight[*o as usize] <= spare)
                 .or_else(|| objs.iter().rposition(fits));
+            let to = view[i].pe as usize;
             let Some(at) = pick else {
+                if let Bar::At(cap) = bar {
+                    if swap(pl, donor, to, cap) {
+                        view[i].load = pl.loads[to];
+                        return true;
+                    }
+                }
                 refusals += 1;
                 continue;
             };
             let obj = donor.objs[at];
             let w = pl.weight[obj as usize];
             donor.sent += 1;
-            let to = view[i].pe as usize;
-            if pl.loads[to] + w <= cap {
+            if bar.admits(pl.loads[to] + w, have) {
                 pl.move_obj(obj, to as u32);
                 donor.objs.remove(at);
                 view[i].load += w;
@@ -367,6 +425,49 @@ impl Donor {
             sent: 0,
         }
     }
+}
+
+/// Offer PE `to` the donor's lightest element for the fewest of `to`'s lighter
+/// elements (lightest first) that leave `to` at or under `cap`; the donor comes
+/// down by the difference. False (nothing moves) if no such set exists.
+fn swap(pl: &mut Placement, donor: &mut Donor, to: usize, cap: f64) -> bool {
+    let weight = &pl.weight;
+    let Some(at) = donor.objs.iter().rposition(|&o| weight[o as usize] > 0.0) else {
+        return false;
+    };
+    let give = donor.objs[at];
+    let w = weight[give as usize];
+    let need = pl.loads[to] + w - cap;
+    let mut lighter: Vec<u32> = pl.on_pe[to]
+        .iter()
+        .copied()
+        .filter(|&o| weight[o as usize] > 0.0 && weight[o as usize] < w)
+        .collect();
+    lighter.sort_unstable_by(|&a, &b| {
+        weight[a as usize]
+            .total_cmp(&weight[b as usize])
+            .then(a.cmp(&b))
+    });
+    donor.ops += pl.on_pe[to].len() as u64 + lighter.len() as u64 * lg(lighter.len());
+    donor.sent += 1;
+    let (mut back, mut sum) = (Vec::new(), 0.0);
+    for o in lighter {
+        if sum >= need {
+            break;
+        }
+        sum += weight[o as usize];
+        back.push(o);
+    }
+    // The donor must come down, and the receiver end under the cap.
+    if sum < need || sum >= w {
+        return false;
+    }
+    pl.move_obj(give, to as u32);
+    donor.objs.remove(at);
+    for o in back {
+        pl.move_obj(o, donor.pe as u32);
+    }
+    true
 }
 
 /// The view of `to`, to change, and the view of `from` (`to != from`), to read.
