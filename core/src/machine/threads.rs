@@ -114,7 +114,9 @@ impl ThreadPort {
                 Err(TryRecvError::Empty) => {}
             }
             match started {
-                Some(t) if i % CLOCK_EVERY == 0 && t.elapsed() >= self.spin_for => return None,
+                Some(t) if i.is_multiple_of(CLOCK_EVERY) && t.elapsed() >= self.spin_for => {
+                    return None
+                }
                 Some(_) => std::hint::spin_loop(),
                 None if i <= SPIN_POLLS => std::hint::spin_loop(),
                 None if i <= SPIN_POLLS + YIELD_POLLS => std::thread::yield_now(),
