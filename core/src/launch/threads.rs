@@ -15,7 +15,7 @@ use crate::base::progress::Progress;
 use crate::engine::checkpoint_memory::{Copy, Gathered};
 use crate::engine::{PeRuntime, PeSetup, Restart};
 use crate::machine::clock::WallClock;
-use crate::machine::threads::ThreadPort;
+use crate::machine::threads::{idle_spin, ThreadPort};
 use crate::machine::Arrival;
 use crate::msg::callback::Callback;
 use crate::trace::JobTrace;
@@ -256,7 +256,8 @@ impl Session {
                 registry: self.registry.clone(),
                 net: ThreadPort::new(rx, peers.clone(), 0, None, clock, 0.0)
                     .with_faults(pe, cfg.fault_corrupt_every)
-                    .with_failure(down.clone(), after),
+                    .with_failure(down.clone(), after)
+                    .with_idle_spin(idle_spin(npes)),
                 main: if pe == 0 { self.main.take() } else { None },
             };
             let resume = self.resume.as_ref().map(|g| Resume {
