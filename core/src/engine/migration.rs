@@ -68,8 +68,7 @@ impl PeCore {
     /// How elements of array `coll` move, with their type's registered name.
     pub(super) fn migrator(&self, coll: CollectionId) -> Result<(Migrator, String), MigrateError> {
         let t = self
-            .arrays
-            .get(&coll)
+            .array_meta(coll)
             .and_then(|m| self.reg.chares.get(m.ty as usize));
         match t {
             Some(t) => {
