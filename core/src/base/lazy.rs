@@ -3,11 +3,18 @@
 //! state, and each then keeps a null pointer instead of the whole part.
 
 /// A `T` boxed on first mutable use.
+#[derive(Debug)]
 pub(crate) struct Lazy<T>(Option<Box<T>>);
 
 impl<T> Default for Lazy<T> {
     fn default() -> Self {
         Lazy(None)
+    }
+}
+
+impl<T> From<T> for Lazy<T> {
+    fn from(value: T) -> Self {
+        Lazy(Some(Box::new(value)))
     }
 }
 

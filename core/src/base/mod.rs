@@ -20,3 +20,4 @@ pub(crate) mod progress;
 pub mod section_error;
 pub mod trace_select;
 pub mod tree;
+pub(crate) mod vec_map;

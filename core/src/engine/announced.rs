@@ -3,6 +3,7 @@
 
 use crate::base::hash::HashMap;
 use crate::base::ids::Pe;
+use crate::base::lazy::Lazy;
 use std::collections::BTreeSet;
 
 /// The sequence numbers seen from one creator: all below `below`, and those in `above`.
@@ -19,7 +20,8 @@ pub(crate) struct Announced {
     /// creations seen). Most PEs of a large simulated job hear from one creator (the
     /// main chare's PE), and then keep no table.
     first: Option<(Pe, u32)>,
-    by_creator: HashMap<Pe, Seen>,
+    /// Boxed on first use: most PEs never need it.
+    by_creator: Lazy<HashMap<Pe, Seen>>,
 }
 
 impl Announced {
@@ -37,7 +39,7 @@ impl Announced {
                 // Out of order: the creator moves to the table, which keeps gaps.
                 let below = *below;
                 self.first = None;
-                self.by_creator.insert(
+                self.by_creator.get_mut().insert(
                     creator,
                     Seen {
                         below,
@@ -45,13 +47,13 @@ impl Announced {
                     },
                 );
             }
-            None if seq == 0 && self.by_creator.is_empty() => {
+            None if seq == 0 && self.by_creator.get().is_none_or(HashMap::is_empty) => {
                 self.first = Some((creator, 1));
                 return;
             }
             _ => {}
         }
-        let s = self.by_creator.entry(creator).or_default();
+        let s = self.by_creator.get_mut().entry(creator).or_default();
         if seq < s.below {
             return;
         }
@@ -75,7 +77,8 @@ impl Announced {
             }
         }
         self.by_creator
-            .get(&creator)
+            .get()
+            .and_then(|m| m.get(&creator))
             .is_some_and(|s| seq < s.below || s.above.contains(&seq))
     }
 }
@@ -95,7 +98,7 @@ mod tests {
         assert!(!a.contains(4, 0));
         a.insert(3, 1);
         assert!(
-            a.by_creator[&3].above.is_empty(),
+            a.by_creator.get().expect("a table")[&3].above.is_empty(),
             "a contiguous prefix is compact"
         );
     }
@@ -107,13 +110,13 @@ mod tests {
             a.insert(5, seq);
         }
         a.insert(5, 1);
-        assert!(a.by_creator.is_empty(), "in order: no table");
+        assert!(a.by_creator.get().is_none(), "in order: no table");
         assert!(a.contains(5, 2) && !a.contains(5, 3) && !a.contains(6, 0));
         a.insert(5, 4);
         assert!(a.first.is_none(), "a gap moves the creator to the table");
         assert!(a.contains(5, 2) && !a.contains(5, 3) && a.contains(5, 4));
         a.insert(5, 3);
-        assert!(a.contains(5, 3) && a.by_creator[&5].above.is_empty());
+        assert!(a.contains(5, 3) && a.by_creator.get().expect("a table")[&5].above.is_empty());
         a.insert(7, 0);
         assert!(a.contains(7, 0) && !a.contains(7, 1) && a.contains(5, 4));
     }

@@ -117,7 +117,7 @@ impl PeRuntime {
         let root_node = g.root as usize / self.core.node_size;
         let children = self.core.node_children(root_node);
         self.pass_group_creation(&g, children, |g| CreateNodeGroup(g).into());
-        self.core.node_groups.insert(g.coll);
+        self.core.node_groups.get_mut().insert(g.coll);
         // Reductions climb the tree over nodes rooted at node 0, as group ones the
         // PE tree rooted at PE 0.
         let children = self.core.node_children(0);
@@ -175,7 +175,7 @@ impl PeRuntime {
                 }),
             );
         }
-        let waiting = self.waiting_for_coll.remove(&coll);
+        let waiting = (self.waiting_for_coll.built_mut()).and_then(|w| w.remove(&coll));
         self.requeue(waiting);
     }
 
@@ -252,7 +252,7 @@ impl PeRuntime {
             }),
         );
         self.advance_census(coll);
-        let waiting = self.waiting_for_coll.remove(&coll);
+        let waiting = (self.waiting_for_coll.built_mut()).and_then(|w| w.remove(&coll));
         self.requeue(waiting);
     }
 
@@ -292,7 +292,7 @@ impl PeRuntime {
             .get(coll, &addr.key)
             .filter(|l| l.homed_here && l.pe != me)
             .map(|l| l.pe);
-        if c.census.deleted.contains_key(&addr.key) {
+        if c.census.is_deleted(&addr.key) {
             return self.core.fail(RuntimeError::Destroy {
                 pe: me,
                 element: format!("element {} of {coll}", describe_index(&addr)),
@@ -373,7 +373,7 @@ impl PeRuntime {
             let homed = elements.values().filter(|e| e.home == me).count() as u64;
             c.census.epoch += 1;
             // A deleted element's home stands in for it (see `destroy.rs`).
-            let deleted = c.census.deleted.len() as u64;
+            let deleted = c.census.deleted.get().map_or(0, HashMap::len) as u64;
             c.census.local = homed + self.core.loc.away_count(coll, me) + deleted;
             c.census.done = false;
             self.advance_census(coll);
@@ -385,6 +385,8 @@ impl PeRuntime {
         let ChildCount { coll, epoch, count } = m;
         if let Some(c) = self.colls.get_mut(&coll) {
             c.census
+                .rare
+                .get_mut()
                 .reports
                 .entry(epoch)
                 .or_default()
@@ -404,11 +406,14 @@ impl PeRuntime {
             return;
         }
         let epoch = c.census.epoch;
-        let reports = c.census.reports.get(&epoch).map_or(0, Vec::len);
+        let rare = c.census.rare.get();
+        let reports = rare.and_then(|r| r.reports.get(&epoch)).map_or(0, Vec::len);
         if reports < children.len() {
             return;
         }
-        let reports = c.census.reports.remove(&epoch).unwrap_or_default();
+        let reports = (c.census.rare.built_mut())
+            .and_then(|r| r.reports.remove(&epoch))
+            .unwrap_or_default();
         let subtree = c.census.local + reports.iter().map(|r| r.1).sum::<u64>();
         c.census.active_children = reports.iter().filter(|r| r.1 > 0).map(|r| r.0).collect();
         c.census.done = true;

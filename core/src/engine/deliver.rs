@@ -4,6 +4,7 @@
 use super::{invoke, Collection, Current, Members, Origin, PeRuntime, Via};
 use crate::base::error::MigrateError;
 use crate::base::error::RuntimeError;
+use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, Pe};
 use crate::base::tree;
 use crate::msg::array::ElemAddr;
@@ -46,7 +47,11 @@ impl PeRuntime {
         match dest_coll {
             Ok(coll) => {
                 if !self.colls_announced.contains(coll.creator, coll.seq) {
-                    self.waiting_for_coll.entry(coll).or_default().push(env);
+                    self.waiting_for_coll
+                        .get_mut()
+                        .entry(coll)
+                        .or_default()
+                        .push(env);
                 } else {
                     self.core
                         .fail(RuntimeError::UnknownCollection { pe: me, coll });
@@ -88,7 +93,12 @@ impl PeRuntime {
                 chare: id.to_string(),
             });
         }
-        let colls: Vec<CollectionId> = self.waiting_for_coll.drain().map(|(c, _)| c).collect();
+        let colls: Vec<CollectionId> = self
+            .waiting_for_coll
+            .take()
+            .into_iter()
+            .flat_map(HashMap::into_keys)
+            .collect();
         for coll in colls {
             self.core
                 .fail(RuntimeError::UnknownCollection { pe: me, coll });

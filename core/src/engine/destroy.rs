@@ -18,7 +18,8 @@
 use super::migration::element_name;
 use super::{Census, Members, Origin, PeCore, PeRuntime, StandIn, Via};
 use crate::base::error::{DestroyError, RuntimeError};
-use crate::base::ids::{CollectionId, Pe};
+use crate::base::hash::HashMap;
+use crate::base::ids::{CollectionId, IndexKey, Pe};
 use crate::engine::ledger::Dropped;
 use crate::engine::location::{Loc, Route};
 use crate::msg::array::ElemAddr;
@@ -27,16 +28,28 @@ use crate::msg::kind::create::Emptied;
 use crate::msg::kind::migrate::{Deleted, Destroy};
 
 impl Census {
+    /// The stand-ins of the deleted elements homed here.
+    fn stand_ins(&self) -> impl Iterator<Item = &StandIn> {
+        self.deleted.get().into_iter().flat_map(HashMap::values)
+    }
+
+    /// True if the element `key` homed here was deleted.
+    pub(super) fn is_deleted(&self, key: &IndexKey) -> bool {
+        self.deleted.get().is_some_and(|d| d.contains_key(key))
+    }
+
+    /// Children whose whole subtree was deleted: (child, epoch, first reduction).
+    fn emptied(&self) -> impl Iterator<Item = &(Pe, u32, u64)> {
+        self.rare.get().into_iter().flat_map(|r| &r.emptied)
+    }
+
     /// True once reduction `seq` has every share it waits for: `members` of this
     /// PE's own and `children` subtrees, with deleted elements and deleted subtrees
     /// standing in from the reduction they stopped at.
     pub(super) fn complete(&self, seq: u64, members: u64, children: usize) -> bool {
-        let stand_ins = (self.deleted.values())
-            .filter(|s| s.contributed <= seq)
-            .count() as u64;
+        let stand_ins = (self.stand_ins()).filter(|s| s.contributed <= seq).count() as u64;
         let quiet = self
-            .emptied
-            .iter()
+            .emptied()
             .filter(|(ch, e, from)| {
                 *e == self.epoch && *from <= seq && self.active_children.contains(ch)
             })
@@ -49,15 +62,13 @@ impl Census {
     /// The first reduction nothing below this PE contributes to, if every member
     /// below it is deleted and it has not said so in this epoch.
     fn emptied_from(&self, live_here: bool) -> Option<u64> {
-        if !self.done || live_here || self.told_empty == Some(self.epoch) {
+        let told = self.rare.get().and_then(|r| r.told_empty);
+        if !self.done || live_here || told == Some(self.epoch) {
             return None;
         }
-        let mut from = self.deleted.values().map(|s| s.contributed).max();
+        let mut from = self.stand_ins().map(|s| s.contributed).max();
         for ch in &self.active_children {
-            let e = self
-                .emptied
-                .iter()
-                .find(|(c, e, _)| c == ch && *e == self.epoch);
+            let e = self.emptied().find(|(c, e, _)| c == ch && *e == self.epoch);
             from = from.max(Some(e?.2));
         }
         from
@@ -120,7 +131,7 @@ impl PeRuntime {
     fn deleted_here(&self, coll: CollectionId, addr: &ElemAddr) -> bool {
         self.colls
             .get(&coll)
-            .is_some_and(|c| c.census.deleted.contains_key(&addr.key))
+            .is_some_and(|c| c.census.is_deleted(&addr.key))
     }
 
     /// True (with the messages counted and reported) if `addr` was deleted and this
@@ -262,7 +273,10 @@ impl PeRuntime {
             contributed,
             order: addr.order,
         };
-        c.census.deleted.insert(addr.key.clone(), stand_in);
+        c.census
+            .deleted
+            .get_mut()
+            .insert(addr.key.clone(), stand_in);
         if self.core.loc.get(coll, &addr.key).is_some() {
             // It had moved: the home no longer passes it broadcasts or counts it away.
             let here = Loc {
@@ -286,11 +300,10 @@ impl PeRuntime {
         };
         let census = &mut c.census;
         if !census
-            .emptied
-            .iter()
+            .emptied()
             .any(|(ch, ep, _)| *ch == src && *ep == epoch)
         {
-            census.emptied.push((src, epoch, from));
+            census.rare.get_mut().emptied.push((src, epoch, from));
         }
         self.recheck(coll);
     }
@@ -305,14 +318,16 @@ impl PeRuntime {
             return;
         };
         let epoch = c.census.epoch;
-        c.census.emptied.retain(|(_, e, _)| *e >= epoch);
+        if let Some(r) = c.census.rare.built_mut() {
+            r.emptied.retain(|(_, e, _)| *e >= epoch);
+        }
         let live_here = live_away
             || match &c.members {
                 Members::Array { elements, .. } => elements.values().any(|e| e.home == me),
                 Members::Group { .. } => true,
             };
         if let Some(from) = c.census.emptied_from(live_here) {
-            c.census.told_empty = Some(epoch);
+            c.census.rare.get_mut().told_empty = Some(epoch);
             if let Some(p) = parent {
                 let env = self
                     .core

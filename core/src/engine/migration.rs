@@ -82,7 +82,7 @@ impl PeCore {
         &self,
         coll: CollectionId,
     ) -> Result<(Migrator, TypeName), MigrateError> {
-        let ty = self.arrays.get(&coll).map(|m| m.ty as usize);
+        let ty = self.array_meta(coll).map(|m| m.ty as usize);
         match ty.and_then(|ty| Some((ty, self.reg.chares.get(ty)?))) {
             Some((ty, t)) => match t.migrate {
                 Some(m) => Ok((m, TypeName(Arc::clone(&self.reg), ty))),

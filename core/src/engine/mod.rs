@@ -8,9 +8,10 @@ use crate::api::registry::Registry;
 use crate::base::config::{Config, ErrorPolicy, LbPeriod, WorkMode};
 use crate::base::error::panic_message;
 use crate::base::error::RuntimeError;
-use crate::base::hash::{HashMap, HashSet};
+use crate::base::hash::HashMap;
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::base::lazy::Lazy;
+use crate::base::vec_map::VecMap;
 use crate::engine::announced::Announced;
 use crate::engine::digest::DeliveryLog;
 use crate::engine::ledger::{Dropped, Ledger};
@@ -69,13 +70,22 @@ struct Census {
     /// Children with members in their subtree; valid once `done`.
     active_children: Vec<Pe>,
     done: bool,
-    /// Children's subtree counts by epoch (a child may report before we advance).
-    reports: HashMap<u32, Vec<(Pe, u64)>>,
     /// Elements homed here that were deleted, with the reductions each had
     /// contributed to: each stands in for its element in later reductions, and
     /// counts in `local`. One per deleted element homed here (a deleted index is
-    /// never inserted again), so it grows only with the array's deletions.
-    deleted: HashMap<IndexKey, StandIn>,
+    /// never inserted again), so it grows only with the array's deletions. Boxed on
+    /// the first deletion.
+    deleted: Lazy<HashMap<IndexKey, StandIn>>,
+    /// What only an array's census keeps, boxed on first use: a group's census (one
+    /// on every PE of a large simulated job) never needs it.
+    rare: Lazy<CensusRare>,
+}
+
+/// The parts of a census only arrays use: recounts after migrations, deletions.
+#[derive(Default)]
+struct CensusRare {
+    /// Children's subtree counts by epoch (a child may report before we advance).
+    reports: HashMap<u32, Vec<(Pe, u64)>>,
     /// Children whose whole subtree was deleted: (child, epoch, the first reduction
     /// it sends nothing for). At most one per child and epoch; older epochs are
     /// dropped as the census advances.
@@ -154,10 +164,12 @@ pub(crate) struct PeRuntime {
     pub(crate) core: PeCore,
     /// Singleton chares (most PEs of a large simulated job have none).
     chares: Lazy<Chares>,
-    /// Boxed so the table of an idle PE stays small.
-    colls: HashMap<CollectionId, Box<Collection>>,
+    /// Boxed so the table of an idle PE stays small; a sorted vector, since most
+    /// PEs hold one or two collections.
+    colls: VecMap<CollectionId, Box<Collection>>,
     colls_announced: Announced,
-    waiting_for_coll: HashMap<CollectionId, Vec<Envelope>>,
+    /// Messages for collections not created here yet (boxed on first use).
+    waiting_for_coll: Lazy<HashMap<CollectionId, Vec<Envelope>>>,
     /// The digest of deliveries, when the layer asked for one (boxed: most runs
     /// keep none, and a simulated PE stays small).
     delivered: Option<Box<DeliveryLog>>,
@@ -226,11 +238,11 @@ impl PeRuntime {
                 queue: ReadyQueue::default(),
                 ledger: Ledger::default(),
                 current: Current::Main,
-                next_chare_seq: HashMap::default(),
+                next_chare_seq: Lazy::default(),
                 next_coll_seq: 0,
                 next_section_seq: 0,
-                arrays: HashMap::default(),
-                node_groups: HashSet::default(),
+                arrays: Lazy::default(),
+                node_groups: Lazy::default(),
                 deferred: Vec::new(),
                 qd: Lazy::default(),
                 exiting: false,
@@ -248,9 +260,9 @@ impl PeRuntime {
                 tasks: Lazy::default(),
             },
             chares: Lazy::default(),
-            colls: HashMap::default(),
+            colls: VecMap::default(),
             colls_announced: Announced::default(),
-            waiting_for_coll: HashMap::default(),
+            waiting_for_coll: Lazy::default(),
             delivered: None,
             checkpoints: Lazy::default(),
             sections: Lazy::default(),
@@ -493,7 +505,12 @@ impl PeRuntime {
             .get()
             .into_iter()
             .flat_map(|c| c.waiting.values())
-            .chain(self.waiting_for_coll.values())
+            .chain(
+                self.waiting_for_coll
+                    .get()
+                    .into_iter()
+                    .flat_map(HashMap::values),
+            )
             .map(Vec::len)
             .sum::<usize>()
             + self.core.loc.waiting_count();
@@ -511,5 +528,40 @@ impl PeRuntime {
             );
         }
         report
+    }
+}
+
+/// The sizes of what every PE of a simulated job keeps, pinned so they cannot grow
+/// unnoticed: 10^6 and more of each are built, and an allocator rounds each box up
+/// to its size class (mimalloc's: 128, 160, .., 512, 640), so a few bytes more
+/// can cost a class's step on every PE.
+#[cfg(all(test, target_pointer_width = "64"))]
+mod per_pe_sizes {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn a_pe_runtime_fits_in_512_bytes() {
+        assert!(
+            size_of::<ReadyQueue<Envelope>>() <= 48,
+            "rare queues are boxed"
+        );
+        assert!(size_of::<Announced>() <= 24, "the table is boxed");
+        assert!(size_of::<PeCore>() <= 416, "PeCore {}", size_of::<PeCore>());
+        assert!(
+            size_of::<PeRuntime>() <= 512,
+            "PeRuntime {}: past 512 bytes a box takes the 640-byte class",
+            size_of::<PeRuntime>()
+        );
+    }
+
+    #[test]
+    fn a_group_collection_fits_in_128_bytes() {
+        assert!(size_of::<Census>() <= 56, "Census {}", size_of::<Census>());
+        assert!(
+            size_of::<Collection>() <= 128,
+            "Collection {}: past 128 bytes a box takes the 160-byte class",
+            size_of::<Collection>()
+        );
     }
 }

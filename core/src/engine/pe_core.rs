@@ -123,14 +123,16 @@ pub(crate) struct PeCore {
     /// Quiescence detection's counts of counted messages.
     pub(super) ledger: Ledger,
     pub(super) current: Current,
-    pub(super) next_chare_seq: HashMap<Pe, u32>,
+    /// Singletons created here so far, by the PE each was placed on (boxed on first use).
+    pub(super) next_chare_seq: Lazy<HashMap<Pe, u32>>,
     pub(super) next_coll_seq: u32,
     /// Array sections made here so far (`engine/section.rs`).
     pub(super) next_section_seq: u32,
-    pub(super) arrays: HashMap<CollectionId, ArrayMeta>,
+    /// The arrays this PE has heard of (boxed on first use).
+    pub(super) arrays: Lazy<HashMap<CollectionId, ArrayMeta>>,
     /// The nodegroups whose member lives here: one per nodegroup created, as the
     /// collections themselves, so it grows no faster than they do.
-    pub(super) node_groups: HashSet<CollectionId>,
+    pub(super) node_groups: Lazy<HashSet<CollectionId>>,
     pub(super) deferred: Vec<LocalContribution>,
     pub(super) qd: Lazy<Quiescence>,
     pub(super) exiting: bool,
@@ -417,6 +419,11 @@ impl PeCore {
         self.post(self.me, env);
     }
 
+    /// What this PE knows of array `coll`, if it has heard of it.
+    pub(crate) fn array_meta(&self, coll: CollectionId) -> Option<&ArrayMeta> {
+        self.arrays.get()?.get(&coll)
+    }
+
     /// PE an array element's messages go to: its home by the map, or, if this PE has
     /// not yet heard of the array, the array's creator, which forwards.
     pub(crate) fn locate(
@@ -424,7 +431,7 @@ impl PeCore {
         coll: CollectionId,
         addr: &ElemAddr,
     ) -> Result<Pe, RuntimeError> {
-        let Some(meta) = self.arrays.get(&coll) else {
+        let Some(meta) = self.array_meta(coll) else {
             return Ok(coll.creator);
         };
         match builtin_home(meta.map, &meta.shape, addr.order, self.npes) {
@@ -512,7 +519,7 @@ impl PeCore {
     }
 
     pub(crate) fn new_chare_id(&mut self, pe: Pe) -> ChareId {
-        let seq = self.next_chare_seq.entry(pe).or_insert(0);
+        let seq = self.next_chare_seq.get_mut().entry(pe).or_insert(0);
         let id = ChareId {
             pe,
             creator: self.me,
@@ -543,7 +550,9 @@ impl PeCore {
         shape: Arc<Shape>,
         map: ArrayMap,
     ) {
-        self.arrays.insert(coll, ArrayMeta { ty, shape, map });
+        self.arrays
+            .get_mut()
+            .insert(coll, ArrayMeta { ty, shape, map });
     }
 
     pub(crate) fn contribute(&mut self, value: RedData, reducer: Reducer, callback: Callback) {
@@ -654,7 +663,7 @@ impl PeCore {
 
     /// True if `coll` is a nodegroup with its member here.
     pub(crate) fn is_node_group(&self, coll: CollectionId) -> bool {
-        self.node_groups.contains(&coll)
+        self.node_groups.get().is_some_and(|g| g.contains(&coll))
     }
 
     /// End the job: broadcast an exit down the tree rooted here and down PE 0's.

@@ -4,20 +4,27 @@ use std::collections::{BTreeMap, VecDeque};
 
 /// Ready messages of one PE.
 pub(crate) struct ReadyQueue<T> {
-    expedited: VecDeque<T>,
     /// Priority-0 messages, the common case, without a map lookup.
     normal: VecDeque<T>,
+    /// Expedited and prioritized messages, boxed on first use and freed when the
+    /// queue empties: most of the sim layer's 10^6 PEs never see one, and each then
+    /// keeps a null pointer instead of both queues.
+    rare: Option<Box<Rare<T>>>,
+    len: usize,
+}
+
+/// The queues of a PE's less common messages.
+struct Rare<T> {
+    expedited: VecDeque<T>,
     /// Non-zero priorities; smaller keys run first.
     prioritized: BTreeMap<i32, VecDeque<T>>,
-    len: usize,
 }
 
 impl<T> Default for ReadyQueue<T> {
     fn default() -> Self {
         ReadyQueue {
-            expedited: VecDeque::new(),
             normal: VecDeque::new(),
-            prioritized: BTreeMap::new(),
+            rare: None,
             len: 0,
         }
     }
@@ -60,13 +67,25 @@ impl<T> ReadyQueue<T> {
     /// Queue a message.
     pub(crate) fn push(&mut self, item: T, prio: i32, expedited: bool) {
         self.len += 1;
-        if expedited {
-            self.expedited.push_back(item);
-        } else if prio == 0 {
-            self.normal.push_back(item);
-        } else {
-            self.prioritized.entry(prio).or_default().push_back(item);
+        if !expedited && prio == 0 {
+            return self.normal.push_back(item);
         }
+        let rare = self.rare_mut();
+        if expedited {
+            rare.expedited.push_back(item);
+        } else {
+            rare.prioritized.entry(prio).or_default().push_back(item);
+        }
+    }
+
+    /// The queues of expedited and prioritized messages, built on first use.
+    fn rare_mut(&mut self) -> &mut Rare<T> {
+        self.rare.get_or_insert_with(|| {
+            Box::new(Rare {
+                expedited: VecDeque::new(),
+                prioritized: BTreeMap::new(),
+            })
+        })
     }
 
     /// The newest message of priority `prio` (not expedited), to append a run to.
@@ -75,7 +94,7 @@ impl<T> ReadyQueue<T> {
         if prio == 0 {
             self.normal.back_mut()
         } else {
-            self.prioritized.get_mut(&prio)?.back_mut()
+            self.rare.as_mut()?.prioritized.get_mut(&prio)?.back_mut()
         }
     }
 
@@ -85,20 +104,21 @@ impl<T> ReadyQueue<T> {
         if prio == 0 {
             self.normal.push_front(item);
         } else {
-            self.prioritized.entry(prio).or_default().push_front(item);
+            let q = self.rare_mut().prioritized.entry(prio).or_default();
+            q.push_front(item);
         }
     }
 
     /// Free the queues' memory when nothing is queued (the sim layer's idle PEs),
-    /// keeping their buffers in `spares` for the next PE a message reaches.
+    /// keeping the normal queue's buffer in `spares` for the next PE a message reaches.
     pub(crate) fn release_if_empty(&mut self, spares: &mut SpareBuffers<T>) {
         if self.len == 0 {
-            spares.keep(std::mem::take(&mut self.expedited));
             spares.keep(std::mem::take(&mut self.normal));
+            self.rare = None;
         }
     }
 
-    /// Queue a message, in a spare buffer if the queue it joins has none.
+    /// Queue a message, in a spare buffer if it joins the normal queue and that has none.
     pub(crate) fn push_reusing(
         &mut self,
         item: T,
@@ -106,16 +126,9 @@ impl<T> ReadyQueue<T> {
         expedited: bool,
         spares: &mut SpareBuffers<T>,
     ) {
-        let target = if expedited {
-            &mut self.expedited
-        } else if prio == 0 {
-            &mut self.normal
-        } else {
-            return self.push(item, prio, expedited);
-        };
-        if target.capacity() == 0 {
+        if !expedited && prio == 0 && self.normal.capacity() == 0 {
             if let Some(buf) = spares.bufs.pop() {
-                *target = buf;
+                self.normal = buf;
             }
         }
         self.push(item, prio, expedited);
@@ -123,21 +136,26 @@ impl<T> ReadyQueue<T> {
 
     /// True if an expedited message is waiting.
     pub(crate) fn has_expedited(&self) -> bool {
-        !self.expedited.is_empty()
+        self.rare.as_ref().is_some_and(|r| !r.expedited.is_empty())
     }
 
     /// Take the next message to run.
     pub(crate) fn pop(&mut self) -> Option<T> {
-        if let Some(x) = self.expedited.pop_front() {
+        let Some(rare) = self.rare.as_deref_mut() else {
+            let item = self.normal.pop_front();
+            self.len -= usize::from(item.is_some());
+            return item;
+        };
+        if let Some(x) = rare.expedited.pop_front() {
             self.len -= 1;
             return Some(x);
         }
-        let urgent_first = match self.prioritized.first_key_value() {
+        let urgent_first = match rare.prioritized.first_key_value() {
             Some((&p, _)) => p < 0 || self.normal.is_empty(),
             None => false,
         };
         let item = if urgent_first {
-            let mut entry = self.prioritized.first_entry()?;
+            let mut entry = rare.prioritized.first_entry()?;
             let item = entry.get_mut().pop_front();
             if entry.get().is_empty() {
                 entry.remove();
@@ -146,9 +164,7 @@ impl<T> ReadyQueue<T> {
         } else {
             self.normal.pop_front()
         };
-        if item.is_some() {
-            self.len -= 1;
-        }
+        self.len -= usize::from(item.is_some());
         item
     }
 
@@ -179,5 +195,22 @@ mod tests {
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, vec!["exp", "urgent", "urgent2", "n1", "n2", "late"]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn the_rare_queues_are_freed_when_the_queue_empties() {
+        let mut spares = SpareBuffers::default();
+        let mut q = ReadyQueue::default();
+        q.push("late", 5, false);
+        q.push_front("first", 5);
+        q.push("exp", 0, true);
+        assert!(q.has_expedited() && q.rare.is_some());
+        assert_eq!(q.tail_mut(5), Some(&mut "late"));
+        q.release_if_empty(&mut spares);
+        assert!(q.rare.is_some(), "kept while messages wait");
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec!["exp", "first", "late"]);
+        q.release_if_empty(&mut spares);
+        assert!(q.rare.is_none() && !q.has_expedited() && q.is_empty());
     }
 }

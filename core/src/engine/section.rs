@@ -53,7 +53,7 @@ impl PeCore {
         coll: CollectionId,
         addrs: Vec<ElemAddr>,
     ) -> Result<SectionSpec, SectionError> {
-        if !self.arrays.contains_key(&coll) {
+        if self.array_meta(coll).is_none() {
             return Err(SectionError::UnknownArray { coll });
         }
         let id = (u64::from(self.me) << 32) | u64::from(self.next_section_seq);
@@ -110,8 +110,7 @@ impl PeCore {
         coll: CollectionId,
     ) -> Result<Vec<ElemAddr>, SectionError> {
         let meta = self
-            .arrays
-            .get(&coll)
+            .array_meta(coll)
             .ok_or(SectionError::UnknownArray { coll })?;
         if matches!(*meta.shape, crate::msg::array::Shape::List(ref l) if l.is_empty()) {
             return Err(SectionError::NoShape { coll });

@@ -57,8 +57,6 @@ pub(crate) struct Syncs {
     /// The strategy of `--array-lb` and when it balances, if one was chosen.
     strategy: Option<Arc<dyn ArrayStrategy>>,
     period: LbPeriod,
-    /// `at_sync` calls of the running handler, taken once it returns.
-    asked: Vec<(CollectionId, ElemAddr)>,
     /// Seconds the last handler ran, and all handlers since this PE last reported.
     last: f64,
     busy: f64,
@@ -70,6 +68,8 @@ pub(crate) struct Syncs {
 /// What a PE keeps of the balancing steps it takes part in.
 #[derive(Default)]
 struct Steps {
+    /// `at_sync` calls of the running handler, taken once it returns.
+    asked: Vec<(CollectionId, ElemAddr)>,
     /// Elements here that called `at_sync` and have not been resumed; at most one
     /// entry per element on this PE.
     waiting: HashSet<(CollectionId, IndexKey)>,
@@ -110,7 +110,6 @@ impl Syncs {
         Syncs {
             strategy,
             period,
-            asked: Vec::new(),
             last: 0.0,
             busy: 0.0,
             in_elements: 0.0,
@@ -130,6 +129,12 @@ impl Syncs {
         if element {
             self.in_elements += secs;
         }
+    }
+
+    /// The `at_sync` calls not yet acted on, if any.
+    fn take_asked(&mut self) -> Option<Vec<(CollectionId, ElemAddr)>> {
+        let steps = self.steps.built_mut()?;
+        (!steps.asked.is_empty()).then(|| std::mem::take(&mut steps.asked))
     }
 
     /// The time of the last handler, once.
@@ -215,7 +220,7 @@ impl PeCore {
         {
             return Err(SyncError::Twice);
         }
-        self.syncs.asked.push((coll, addr));
+        self.syncs.steps.get_mut().asked.push((coll, addr));
         Ok(())
     }
 
@@ -244,7 +249,7 @@ impl PeCore {
         self.deferred.is_empty()
             && self.moves.is_empty()
             && self.destroys.is_empty()
-            && self.syncs.asked.is_empty()
+            && self.syncs.steps.get().is_none_or(|s| s.asked.is_empty())
     }
 
     /// Whether the element is between its `at_sync` and its resume.
@@ -259,8 +264,8 @@ impl PeCore {
 impl PeRuntime {
     /// Act on the `at_sync` calls of the handler that just ran.
     pub(super) fn apply_syncs(&mut self) {
-        while !self.core.syncs.asked.is_empty() {
-            for (coll, addr) in std::mem::take(&mut self.core.syncs.asked) {
+        while let Some(asked) = self.core.syncs.take_asked() {
+            for (coll, addr) in asked {
                 self.synced(coll, addr);
             }
         }

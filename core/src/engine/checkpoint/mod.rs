@@ -279,7 +279,9 @@ impl PeRuntime {
         let mut next_chare_seq: Vec<(Pe, u32)> = self
             .core
             .next_chare_seq
-            .iter()
+            .get()
+            .into_iter()
+            .flatten()
             .map(|(&p, &s)| (p, s))
             .collect();
         next_chare_seq.sort_unstable();
@@ -332,7 +334,7 @@ impl PeRuntime {
     fn save_collection(&mut self, id: CollectionId) -> Result<SavedCollection, CheckpointError> {
         let pe = self.core.me;
         let reg = self.core.reg.clone();
-        let meta = self.core.arrays.get(&id).cloned();
+        let meta = self.core.array_meta(id).cloned();
         let Some(c) = self.colls.get_mut(&id) else {
             return Err(CheckpointError::Unsaveable {
                 pe,
@@ -420,7 +422,7 @@ fn unsaveable_why(c: &super::Collection) -> Option<&'static str> {
 
 /// The deleted elements a PE is home to (its stand-ins), by key.
 fn saved_deleted(census: &Census) -> Vec<SavedDeleted> {
-    let mut deleted: Vec<SavedDeleted> = (census.deleted.iter())
+    let mut deleted: Vec<SavedDeleted> = (census.deleted.get().into_iter().flatten())
         .map(|(key, s)| SavedDeleted {
             key: key.clone(),
             order: s.order,

@@ -28,7 +28,7 @@ impl PeRuntime {
         } = restart.for_pe(me);
         if let Some(s) = states.get(me as usize) {
             self.core.next_coll_seq = s.next_coll_seq;
-            self.core.next_chare_seq = s.next_chare_seq.iter().copied().collect();
+            *self.core.next_chare_seq.get_mut() = s.next_chare_seq.iter().copied().collect();
             self.core.next_section_seq = s.next_section_seq;
         }
         let mut mine: HashMap<CollectionId, (Vec<_>, Vec<_>)> = HashMap::default();
@@ -175,7 +175,7 @@ impl PeRuntime {
             .collect();
         let census = Census {
             local: (restored.len() + deleted.len()) as u64,
-            deleted,
+            deleted: deleted.into(),
             ..Census::default()
         };
         let members = Members::Array {
