@@ -248,6 +248,9 @@ pub(crate) struct PeTrace {
     /// Entry names already interned, by chare type and enum variant (looked up on
     /// every traced message, so with ahash rather than the slower SipHash).
     entries: HashMap<(TypeId, u32), NameId, ahash::RandomState>,
+    /// The entry named last: a chare's messages mostly run the entry its last one
+    /// ran, which this finds without hashing.
+    last_entry: Option<((TypeId, u32), NameId)>,
     /// User, span and runtime names already interned.
     labels: HashMap<&'static str, NameId>,
     dynamic: HashMap<Box<str>, NameId>,
@@ -266,6 +269,7 @@ impl PeTrace {
             rec,
             names,
             entries: HashMap::default(),
+            last_entry: None,
             labels: HashMap::new(),
             dynamic: HashMap::new(),
             incoming: None,
@@ -314,15 +318,22 @@ impl PeTrace {
     pub(crate) fn entry_begin<C: 'static, M: Serialize>(&mut self, ts: u64, msg: &M) {
         let variant = variant_of(msg);
         let key = (TypeId::of::<C>(), variant.map_or(u32::MAX, |v| v.0));
-        let name = match self.entries.get(&key) {
-            Some(&id) => id,
-            None => {
-                let entry = variant.map_or("handle", |v| v.1);
-                let id = self.names.intern(&format!(
-                    "{}::{entry}",
-                    short_type_name(std::any::type_name::<C>())
-                ));
-                self.entries.insert(key, id);
+        let name = match self.last_entry {
+            Some((last, id)) if last == key => id,
+            _ => {
+                let id = match self.entries.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        let entry = variant.map_or("handle", |v| v.1);
+                        let id = self.names.intern(&format!(
+                            "{}::{entry}",
+                            short_type_name(std::any::type_name::<C>())
+                        ));
+                        self.entries.insert(key, id);
+                        id
+                    }
+                };
+                self.last_entry = Some((key, id));
                 id
             }
         };

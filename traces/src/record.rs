@@ -10,6 +10,13 @@
 //! | 24..28 | `c` | name id (entry begin, user event, span begin, phase), key id (phase arg) |
 //! | 28..32 | `kind_d` | kind in the top 8 bits; the low 24 bits hold a PE (source or destination) or a phase's argument count |
 //!
+//! Two records hold two events each, the pairs a PE records on every message it
+//! handles after waiting for it, so a traced hop costs three records rather than five:
+//! an idle spell's end and the entry begun at the same time (the entry's fields), and
+//! an entry's end and the idle spell that follows it (`a` is the idle spell's start).
+//! Readers see the two events in order ([`Record::events`]), exactly as if they had
+//! been recorded one by one.
+//!
 //! Keeping the kind beside the 24-bit PE field (rather than in the timestamp) lets
 //! timestamps use all 64 bits; 2^24 PEs is far above anything the runtime simulates.
 
@@ -47,6 +54,10 @@ enum Kind {
     SpanEnd = 8,
     Phase = 9,
     PhaseArg = 10,
+    /// `IdleEnd` at `ts`, then `EntryBegin` at `ts`.
+    IdleEndEntryBegin = 11,
+    /// `EntryEnd` at `ts`, then `IdleBegin` at `a`.
+    EntryEndIdleBegin = 12,
 }
 
 impl Kind {
@@ -62,6 +73,8 @@ impl Kind {
             8 => Kind::SpanEnd,
             9 => Kind::Phase,
             10 => Kind::PhaseArg,
+            11 => Kind::IdleEndEntryBegin,
+            12 => Kind::EntryEndIdleBegin,
             _ => return None,
         })
     }
@@ -209,18 +222,34 @@ impl Record {
         }
     }
 
-    /// The typed event, or `None` if the kind byte is unknown (a corrupt spool).
-    pub fn event(&self) -> Option<Event> {
-        let (ts, a, b, c, d) = (self.ts, self.a, self.b, self.c, self.d());
+    /// The typed events, one or (a merged record) two in the order they happened, or
+    /// `None` if the kind byte is unknown (a corrupt spool).
+    pub fn events(&self) -> Option<(Event, Option<Event>)> {
+        let (ts, a) = (self.ts, self.a);
         Some(match self.kind()? {
-            Kind::EntryBegin => Event::EntryBegin {
-                ts,
-                name: c,
-                src_pe: d,
-                bytes: a,
-                msg_id: (b != NO_MSG).then_some(b),
-            },
-            Kind::EntryEnd => Event::EntryEnd { ts },
+            Kind::IdleEndEntryBegin => (Event::IdleEnd { ts }, Some(self.entry_begin())),
+            Kind::EntryEndIdleBegin => (Event::EntryEnd { ts }, Some(Event::IdleBegin { ts: a })),
+            kind => (self.single(kind), None),
+        })
+    }
+
+    /// The entry begin whose fields this record holds.
+    fn entry_begin(&self) -> Event {
+        Event::EntryBegin {
+            ts: self.ts,
+            name: self.c,
+            src_pe: self.d(),
+            bytes: self.a,
+            msg_id: (self.b != NO_MSG).then_some(self.b),
+        }
+    }
+
+    /// The event of a record of one event.
+    fn single(&self, kind: Kind) -> Event {
+        let (ts, a, b, c, d) = (self.ts, self.a, self.b, self.c, self.d());
+        match kind {
+            Kind::EntryBegin | Kind::IdleEndEntryBegin => self.entry_begin(),
+            Kind::EntryEnd | Kind::EntryEndIdleBegin => Event::EntryEnd { ts },
             Kind::Send => Event::Send {
                 ts,
                 msg_id: a,
@@ -239,7 +268,25 @@ impl Record {
                 nargs: d,
             },
             Kind::PhaseArg => Event::PhaseArg { key: c, value: ts },
-        })
+        }
+    }
+
+    /// This record and the event `next` recorded right after it as one record, when
+    /// they are a pair that merges (see the module docs).
+    pub fn merged_with(&self, next: &Event) -> Option<Record> {
+        match (self.kind()?, next) {
+            (Kind::IdleEnd, Event::EntryBegin { ts, .. }) if *ts == self.ts => {
+                let mut r = Record::from_event(*next);
+                r.kind_d = (Kind::IdleEndEntryBegin as u32) << 24 | r.d();
+                Some(r)
+            }
+            (Kind::EntryEnd, Event::IdleBegin { ts }) => Some(Record {
+                a: *ts,
+                kind_d: (Kind::EntryEndIdleBegin as u32) << 24,
+                ..*self
+            }),
+            _ => None,
+        }
     }
 
     /// This record with its name ids passed through `name` and its phase-argument key
@@ -250,10 +297,10 @@ impl Record {
         mut name: impl FnMut(NameId) -> NameId,
         mut key: impl FnMut(u32) -> u32,
     ) -> Record {
-        let Some(e) = self.event() else {
+        let Some((first, second)) = self.events() else {
             return *self;
         };
-        Record::from_event(match e {
+        let mut map = |e: Event| match e {
             Event::EntryBegin {
                 ts,
                 name: n,
@@ -282,7 +329,12 @@ impl Record {
             },
             Event::PhaseArg { key: k, value } => Event::PhaseArg { key: key(k), value },
             other => other,
-        })
+        };
+        let r = Record::from_event(map(first));
+        match second {
+            Some(e) => r.merged_with(&map(e)).unwrap_or(r),
+            None => r,
+        }
     }
 
     /// The on-disk form: the five fields in order, little-endian.
@@ -383,15 +435,65 @@ mod tests {
         ];
         for e in events {
             let r = Record::from_event(e);
-            assert_eq!(Record::from_bytes(&r.to_bytes()).event(), Some(e));
+            assert_eq!(Record::from_bytes(&r.to_bytes()).events(), Some((e, None)));
         }
+    }
+
+    #[test]
+    fn merged_pairs_read_back_as_both_events_in_order() {
+        let begin = Event::EntryBegin {
+            ts: 40,
+            name: 7,
+            src_pe: 3,
+            bytes: 96,
+            msg_id: Some(12),
+        };
+        let idle_end = Record::from_event(Event::IdleEnd { ts: 40 });
+        let merged = idle_end.merged_with(&begin).expect("same time: merges");
+        let back = Record::from_bytes(&merged.to_bytes());
+        assert_eq!(
+            back.events(),
+            Some((Event::IdleEnd { ts: 40 }, Some(begin)))
+        );
+        // Renamed as a merged record, still both events.
+        let renamed = back.remap(|n| n + 100, |k| k);
+        let Some((_, Some(Event::EntryBegin { name, .. }))) = renamed.events() else {
+            panic!("{:?}", renamed.events());
+        };
+        assert_eq!(name, 107);
+
+        let end = Record::from_event(Event::EntryEnd { ts: 50 });
+        let merged = end.merged_with(&Event::IdleBegin { ts: 58 }).unwrap();
+        assert_eq!(
+            Record::from_bytes(&merged.to_bytes()).events(),
+            Some((
+                Event::EntryEnd { ts: 50 },
+                Some(Event::IdleBegin { ts: 58 })
+            ))
+        );
+
+        // Only those pairs merge, and an idle end only with an entry begun at its time.
+        let later = Event::EntryBegin {
+            ts: 41,
+            name: 7,
+            src_pe: 3,
+            bytes: 96,
+            msg_id: Some(12),
+        };
+        assert_eq!(idle_end.merged_with(&later), None);
+        assert_eq!(end.merged_with(&begin), None);
+        assert_eq!(merged.merged_with(&Event::IdleBegin { ts: 60 }), None);
+        assert_eq!(
+            Record::from_event(Event::SpanEnd { ts: 50 }).merged_with(&Event::IdleBegin { ts: 58 }),
+            None
+        );
     }
 
     #[test]
     fn unknown_kind_is_rejected() {
         let mut b = [0u8; RECORD_BYTES];
         b[31] = 200;
-        assert_eq!(Record::from_bytes(&b).event(), None);
+        assert_eq!(Record::from_bytes(&b).events(), None);
     }
 
     #[test]

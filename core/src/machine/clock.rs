@@ -6,25 +6,35 @@
 //! entry end, idle), so the read is on the path of every traced message; reading the
 //! counter skips the OS clock's conversion from its own counter read.
 
+use std::sync::OnceLock;
+
+/// The process's calibrated counter, shared by every clock so they all read the same.
+static COUNTER: OnceLock<quanta::Clock> = OnceLock::new();
+
 /// A clock started once for every PE of a process, so their times agree.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WallClock {
-    start: quanta::Instant,
+    counter: &'static quanta::Clock,
+    /// The counter's raw reading at the start.
+    start: u64,
 }
 
 impl WallClock {
     /// A clock reading 0 now.
     pub(crate) fn start() -> Self {
+        let counter = COUNTER.get_or_init(quanta::Clock::new);
         WallClock {
-            start: quanta::Instant::now(),
+            counter,
+            start: counter.raw(),
         }
     }
 
     /// Seconds since `start`.
     pub(crate) fn seconds(&self) -> f64 {
-        quanta::Instant::now()
-            .saturating_duration_since(self.start)
-            .as_secs_f64()
+        // The raw reading scaled once, straight to seconds: `quanta::Instant` scales it
+        // to an instant, then a `Duration` (an integer division) and then seconds.
+        let ns = self.counter.delta_as_nanos(self.start, self.counter.raw());
+        ns as f64 * 1e-9
     }
 }
 

@@ -241,14 +241,18 @@ fn plan_flows(
     for c in &view.chunks {
         records.clear();
         read_chunk(spool, &view.path, c, &mut records, &mut bytes)?;
-        for r in &records {
-            let duplicate = match r.event() {
-                Some(Event::Send { ts, msg_id, .. }) => sends.insert(msg_id, (c.pe, ts)).is_some(),
-                Some(Event::EntryBegin {
+        let events = records
+            .iter()
+            .filter_map(Record::events)
+            .flat_map(|(e, then)| std::iter::once(e).chain(then));
+        for e in events {
+            let duplicate = match e {
+                Event::Send { ts, msg_id, .. } => sends.insert(msg_id, (c.pe, ts)).is_some(),
+                Event::EntryBegin {
                     ts,
                     msg_id: Some(m),
                     ..
-                }) if flow_kept(m, view.flow_every) => recvs.insert(m, (c.pe, ts)).is_some(),
+                } if flow_kept(m, view.flow_every) => recvs.insert(m, (c.pe, ts)).is_some(),
                 _ => false,
             };
             stats.duplicate_msg_ids += u64::from(duplicate);

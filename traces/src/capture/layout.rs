@@ -135,11 +135,14 @@ impl TrackEvents {
             stats,
         };
         for r in records {
-            let e = r.event().ok_or_else(|| TraceError::Format {
+            let (e, then) = r.events().ok_or_else(|| TraceError::Format {
                 path: path.to_path_buf(),
                 message: format!("PE {pe}: unknown record kind in spool"),
             })?;
             p.event(e);
+            if let Some(e) = then {
+                p.event(e);
+            }
         }
         let last = p.last;
         for (_, i) in std::mem::take(&mut p.open).into_iter().rev() {

@@ -197,6 +197,8 @@ impl Report for MessagingReport {
                 "same_pe_throughput_ratio": st / same,
                 "cross_pe_throughput_ratio": ct / cross,
                 "pingpong_rtt_ratio": rt / rtt,
+                "ask_rtt_ns": self.ask_rtt.traced,
+                "ask_rtt_ratio": self.ask_rtt.traced.map(|t| t / self.ask_rtt.plain),
                 "cross_pe_trace": self.cross_pe_trace,
             });
         }
@@ -312,6 +314,7 @@ mod tests {
         assert_eq!(traced["same_pe_throughput_ratio"], 0.95);
         assert_eq!(traced["cross_pe_throughput_ratio"], 0.9);
         assert_eq!(traced["pingpong_rtt_ratio"], 1.2);
+        assert_eq!(traced["ask_rtt_ratio"], 500.0 / 440.0);
         let table = report(true).table();
         assert!(
             table.contains("traced / untraced ping-pong RTT = 1.200 (target <= 1.25)"),
