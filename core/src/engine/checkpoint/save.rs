@@ -215,7 +215,7 @@ impl PeRuntime {
                 out.put(&(saved.len() as u64))?;
                 for (key, e) in saved {
                     out.put(&(key, e.order, e.contributed, e.syncs))?;
-                    out.put_state(m.save, e.chare.as_mut(), &unsaveable)?;
+                    out.put_state(m.save, e.chare.as_mut(), unsaveable)?;
                 }
                 out.put(&saved_deleted(&c.census))
             }
