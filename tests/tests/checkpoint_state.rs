@@ -37,3 +37,10 @@ fn an_open_section_reduction_is_named() {
         checkpoint_state::an_open_section_reduction_is_named(layer);
     }
 }
+
+#[test]
+fn a_checkpoint_with_a_task_waiting_is_refused() {
+    for layer in layers() {
+        checkpoint_state::a_checkpoint_with_a_task_waiting_is_refused(layer);
+    }
+}

@@ -27,6 +27,7 @@ use crate::base::ids::Pe;
 use crate::msg::payload::Payload;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// An array element type whose state can move to another PE with [`Ctx::migrate_me`].
@@ -71,7 +72,7 @@ impl Migrator {
             unpack: unpack::<C>,
             resume: resume::<C>,
             predict: predict::<C>,
-            save: save_state::<C>,
+            save: Saver::of::<C>(),
             load: load_state::<C>,
         }
     }
@@ -150,17 +151,38 @@ pub struct Restarted {
     pub in_memory: bool,
 }
 
-/// Serialize a chare's state (no hook runs).
-pub(crate) type SaveFn = fn(&mut dyn AnyChare) -> Result<Vec<u8>, String>;
+/// The length of a chare's encoded state (no hook runs).
+pub(crate) type SizeFn = fn(&mut dyn AnyChare) -> Result<u64, String>;
+/// Serialize a chare's state into a writer (no hook runs).
+pub(crate) type SaveIntoFn = fn(&mut dyn AnyChare, &mut dyn Write) -> Result<(), String>;
 /// Rebuild a chare from its state (no hook runs).
 pub(crate) type LoadFn = fn(&[u8]) -> Result<Box<dyn AnyChare>, String>;
 /// Build PE `pe`'s member of `npes` from every saved member's state.
 pub(crate) type RestoreFn = fn(&[&[u8]], Pe, usize) -> Result<Box<dyn AnyChare>, String>;
 
+/// How a checkpoint saves one chare type's state: its encoded length, then the
+/// encoding written straight into the checkpoint's writer (a PE file's, or an
+/// in-memory copy's), with no buffer of its own per chare.
+#[derive(Clone, Copy)]
+pub(crate) struct Saver {
+    pub(crate) size: SizeFn,
+    pub(crate) into: SaveIntoFn,
+}
+
+impl Saver {
+    /// The functions for type `C`.
+    fn of<C: Chare + Serialize>() -> Self {
+        Saver {
+            size: state_size::<C>,
+            into: save_state_into::<C>,
+        }
+    }
+}
+
 /// How one checkpointable group type is saved and rebuilt.
 #[derive(Clone, Copy)]
 pub(crate) struct Checkpointer {
-    pub(crate) save: SaveFn,
+    pub(crate) save: Saver,
     pub(crate) load: LoadFn,
     pub(crate) restore: RestoreFn,
     pub(crate) any_pe_count: bool,
@@ -170,7 +192,7 @@ impl Checkpointer {
     /// The functions for type `C`.
     pub(crate) fn of<C: Checkpointable>() -> Self {
         Checkpointer {
-            save: save_state::<C>,
+            save: Saver::of::<C>(),
             load: load_state::<C>,
             restore: restore::<C>,
             any_pe_count: C::ANY_PE_COUNT,
@@ -178,14 +200,32 @@ impl Checkpointer {
     }
 }
 
-/// The bincode encoding of a `C` (what migration and checkpoints carry).
+/// The `C` behind `chare`.
+fn typed<C: Chare>(chare: &mut dyn AnyChare) -> Result<&mut C, String> {
+    match chare.as_any_mut().downcast_mut::<Cell<C>>() {
+        Some(Cell(c)) => Ok(c),
+        None => Err(format!("the chare is not a {}", std::any::type_name::<C>())),
+    }
+}
+
+/// The bincode encoding of a `C` (what migration carries).
 pub(crate) fn save_state<C: Chare + Serialize>(
     chare: &mut dyn AnyChare,
 ) -> Result<Vec<u8>, String> {
-    let Some(Cell(c)) = chare.as_any_mut().downcast_mut::<Cell<C>>() else {
-        return Err(format!("the chare is not a {}", std::any::type_name::<C>()));
-    };
-    bincode::serialize(c).map_err(|e| e.to_string())
+    bincode::serialize(typed::<C>(chare)?).map_err(|e| e.to_string())
+}
+
+/// The length of `save_state`'s bytes, counted without making them.
+fn state_size<C: Chare + Serialize>(chare: &mut dyn AnyChare) -> Result<u64, String> {
+    bincode::serialized_size(typed::<C>(chare)?).map_err(|e| e.to_string())
+}
+
+/// `save_state`'s bytes, written into `out` (what checkpoints carry).
+fn save_state_into<C: Chare + Serialize>(
+    chare: &mut dyn AnyChare,
+    out: &mut dyn Write,
+) -> Result<(), String> {
+    bincode::serialize_into(out, typed::<C>(chare)?).map_err(|e| e.to_string())
 }
 
 /// A `C` decoded from `save_state`'s bytes.

@@ -6,7 +6,7 @@
 use crate::api::balance::ArrayStrategy;
 use crate::api::chare::{construct, AnyChare, Chare};
 use crate::api::ctx::Ctx;
-use crate::api::migration::{Checkpointable, Checkpointer, LoadFn, Migratable, SaveFn};
+use crate::api::migration::{Checkpointable, Checkpointer, LoadFn, Migratable, Saver};
 use crate::base::error::{panic_message, RegistryMismatch, RuntimeError};
 use crate::base::ids::{IndexKey, Pe};
 use crate::msg::array::{ArrayIndex, ArrayMap};
@@ -40,7 +40,7 @@ pub(crate) struct Migrator {
     pub(crate) resume: ResumeFn,
     pub(crate) predict: PredictFn,
     /// Serialize an element for a checkpoint (no hook runs).
-    pub(crate) save: SaveFn,
+    pub(crate) save: Saver,
     /// Rebuild an element from a checkpoint (no hook runs).
     pub(crate) load: LoadFn,
 }

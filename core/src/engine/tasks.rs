@@ -385,3 +385,29 @@ impl PeRuntime {
         }
     }
 }
+
+impl PeRuntime {
+    /// A checkpoint refuses a PE with an unfinished task: a task's future cannot be
+    /// saved, and a restart without it would lose what it was waiting to do.
+    pub(super) fn refuse_pending_tasks(
+        &self,
+    ) -> Result<(), crate::base::checkpoint_error::CheckpointError> {
+        let Some(tasks) = self.core.tasks.get().filter(|t| !t.live.is_empty()) else {
+            return Ok(());
+        };
+        let mut owners: Vec<String> = (tasks.live.iter())
+            .map(|(id, l)| format!("task {id} of {:?}", l.owner))
+            .collect();
+        owners.sort();
+        Err(crate::base::checkpoint_error::CheckpointError::Unsaveable {
+            pe: self.core.me,
+            what: format!(
+                "{} unfinished async tasks ({})",
+                owners.len(),
+                owners.join(", ")
+            ),
+            why: "a task's future cannot be saved: checkpoint once every spawned task has finished"
+                .into(),
+        })
+    }
+}

@@ -3,13 +3,14 @@
 //! proxies still reaching them), deleted array elements (the restored array is the
 //! smaller one, and messages to a deleted index are still dropped and reported),
 //! array sections kept in user state (the tree rebuilt over the members' new
-//! homes), and what it refuses, naming it, rather than drop it.
+//! homes), and what it refuses, naming it, rather than drop it (an async task
+//! still waiting among them).
 
 use crate::config;
 use chorus_core::{
-    ArrayMap, ArrayProxy, ArraySection, Callback, Chare, ChareProxy, CheckpointError,
-    Checkpointable, Ctx, Entry, ErrorPolicy, Layer, Migratable, Pe, Reducer, Registry, RunReport,
-    Runtime, RuntimeError,
+    chare, ArrayMap, ArrayProxy, ArraySection, Callback, Chare, ChareProxy, CheckpointError,
+    Checkpointable, Ctx, Entry, ErrorPolicy, Layer, Migratable, Pe, Reducer, Registry, ReplyTo,
+    RunReport, Runtime, RuntimeError,
 };
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -393,6 +394,57 @@ pub fn an_open_section_reduction_is_named(layer: Layer) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Keeps the reply addresses of the asks it is sent, answering none: a task asking
+/// it waits at every later quiescence.
+#[derive(Default, Serialize, Deserialize)]
+struct Silent {
+    held: Vec<ReplyTo<u64>>,
+}
+
+#[chare]
+impl Silent {
+    /// Keep the reply address.
+    #[entry]
+    fn hold(&mut self, reply: ReplyTo<u64>) {
+        self.held.push(reply);
+    }
+}
+
+impl Checkpointable for Silent {}
+
+/// A checkpoint taken while main's task waits for an answer (its ask delivered, so
+/// the job is quiescent) fails the job naming the task, where it would otherwise
+/// drop it, and commits nothing.
+pub fn a_checkpoint_with_a_task_waiting_is_refused(layer: Layer) {
+    let dir = scratch("task", layer);
+    let d = dir.clone();
+    let mut reg = Registry::new();
+    reg.checkpointable::<Silent>("Silent");
+    Silent::register(&mut reg);
+    let failed = Runtime::new(reg, config(layer, 4, ErrorPolicy::Abort)).run(move |ctx| {
+        let silent = ctx.create_chare::<Silent>((), 2);
+        ctx.spawn(move |t| async move {
+            let answer = t.ask(move |ctx, r| silent.hold(ctx, r)).await;
+            t.with(move |ctx| ctx.publish("answered", &format!("{answer:?}")))
+                .await;
+        });
+        ctx.checkpoint(&d, Callback::Exit);
+    });
+    match failed {
+        Err(RuntimeError::Checkpoint(CheckpointError::Unsaveable { pe, what, why })) => {
+            assert_eq!(pe, 0);
+            assert!(
+                what.contains("1 unfinished async tasks") && what.contains("Main"),
+                "{what}"
+            );
+            assert!(why.contains("every spawned task has finished"), "{why}");
+        }
+        r => panic!("a checkpoint with a task waiting: {:?}", r.map(|_| ())),
+    }
+    assert!(!dir.join("manifest.json").exists(), "nothing was committed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every test of this module (threads and sim only, as `suite::checkpoint`'s).
 pub const TESTS: &[crate::suite::Test] = &[
     (
@@ -414,5 +466,9 @@ pub const TESTS: &[crate::suite::Test] = &[
     (
         "an_open_section_reduction_is_named",
         an_open_section_reduction_is_named,
+    ),
+    (
+        "a_checkpoint_with_a_task_waiting_is_refused",
+        a_checkpoint_with_a_task_waiting_is_refused,
     ),
 ];

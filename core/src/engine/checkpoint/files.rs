@@ -15,7 +15,7 @@ use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::msg::array::{builtin_home, ArrayMap, ElemAddr, Shape};
 use chorus_traces::capture::staged::StagedFile;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -165,14 +165,16 @@ fn write_staged(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
         .map_err(|e| CheckpointError::io(path, e))
 }
 
-/// Write PE `state.pe`'s file of checkpoint `epoch` into `dir`; returns its length
-/// and checksum.
+/// Write PE `pe`'s file of checkpoint `epoch` into `dir`, its contents written by
+/// `write` (given the file's buffered, checksumming writer and its path for
+/// errors); returns its length and checksum.
 pub(crate) fn write_pe_file(
     dir: &Path,
     epoch: u64,
-    state: &PeState,
+    pe: Pe,
+    write: impl FnOnce(&mut dyn Write, &Path) -> Result<(), CheckpointError>,
 ) -> Result<(u64, u64), CheckpointError> {
-    let path = dir.join(file_name(state.pe, epoch));
+    let path = dir.join(file_name(pe, epoch));
     std::fs::create_dir_all(dir).map_err(|e| CheckpointError::io(dir, e))?;
     let (staged, file) = StagedFile::create(&path).map_err(|e| CheckpointError::io(&path, e))?;
     let summing = Summing {
@@ -181,7 +183,7 @@ pub(crate) fn write_pe_file(
         bytes: 0,
     };
     let mut out = std::io::BufWriter::with_capacity(WRITE_BUFFER, summing);
-    bincode::serialize_into(&mut out, state).map_err(|e| CheckpointError::io(&path, e))?;
+    write(&mut out, &path)?;
     let summing = out
         .into_inner()
         .map_err(|e| CheckpointError::io(&path, e.into_error()))?;
@@ -190,13 +192,7 @@ pub(crate) fn write_pe_file(
     Ok((summing.bytes, summing.sum.digest()))
 }
 
-/// The bytes of `state`, as a PE file or an in-memory copy holds them (`what`
-/// names the file or copy in an error).
-pub(crate) fn encode_state(state: &PeState, what: &Path) -> Result<Vec<u8>, CheckpointError> {
-    bincode::serialize(state).map_err(|e| CheckpointError::io(what, e))
-}
-
-/// The state `encode_state` wrote, which must be PE `pe`'s (`what` names the file or
+/// The state a PE wrote (`PeRuntime::write_pe_state`), which must be PE `pe`'s (`what` names the file or
 /// copy in an error).
 pub(crate) fn decode_state(bytes: &[u8], pe: Pe, what: &Path) -> Result<PeState, CheckpointError> {
     let state: PeState = bincode::deserialize(bytes).map_err(|e| CheckpointError::Corrupt {
@@ -256,44 +252,83 @@ fn read_manifest(dir: &Path) -> Result<Manifest, CheckpointError> {
     Ok(m)
 }
 
+/// Bytes a PE file is read in, each piece checksummed as soon as it is read, while
+/// it is still in the cache, rather than in a second pass over the whole file.
+const READ_CHUNK: u64 = 1 << 20;
+
+/// The bytes of PE file `f` (at `file`), checked against the manifest's length and
+/// checksum; read into one buffer of the file's length (no growth, no copy).
+fn read_checked(file: &Path, f: &FileEntry) -> Result<Vec<u8>, CheckpointError> {
+    let mut src = match std::fs::File::open(file) {
+        Ok(src) => src,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let file = file.to_path_buf();
+            return Err(CheckpointError::MissingFile { file, pe: f.pe });
+        }
+        Err(e) => return Err(CheckpointError::io(file, e)),
+    };
+    let truncated = |found: u64| CheckpointError::Truncated {
+        file: file.to_path_buf(),
+        found,
+        expected: f.bytes,
+    };
+    // The file's own length sizes the buffer (a manifest's figure could be anything).
+    let len = src
+        .metadata()
+        .map_err(|e| CheckpointError::io(file, e))?
+        .len();
+    if len != f.bytes {
+        return Err(truncated(len));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(usize::MAX));
+    let mut sum = Xxh3::new();
+    loop {
+        let start = bytes.len();
+        let n = (std::io::Read::by_ref(&mut src).take(READ_CHUNK))
+            .read_to_end(&mut bytes)
+            .map_err(|e| CheckpointError::io(file, e))?;
+        if n == 0 {
+            break;
+        }
+        sum.update(&bytes[start..]);
+    }
+    // The file changed length while it was read.
+    if bytes.len() as u64 != f.bytes {
+        return Err(truncated(bytes.len() as u64));
+    }
+    let sum = sum.digest();
+    if sum != f.checksum {
+        let reason = format!(
+            "checksum {sum:#018x}, the manifest says {:#018x}",
+            f.checksum
+        );
+        let file = file.to_path_buf();
+        return Err(CheckpointError::Corrupt { file, reason });
+    }
+    Ok(bytes)
+}
+
 /// Read PE file `f` of the checkpoint in `dir`, checking length and checksum. The
 /// file is read into one buffer, which the elements' states are views of, not
 /// copies (a restored element's `Bytes` fields stay views of it too, as a message's
 /// stay in its receive buffer: the buffer goes when the last of them does).
 fn read_pe_file(dir: &Path, f: &FileEntry) -> Result<PeState, CheckpointError> {
     let file = dir.join(&f.name);
-    let bytes = match std::fs::read(&file) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(CheckpointError::MissingFile { file, pe: f.pe })
-        }
-        Err(e) => return Err(CheckpointError::io(&file, e)),
-    };
-    if bytes.len() as u64 != f.bytes {
-        return Err(CheckpointError::Truncated {
-            file,
-            found: bytes.len() as u64,
-            expected: f.bytes,
-        });
-    }
-    let sum = checksum(&bytes);
-    if sum != f.checksum {
-        let reason = format!(
-            "checksum {sum:#018x}, the manifest says {:#018x}",
-            f.checksum
-        );
-        return Err(CheckpointError::Corrupt { file, reason });
-    }
-    let buf = Arc::new(bytes);
-    let mut state = decoding_from(&buf, || decode_state(&buf, f.pe, &file))?;
-    // The restart keeps group members' states for the whole job: views would keep
-    // the file's buffer with them.
+    let buf = Arc::new(read_checked(&file, f)?);
+    let state = decoding_from(&buf, || decode_state(&buf, f.pe, &file))?;
+    Ok(own_group_states(state))
+}
+
+/// `state` with its group members' states copied out of the buffer it was decoded
+/// from: the restart keeps them for the whole job, and views would keep the whole
+/// buffer with them.
+pub(crate) fn own_group_states(mut state: PeState) -> PeState {
     for c in &mut state.collections {
         if let SavedKind::Group { state, .. } = &mut c.kind {
             *state = Bytes::from(state.as_slice());
         }
     }
-    Ok(state)
+    state
 }
 
 /// Each saved PE's file, as the manifest `m` of the checkpoint in `dir` names it, in

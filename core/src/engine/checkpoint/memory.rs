@@ -8,10 +8,12 @@
 //! (`Restart::of_states`); PE 0 then delivers the checkpoint's callback again, with
 //! `true` for "this is a recovery".
 
-use super::files::{self, PeState};
+use super::files;
+use super::save::Out;
 use super::PeRuntime;
 use crate::api::migration::Restarted;
 use crate::api::registry::Registry;
+use crate::base::bytes::Bytes;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::ids::Pe;
 use crate::engine::Restart;
@@ -29,8 +31,9 @@ pub(crate) struct Copy {
     pub(crate) of: usize,
     /// The PE whose state it is, of those `of`.
     pub(crate) pe: Pe,
-    /// `files::encode_state`'s bytes, what a disk checkpoint writes to its file.
-    pub(crate) bytes: Vec<u8>,
+    /// The bytes a disk checkpoint writes to the PE's file (`write_pe_state`'s);
+    /// shared by the PE and its buddy where they share memory.
+    pub(crate) bytes: Bytes,
 }
 
 /// The copies one PE holds, and on PE 0 the callbacks of their checkpoints.
@@ -66,13 +69,22 @@ impl Vault {
 }
 
 impl PeRuntime {
-    /// Keep this PE's encoded `state` of in-memory checkpoint `epoch` and give its
-    /// buddy a copy; a state that cannot be saved is reported to PE 0 instead.
-    pub(super) fn keep_in_memory(&mut self, epoch: u64, state: Result<PeState, CheckpointError>) {
+    /// Encode this PE's state for in-memory checkpoint `epoch`, keep it and share it
+    /// with its buddy; a state that cannot be saved is reported to PE 0 instead.
+    pub(super) fn keep_in_memory(&mut self, epoch: u64) {
         let (me, npes) = (self.core.me, self.core.npes);
         let what = PathBuf::from(format!("in-memory checkpoint {epoch}, PE {me}"));
-        match state.and_then(|s| files::encode_state(&s, &what)) {
-            Ok(bytes) => {
+        let mut bytes = Vec::new();
+        let out = &mut Out {
+            to: &mut bytes,
+            what: &what,
+        };
+        match self.write_pe_state(out) {
+            Ok(()) => {
+                // Encoded once: on threads and sim the buddy's copy is this one, shared
+                // (never changed, and in the one process a failed PE's memory is not
+                // lost); on mpi the message carries it to the buddy's rank.
+                let bytes = Bytes::from(bytes);
                 let own = Copy {
                     epoch,
                     of: npes,
@@ -81,11 +93,10 @@ impl PeRuntime {
                 };
                 self.checkpoints.get_mut().vault.keep(own);
                 let buddy = ((me as usize + 1) % npes) as Pe;
-                // A copy of its own: the buddy's survives this PE's memory.
                 let copy = BuddyCopy {
                     epoch,
                     pe: me,
-                    state: bytes.into(),
+                    state: bytes,
                 };
                 self.core.uncounted(buddy, copy);
             }
@@ -115,7 +126,7 @@ impl PeRuntime {
             epoch: c.epoch,
             of: self.core.npes,
             pe: c.pe,
-            bytes: c.state.into_vec(),
+            bytes: c.state,
         };
         self.checkpoints.get_mut().vault.keep(copy);
         self.core.uncounted(0, answer);
@@ -230,7 +241,12 @@ impl Gathered {
         let states = self
             .copies
             .iter()
-            .map(|c| files::decode_state(&c.bytes, c.pe, &label))
+            .map(|c| {
+                let state = c
+                    .bytes
+                    .decode_in_place(|b| files::decode_state(b, c.pe, &label))?;
+                Ok(files::own_group_states(state))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let info = Restarted {
             dir: PathBuf::new(),
@@ -263,7 +279,7 @@ mod tests {
             epoch,
             of,
             pe,
-            bytes: vec![pe as u8],
+            bytes: vec![pe as u8].into(),
         }
     }
 

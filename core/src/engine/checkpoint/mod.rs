@@ -14,6 +14,7 @@ pub(crate) mod files;
 pub(crate) mod memory;
 mod restore;
 pub(crate) mod resume;
+mod save;
 use crate::api::migration::Restarted;
 use crate::base::checkpoint_error::CheckpointError;
 use crate::base::error::RuntimeError;
@@ -23,10 +24,7 @@ use crate::msg::kind::checkpoint::{
     CheckpointRequest, CkptMsg, MemoryCommit, StateWritten, WriteState,
 };
 use crate::msg::reduction::RedData;
-use files::{
-    FileEntry, Manifest, PeState, SavedCollection, SavedDeleted, SavedElement, SavedKind,
-    SavedSingleton, FORMAT_VERSION,
-};
+use files::{FileEntry, Manifest, FORMAT_VERSION};
 use std::collections::VecDeque;
 use std::path::Path;
 
@@ -164,12 +162,12 @@ impl PeRuntime {
     /// buddy tells it).
     fn write_checkpoint(&mut self, w: WriteState) {
         let me = self.core.me;
-        let state = self.save_pe_state();
         let Some(dir) = w.dir else {
-            return self.keep_in_memory(w.epoch, state);
+            return self.keep_in_memory(w.epoch);
         };
-        let written =
-            state.and_then(|state| files::write_pe_file(Path::new(&dir), w.epoch, &state));
+        let written = files::write_pe_file(Path::new(&dir), w.epoch, me, |to, what| {
+            self.write_pe_state(&mut save::Out { to, what })
+        });
         let (bytes, checksum, error) = match written {
             Ok((bytes, sum)) => (bytes, sum, None),
             Err(e) => (0, 0, Some(e)),
@@ -256,179 +254,4 @@ impl PeRuntime {
         }
         self.ask_quiescence_for_checkpoint();
     }
-}
-
-/// A PE's state, gathered for its file.
-impl PeRuntime {
-    fn save_pe_state(&mut self) -> Result<PeState, CheckpointError> {
-        let pe = self.core.me;
-        if let Some((id, red)) = self.sections.get().and_then(|s| s.in_progress()) {
-            return Err(CheckpointError::Unsaveable {
-                pe,
-                what: format!("reduction {red} of array section {id:#x}"),
-                why: "some members contributed to it and others not: checkpoint between section reductions".into(),
-            });
-        }
-        let singletons = self.save_singletons()?;
-        let mut ids: Vec<CollectionId> = self.colls.keys().copied().collect();
-        ids.sort();
-        let collections = ids
-            .into_iter()
-            .map(|id| self.save_collection(id))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut next_chare_seq: Vec<(Pe, u32)> = self
-            .core
-            .next_chare_seq
-            .get()
-            .into_iter()
-            .flatten()
-            .map(|(&p, &s)| (p, s))
-            .collect();
-        next_chare_seq.sort_unstable();
-        Ok(PeState {
-            pe,
-            next_coll_seq: self.core.next_coll_seq,
-            next_chare_seq,
-            next_section_seq: self.core.next_section_seq,
-            collections,
-            singletons,
-        })
-    }
-
-    /// The singleton chares living here, by id, each through its type's
-    /// `Checkpointer` or else its `Migrator` (both save the serde state).
-    fn save_singletons(&mut self) -> Result<Vec<SavedSingleton>, CheckpointError> {
-        let pe = self.core.me;
-        let reg = self.core.reg.clone();
-        let Some(c) = self.chares.built_mut() else {
-            return Ok(Vec::new());
-        };
-        let mut ids: Vec<(ChareId, usize)> = c.slot.iter().map(|(&id, &i)| (id, i)).collect();
-        ids.sort_unstable_by_key(|(id, _)| (id.pe, id.creator, id.seq));
-        let mut saved = Vec::with_capacity(ids.len());
-        for (id, i) in ids {
-            let single = &mut c.slab[i];
-            let ty = reg.chares.get(single.ty as usize);
-            let name = ty.map_or("?", |t| t.name.as_str());
-            let unsaveable = |why: String| CheckpointError::Unsaveable {
-                pe,
-                what: format!("singleton {id} of type {name}"),
-                why,
-            };
-            let save = ty
-                .and_then(|t| t.checkpoint.map(|k| k.save).or(t.migrate.map(|m| m.save)))
-                .ok_or_else(|| {
-                    unsaveable("register the type with Registry::checkpointable".into())
-                })?;
-            let state = save(single.chare.as_mut())
-                .map_err(|e| unsaveable(format!("its state does not serialize: {e}")))?;
-            saved.push(SavedSingleton {
-                id,
-                ty: single.ty,
-                state: state.into(),
-            });
-        }
-        Ok(saved)
-    }
-
-    fn save_collection(&mut self, id: CollectionId) -> Result<SavedCollection, CheckpointError> {
-        let pe = self.core.me;
-        let reg = self.core.reg.clone();
-        let meta = self.core.array_meta(id).cloned();
-        let Some(c) = self.colls.get_mut(&id) else {
-            return Err(CheckpointError::Unsaveable {
-                pe,
-                what: id.to_string(),
-                why: "it vanished while being saved".into(),
-            });
-        };
-        let ty = reg.chares.get(c.ty as usize);
-        let name = ty.map_or("?", |t| t.name.as_str());
-        let unsaveable = |why: &str| CheckpointError::Unsaveable {
-            pe,
-            what: format!("{id} of type {name}"),
-            why: why.to_string(),
-        };
-        let refusal = unsaveable_why(c);
-        if let Some(why) = refusal {
-            return Err(unsaveable(why));
-        }
-        let bad_state = |e: String| unsaveable(&format!("its state does not serialize: {e}"));
-        let kind = match (&mut c.members, meta) {
-            (
-                Members::Group {
-                    member,
-                    contributed,
-                    ..
-                },
-                _,
-            ) => {
-                let Some(k) = ty.and_then(|t| t.checkpoint) else {
-                    return Err(unsaveable(
-                        "the type is not checkpointable: register it with Registry::checkpointable if it is yours (the groups of chorus-sections, which hold process-group sections, are not checkpointable yet)",
-                    ));
-                };
-                let state = (k.save)(member.as_mut()).map_err(bad_state)?.into();
-                SavedKind::Group {
-                    state,
-                    contributed: *contributed,
-                }
-            }
-            (
-                Members::Array {
-                    elements,
-                    seq_floor,
-                },
-                Some(meta),
-            ) => {
-                let Some(m) = ty.and_then(|t| t.migrate) else {
-                    return Err(unsaveable("register the type with Registry::migratable"));
-                };
-                let mut saved = Vec::with_capacity(elements.len());
-                for (key, e) in elements.iter_mut() {
-                    saved.push(SavedElement {
-                        key: key.clone(),
-                        order: e.order,
-                        contributed: e.contributed,
-                        syncs: e.syncs,
-                        state: (m.save)(e.chare.as_mut()).map_err(bad_state)?.into(),
-                    });
-                }
-                saved.sort_by(|a, b| a.key.cmp(&b.key));
-                SavedKind::Array {
-                    shape: (*meta.shape).clone(),
-                    map: meta.map,
-                    seq_floor: *seq_floor,
-                    elements: saved,
-                    deleted: saved_deleted(&c.census),
-                }
-            }
-            (Members::Array { .. }, None) => return Err(unsaveable("its map is unknown here")),
-        };
-        Ok(SavedCollection { id, ty: c.ty, kind })
-    }
-}
-
-/// Why a collection cannot be saved whatever its type, if it cannot.
-fn unsaveable_why(c: &super::Collection) -> Option<&'static str> {
-    if !c.reductions.seqs().is_empty() {
-        Some("a reduction is in progress (some members contributed, others not): checkpoint between reductions")
-    } else if matches!(c.members, Members::Group { per_node: true, .. }) {
-        Some("it is a nodegroup, which checkpoints do not save yet: checkpoint before creating it")
-    } else {
-        None
-    }
-}
-
-/// The deleted elements a PE is home to (its stand-ins), by key.
-fn saved_deleted(census: &Census) -> Vec<SavedDeleted> {
-    let mut deleted: Vec<SavedDeleted> = (census.deleted.get().into_iter().flatten())
-        .map(|(key, s)| SavedDeleted {
-            key: key.clone(),
-            order: s.order,
-            contributed: s.contributed,
-        })
-        .collect();
-    deleted.sort_by(|a, b| a.key.cmp(&b.key));
-    deleted
 }
