@@ -87,6 +87,11 @@ const ACCEPTED: &[(&str, &[&str], &str)] = &[
     ),
     ("change-every", &MAX_U32, "a period in steps"),
     ("lb-period", &MAX_U32, "a period in steps"),
+    (
+        "lb-period-secs",
+        &["0"],
+        "a period of 0 s: every step balances",
+    ),
     ("ldb-period", &MAX_U64, "a period in steps"),
     (
         "first-ldb-step",

@@ -57,6 +57,9 @@ impl LbArgs {
                 self.config.array_lb
             ));
         }
+        if self.config.lb_manual {
+            return Err("--lb-manual has no effect with chorus-bench lb: its Jacobi2D never calls ctx.start_lb, so every step would wait; use --lb-period or --lb-period-secs".into());
+        }
         self.strategies()?;
         self.jacobi.params().validate().map_err(|e| e.to_string())
     }
@@ -67,7 +70,7 @@ impl LbArgs {
         c.layer = Layer::Sim;
         c.array_lb = strategy.to_string();
         if strategy == NO_ARRAY_LB {
-            c.lb_period = None;
+            (c.lb_period, c.lb_period_secs, c.lb_manual) = (None, None, false);
         }
         c
     }

@@ -185,10 +185,10 @@ fn bad_bytes_are_named_not_panicked_on() {
         (
             {
                 let mut b = good.clone();
-                b[4] = 9;
+                b[4] = 99;
                 b
             },
-            "wire version 9",
+            "wire version 99",
         ),
         (good[..good.len() - 1].to_vec(), "arrived"),
         (
