@@ -348,7 +348,7 @@ impl Record {
         out
     }
 
-    /// Reads the on-disk form back (any bytes decode; [`Record::event`] validates the kind).
+    /// Reads the on-disk form back (any bytes decode; [`Record::events`] validates the kind).
     pub fn from_bytes(b: &[u8; RECORD_BYTES]) -> Record {
         let u64_at = |i: usize| {
             let mut w = [0u8; 8];
