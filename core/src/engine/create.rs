@@ -445,26 +445,13 @@ mod tests {
     use crate::api::chare::Chare;
     use crate::api::ctx::Ctx;
     use crate::api::registry::Registry;
-    use crate::base::config::{Config, ErrorPolicy, WorkMode};
+    use crate::base::config::{Config, ErrorPolicy};
     use crate::engine::PeSetup;
-    use crate::machine::Port;
     use crate::msg::array::{ArrayMap, Shape};
     use crate::msg::envelope::{Envelope, Kind};
     use std::sync::Arc;
-    use std::time::Duration;
 
-    /// A port that drops what is sent: these tests look at one PE only.
-    struct Nowhere;
-
-    impl Port for Nowhere {
-        fn send(&mut self, _: Pe, _: Envelope) -> Result<(), RuntimeError> {
-            Ok(())
-        }
-        fn now(&self) -> f64 {
-            0.0
-        }
-        fn work(&mut self, _: Duration, _: WorkMode) {}
-    }
+    use crate::engine::nowhere::Nowhere;
 
     /// Counts the messages it got, so a replaced chare shows.
     struct Counter(u64);

@@ -44,6 +44,8 @@ mod guard;
 mod ledger;
 pub(crate) mod location;
 mod migration;
+#[cfg(test)]
+mod nowhere;
 mod pe_core;
 pub(crate) mod quiescence;
 mod reduce;

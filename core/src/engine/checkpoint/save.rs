@@ -257,30 +257,15 @@ mod tests {
     use crate::api::ctx::Ctx;
     use crate::api::migration::{Checkpointable, Migratable, Restarted};
     use crate::api::registry::Registry;
-    use crate::base::config::{Config, WorkMode};
-    use crate::base::error::RuntimeError;
+    use crate::base::config::Config;
     use crate::base::ids::IndexKey;
     use crate::engine::PeSetup;
-    use crate::machine::Port;
     use crate::msg::array::{ArrayMap, Shape};
-    use crate::msg::envelope::Envelope;
     use serde::Deserialize;
     use std::path::PathBuf;
     use std::sync::Arc;
-    use std::time::Duration;
 
-    /// A port that drops what is sent: the test looks at one PE's state only.
-    struct Nowhere;
-
-    impl Port for Nowhere {
-        fn send(&mut self, _: Pe, _: Envelope) -> Result<(), RuntimeError> {
-            Ok(())
-        }
-        fn now(&self) -> f64 {
-            0.0
-        }
-        fn work(&mut self, _: Duration, _: WorkMode) {}
-    }
+    use crate::engine::nowhere::Nowhere;
 
     /// Every saved chare of the sample: a group member, an element, a singleton.
     #[derive(Serialize, Deserialize)]
