@@ -170,6 +170,21 @@ pub(crate) fn registry() -> (Registry, Entry<Total, u64>) {
     (reg, e)
 }
 
+/// From main: `elements` steppers of `steps` steps, their total to a new `Total`
+/// on PE 0 (its `entry`), started; their proxy.
+pub(crate) fn start_steppers(
+    ctx: &mut Ctx,
+    entry: Entry<Total, u64>,
+    elements: usize,
+    (steps, twist): (u32, Twist),
+) -> chorus_core::ArrayProxy<Stepper, usize> {
+    let total = ctx.create_chare::<Total>((), 0);
+    let done = Callback::chare(&total, entry);
+    let arr = ctx.create_array_1d::<Stepper>(elements, (steps, twist, done), ArrayMap::Block);
+    arr.broadcast(ctx, StepMsg::Step);
+    arr
+}
+
 /// `elements` steppers on `p` PEs run `steps` steps under `--array-lb strategy`.
 fn run_steps(
     layer: Layer,

@@ -2,11 +2,11 @@
 //! step waiting until a program calls `ctx.start_lb`; by time (`--lb-period-secs`),
 //! the first step and then the first one a period after the last balancing step.
 
-use crate::suite::balance::{registry, StepMsg, Stepper, Twist};
+use crate::suite::balance::{registry, start_steppers, Stepper, Twist};
 use crate::{config, pes};
 use chorus_core::{
-    ArrayMap, ArrayProxy, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, Layer, RunReport,
-    Runtime, SyncError,
+    ArrayProxy, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, Layer, RunReport, Runtime,
+    SyncError,
 };
 use serde::{Deserialize, Serialize};
 
@@ -52,11 +52,7 @@ fn run_manual(layer: Layer, steps: u32, early: bool, on_quiet: u32) -> RunReport
     cfg.lb_manual = true;
     Runtime::new(reg, cfg)
         .run(move |ctx| {
-            let total = ctx.create_chare((), 0);
-            let done = Callback::chare(&total, total_entry);
-            let init = (steps, Twist::None, done);
-            let arr = ctx.create_array_1d::<Stepper>(16, init, ArrayMap::Block);
-            arr.broadcast(ctx, StepMsg::Step);
+            let arr = start_steppers(ctx, total_entry, 16, (steps, Twist::None));
             if early {
                 ctx.start_lb(&arr).expect("under --lb-manual");
             }
@@ -93,10 +89,7 @@ pub fn start_lb_without_manual_mode_is_refused(layer: Layer) {
     cfg.array_lb = "test-greedy".to_string();
     let report = Runtime::new(reg, cfg)
         .run(move |ctx| {
-            let total = ctx.create_chare((), 0);
-            let done = Callback::chare(&total, total_entry);
-            let arr = ctx.create_array_1d::<Stepper>(4, (1, Twist::None, done), ArrayMap::Block);
-            arr.broadcast(ctx, StepMsg::Step);
+            let arr = start_steppers(ctx, total_entry, 4, (1, Twist::None));
             let refused = ctx.start_lb(&arr).err().map(|e| e.to_string());
             ctx.publish("refused", &refused);
         })
@@ -115,11 +108,7 @@ pub fn steps_balanced_every(layer: Layer, secs: f64, steps: u32) -> usize {
     cfg.lb_period_secs = Some(secs);
     let report = Runtime::new(reg, cfg)
         .run(move |ctx| {
-            let total = ctx.create_chare((), 0);
-            let done = Callback::chare(&total, total_entry);
-            let init = (steps, Twist::None, done);
-            let arr = ctx.create_array_1d::<Stepper>(16, init, ArrayMap::Block);
-            arr.broadcast(ctx, StepMsg::Step);
+            start_steppers(ctx, total_entry, 16, (steps, Twist::None));
         })
         .expect("a run balanced by time");
     assert_eq!(report.output::<u64>("resumed"), Some(16 * u64::from(steps)));
