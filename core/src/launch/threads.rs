@@ -247,6 +247,8 @@ impl Session {
         // A rebuilt job runs untraced: its PEs' recorders were the first run's.
         let trace = trace.filter(|_| self.main.is_some());
         let mut handles = Vec::with_capacity(npes);
+        // Asked before any PE starts, so the PEs do not count as other work.
+        let spin = idle_spin(npes);
         for (pe, rx) in (0..).zip(rxs) {
             let mut setup = PeSetup::new(cfg, npes, pe, trace.map(|t| t.pe(pe, 0)));
             setup.restart = self.restart.clone();
@@ -257,7 +259,7 @@ impl Session {
                 net: ThreadPort::new(rx, peers.clone(), 0, None, clock, 0.0)
                     .with_faults(pe, cfg.fault_corrupt_every)
                     .with_failure(down.clone(), after)
-                    .with_idle_spin(idle_spin(npes)),
+                    .with_idle_spin(spin),
                 main: if pe == 0 { self.main.take() } else { None },
             };
             let resume = self.resume.as_ref().map(|g| Resume {

@@ -280,30 +280,47 @@ impl Port for ThreadPort {
 }
 
 /// The spin budget of an idle PE among `pes` PEs of one process: `IDLE_SPIN` if each
-/// has a core of its own, else none. A spinning PE would hold the core a busy one
-/// needs; on a machine other processes already oversubscribe (1-minute load average
-/// at or above its cores) it also loses the scheduler's wake-up preference a parked
+/// has a core of its own beside what other processes are running, else none. A
+/// spinning PE would hold the core a busy one needs; on a machine other processes
+/// already oversubscribe it also loses the scheduler's wake-up preference a parked
 /// thread gets: xcastredn's fastest loop on 2 PEs went from 14-31 us to 210-250 us
-/// at load 27 on 2 cores.
+/// at load 27 on 2 cores. Called once, before the PEs start.
 pub(crate) fn idle_spin(pes: usize) -> Duration {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if spin_pays(pes, cores, load_average()) {
+    if spin_pays(pes, cores, others_running()) {
         IDLE_SPIN
     } else {
         Duration::ZERO
     }
 }
 
-/// True if `pes` spinning PEs keep a core each on `cores` cores at load `load`
-/// (unknown: assumed quiet).
-fn spin_pays(pes: usize, cores: usize, load: Option<f64>) -> bool {
-    pes <= cores && load.is_none_or(|l| l < cores as f64)
+/// True if `pes` spinning PEs keep a core each on `cores` cores while `others`
+/// threads of other processes run (unknown: assumed none).
+fn spin_pays(pes: usize, cores: usize, others: Option<usize>) -> bool {
+    pes.saturating_add(others.unwrap_or(0)) <= cores
 }
 
-/// The machine's 1-minute load average, where the system tells it (Linux).
-fn load_average() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    text.split_whitespace().next()?.parse().ok()
+/// Samples of the runnable count taken; their least is kept, so a command that
+/// runs for a moment does not count.
+const RUNNING_SAMPLES: u32 = 3;
+
+/// Threads of other processes ready to run now (Linux's `procs_running` less the
+/// one asking), the least of a few samples a millisecond apart. Not the load
+/// average: that remembers for a minute the job that just ended (the previous run
+/// of a benchmark, whose own PEs then switched the next run's spin off).
+fn others_running() -> Option<usize> {
+    let mut least: Option<usize> = None;
+    for i in 0..RUNNING_SAMPLES {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let text = std::fs::read_to_string("/proc/stat").ok()?;
+        let line = text.lines().find(|l| l.starts_with("procs_running "))?;
+        let running: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        let others = running.saturating_sub(1);
+        least = Some(least.map_or(others, |l| l.min(others)));
+    }
+    least
 }
 
 #[cfg(test)]
@@ -322,13 +339,18 @@ mod tests {
 
     #[test]
     fn the_spin_budget_is_kept_only_when_every_pe_has_a_core() {
-        assert!(spin_pays(2, 2, Some(0.5)));
+        assert!(spin_pays(2, 2, Some(0)));
         assert!(spin_pays(2, 2, None));
-        assert!(!spin_pays(4, 2, Some(0.0)), "more PEs than cores");
         assert!(
-            !spin_pays(2, 2, Some(27.0)),
-            "a machine already oversubscribed"
+            spin_pays(1, 2, Some(1)),
+            "one core each, beside another job"
         );
+        assert!(!spin_pays(4, 2, Some(0)), "more PEs than cores");
+        assert!(
+            !spin_pays(2, 2, Some(1)),
+            "another process holds a core: a PE would wait for it"
+        );
+        assert!(!spin_pays(usize::MAX, 2, Some(usize::MAX)), "no overflow");
         assert_eq!(idle_spin(usize::MAX), Duration::ZERO);
     }
 
