@@ -309,6 +309,8 @@ impl PeRuntime {
         }
         let order = addr.order;
         let key = addr.key.clone();
+        // It joins the first step its home has not yet begun (see `balance`).
+        let syncs = self.core.next_round(coll);
         let Some(chare) = self.construct(ty, init, Current::Element(coll, addr)) else {
             return;
         };
@@ -330,7 +332,7 @@ impl PeRuntime {
                     home,
                     moves: 0,
                     load: 0.0,
-                    syncs: 0,
+                    syncs,
                 },
             );
         }
