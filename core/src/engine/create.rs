@@ -309,8 +309,6 @@ impl PeRuntime {
         }
         let order = addr.order;
         let key = addr.key.clone();
-        // It joins the first step its home has not yet begun (see `balance`).
-        let syncs = self.core.next_round(coll);
         let Some(chare) = self.construct(ty, init, Current::Element(coll, addr)) else {
             return;
         };
@@ -332,7 +330,8 @@ impl PeRuntime {
                     home,
                     moves: 0,
                     load: 0.0,
-                    syncs,
+                    // The first step its home has not yet begun (see `balance`).
+                    syncs: self.core.next_round(coll),
                 },
             );
         }
