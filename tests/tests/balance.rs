@@ -32,6 +32,13 @@ fn misuse_inside_a_step_is_refused() {
 }
 
 #[test]
+fn an_element_inserted_in_a_step_joins_the_next() {
+    for layer in layers() {
+        balance::an_element_inserted_in_a_step_joins_the_next(layer);
+    }
+}
+
+#[test]
 fn an_unknown_strategy_is_refused_up_front() {
     for layer in layers() {
         balance::an_unknown_strategy_is_refused_up_front(layer);

@@ -179,6 +179,9 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
 
     /// Create a new element at `index` on the PE the array's map chooses. Reductions
     /// count it once `done_inserting` has been called and has reached every PE.
+    /// Called by an element inside a balancing step, the insert (and its
+    /// `done_inserting`) waits for the step's resume: the new element joins from the
+    /// next step.
     pub fn insert(&self, ctx: &mut Ctx, index: I, init: C::Init) {
         ctx.core
             .insert_element(self.coll, ElemAddr::of(&index), Payload::new(init));

@@ -330,7 +330,8 @@ impl PeRuntime {
                     home,
                     moves: 0,
                     load: 0.0,
-                    syncs: 0,
+                    // The first step its home has not yet begun (see `balance`).
+                    syncs: self.core.next_round(coll),
                 },
             );
         }

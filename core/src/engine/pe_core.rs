@@ -505,8 +505,7 @@ impl PeCore {
                     init,
                     hops: 0,
                 };
-                let env = self.envelope(kind, SendOpts::expedited());
-                self.post(pe, env);
+                self.post_after_step(coll, pe, kind.into(), SendOpts::expedited());
             }
             Err(e) => self.fail(e),
         }
@@ -514,8 +513,8 @@ impl PeCore {
 
     pub(crate) fn done_inserting(&mut self, coll: CollectionId) {
         let root = self.me;
-        let env = self.envelope(DoneInserting { coll, root }, SendOpts::default());
-        self.post(self.me, env);
+        let done = DoneInserting { coll, root };
+        self.post_after_step(coll, self.me, done.into(), SendOpts::default());
     }
 
     pub(crate) fn new_chare_id(&mut self, pe: Pe) -> ChareId {

@@ -77,6 +77,11 @@ pub(crate) enum Twist {
     None,
     SyncTwice,
     MoveInStep,
+    /// Element 0, inside the first step, inserts element `INSERTED` (which joins
+    /// from the next step, so runs one step fewer) and starts it.
+    InsertInStep,
+    /// The element `InsertInStep` inserts: it starts stepping as it is created.
+    Newcomer,
     /// Carries 1 MiB of state, so its moves take longer than the step's messages.
     Heavy,
 }
@@ -103,6 +108,12 @@ impl Chare for Stepper {
     type Msg = StepMsg;
     fn create((steps, twist, done): (u32, Twist, Callback), ctx: &mut Ctx) -> Self {
         let cost_us = if ctx.my_pe() == 0 { 2_000 } else { 200 };
+        if twist == Twist::Newcomer {
+            if let (Some(me), Some(index)) = (ctx.this_array::<Stepper, usize>(), ctx.this_index())
+            {
+                me.send(ctx, &index, StepMsg::Step);
+            }
+        }
         Stepper {
             left: steps,
             cost_us,
@@ -116,7 +127,7 @@ impl Chare for Stepper {
         ctx.work(Duration::from_micros(self.cost_us));
         ctx.at_sync().expect("an element may call at_sync");
         match self.twist {
-            Twist::None | Twist::Heavy => {}
+            Twist::None | Twist::Heavy | Twist::Newcomer => {}
             Twist::SyncTwice => {
                 let again = ctx.at_sync().err().map(|e| e.to_string());
                 ctx.publish("twice", &again);
@@ -126,7 +137,28 @@ impl Chare for Stepper {
                 let refused = ctx.migrate_me(to).err().map(|e| e.to_string());
                 ctx.publish("move", &refused);
             }
+            Twist::InsertInStep => self.insert_in_step(ctx),
         }
+    }
+}
+
+/// The index element 0 inserts inside the first step under `Twist::InsertInStep`.
+const INSERTED: usize = 1_000;
+
+impl Stepper {
+    /// Element 0 in the first step inserts element `INSERTED` (which starts itself)
+    /// and closes the round of insertions.
+    fn insert_in_step(&mut self, ctx: &mut Ctx) {
+        let index = ctx.this_index::<usize>().expect("a 1-D element");
+        if index != 0 || self.resumed != 0 {
+            return;
+        }
+        let Some(me) = ctx.this_array::<Stepper, usize>() else {
+            return;
+        };
+        let init = (self.left - 1, Twist::Newcomer, self.done.clone());
+        me.insert(ctx, INSERTED, init);
+        me.done_inserting(ctx);
     }
 }
 
@@ -335,6 +367,30 @@ pub fn misuse_inside_a_step_is_refused(layer: Layer) {
     assert_eq!(report.output::<u64>("resumed"), Some(2));
 }
 
+/// An element inserted (and counted by `done_inserting`) inside a balancing step
+/// joins from the next step: the step in progress completes over the others, the
+/// newcomer's `at_sync` in that period counts for the next step, and every element
+/// resumes once per step it takes part in; nothing hangs or is lost.
+pub fn an_element_inserted_in_a_step_joins_the_next(layer: Layer) {
+    let p = pes(layer, 4);
+    let (elements, steps) = (16, 3);
+    let report = run_steps(
+        layer,
+        p,
+        (elements, steps),
+        "test-greedy",
+        Twist::InsertInStep,
+    )
+    .expect("a balanced run");
+    let resumed: u64 = report.output("resumed").expect("the total");
+    assert_eq!(
+        resumed,
+        elements as u64 * u64::from(steps) + u64::from(steps - 1)
+    );
+    let objects: Vec<usize> = report.per_pe[0].balance.iter().map(|b| b.objects).collect();
+    assert_eq!(objects, vec![elements, elements + 1, elements + 1]);
+}
+
 /// `--array-lb` naming no registered strategy is refused before the job starts.
 pub fn an_unknown_strategy_is_refused_up_front(layer: Layer) {
     let err = run_steps(layer, pes(layer, 2), (2, 1), "no-such", Twist::None).expect_err("no");
@@ -365,6 +421,10 @@ pub const TESTS: &[crate::suite::Test] = &[
     (
         "misuse_inside_a_step_is_refused",
         misuse_inside_a_step_is_refused,
+    ),
+    (
+        "an_element_inserted_in_a_step_joins_the_next",
+        an_element_inserted_in_a_step_joins_the_next,
     ),
     (
         "an_unknown_strategy_is_refused_up_front",

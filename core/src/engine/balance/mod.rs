@@ -19,7 +19,7 @@ use crate::base::lazy::Lazy;
 use crate::engine::dispatch::Origin;
 use crate::engine::report::BalanceStep;
 use crate::msg::array::ElemAddr;
-use crate::msg::envelope::SendOpts;
+use crate::msg::envelope::{Kind, SendOpts};
 use crate::msg::kind::balance::{
     Arrived, BalanceMsg, ObjRecord, PeRecord, Plan, Resume, StartLb, SyncHome, SyncUp,
 };
@@ -73,8 +73,9 @@ struct Steps {
     /// Elements here that called `at_sync` and have not been resumed; at most one
     /// entry per element on this PE.
     waiting: HashSet<(CollectionId, IndexKey)>,
-    /// Steps being gathered here, by array and step: at most one step per array is
-    /// gathered at a time (its resume comes before any element's next `at_sync`).
+    /// Steps being gathered here, by array and step: at most two per array, the
+    /// step in progress and, from elements inserted during it, the next one (each
+    /// element's resume comes before its next `at_sync`).
     gathers: HashMap<(CollectionId, u32), Gather>,
     /// Elements of a step that arrived here and in the subtree (at most one step per
     /// array: its resume comes after every subtree's arrivals).
@@ -87,6 +88,12 @@ struct Steps {
     asked_early: HashSet<CollectionId>,
     /// PE 0, under `--lb-period-secs`: when each array's last balancing step began.
     last_balanced: HashMap<CollectionId, f64>,
+    /// The step an element inserted here now first syncs in, per array: one past
+    /// the last step gathered, joined or resumed here (one entry per array).
+    next_round: HashMap<CollectionId, u32>,
+    /// Inserts and `done_inserting` calls of elements inside a step, posted when the
+    /// step resumes here (each entry one call, all dropped at the resume).
+    held: HashMap<CollectionId, Vec<(Pe, Kind, SendOpts)>>,
     /// Each element's heaviest receivers since the last step (bounded per element).
     comm: HashMap<(CollectionId, IndexKey), Vec<Edge>>,
     /// The PEs that sent each element here messages, the first [`SENDERS_KEPT`];
@@ -244,6 +251,57 @@ impl PeCore {
         }
     }
 
+    /// Post `kind` to `to`, or, if the running element is inside a step of `coll`,
+    /// once that step resumes here: an element inserted from inside a step is
+    /// created after it, so it joins from the next step.
+    pub(crate) fn post_after_step(&mut self, coll: CollectionId, to: Pe, kind: Kind, o: SendOpts) {
+        if let Current::Element(c, from) = &self.current {
+            if *c == coll && self.in_step(coll, &from.key) {
+                let held = self.syncs.steps.get_mut().held.entry(coll).or_default();
+                return held.push((to, kind, o));
+            }
+        }
+        let env = self.envelope(kind, o);
+        self.post(to, env);
+    }
+
+    /// Post what elements of `coll` held back during the step that resumes.
+    pub(super) fn release_held(&mut self, coll: CollectionId) {
+        let Some(held) = self
+            .syncs
+            .steps
+            .built_mut()
+            .and_then(|s| s.held.remove(&coll))
+        else {
+            return;
+        };
+        for (to, kind, o) in held {
+            let env = self.envelope(kind, o);
+            self.post(to, env);
+        }
+    }
+
+    /// The step an element of `coll` inserted here now first syncs in.
+    pub(crate) fn next_round(&self, coll: CollectionId) -> u32 {
+        let steps = self.syncs.steps.get();
+        steps
+            .and_then(|s| s.next_round.get(&coll).copied())
+            .unwrap_or(0)
+    }
+
+    /// Step `round` of `coll` has begun (or ended) here: elements inserted from now
+    /// on first sync in a later one.
+    pub(super) fn past_round(&mut self, coll: CollectionId, round: u32) {
+        let next = self
+            .syncs
+            .steps
+            .get_mut()
+            .next_round
+            .entry(coll)
+            .or_default();
+        *next = (*next).max(round.saturating_add(1));
+    }
+
     /// Whether nothing a handler asked for waits to be acted on.
     pub(crate) fn settled(&self) -> bool {
         self.deferred.is_empty()
@@ -287,6 +345,7 @@ impl PeRuntime {
         };
         let round = e.syncs;
         e.syncs = e.syncs.saturating_add(1);
+        self.core.past_round(coll, round);
         // Under a time period or by hand, PE 0 decides whether the gathered step
         // balances; a step period is known to every element.
         let balances = self.core.syncs.strategy.is_some()
@@ -367,6 +426,7 @@ impl PeRuntime {
     /// Run an element's `resume_from_sync` here; an element no longer here has
     /// nothing to resume.
     fn resume(&mut self, coll: CollectionId, addr: ElemAddr) {
+        self.core.release_held(coll);
         self.core
             .syncs
             .steps
@@ -469,6 +529,7 @@ impl PeRuntime {
         else {
             return;
         };
+        self.core.past_round(coll, round);
         let syncs = &mut self.core.syncs;
         let background = (syncs.busy - syncs.in_elements).max(0.0);
         (syncs.busy, syncs.in_elements) = (0.0, 0.0);

@@ -267,6 +267,14 @@ impl PeRuntime {
         }
     }
 
+    /// How many times element `key` of `coll`, if here, has called `at_sync`.
+    fn syncs_here(&self, coll: CollectionId, key: &IndexKey) -> Option<u32> {
+        match self.colls.get(&coll).map(|c| &c.members) {
+            Some(Members::Array { elements, .. }) => elements.get(key).map(|e| e.syncs),
+            _ => None,
+        }
+    }
+
     /// Send away the elements this PE's part of the plan names.
     fn follow(&mut self, coll: CollectionId, out: Vec<(IndexKey, Pe)>) {
         for (key, to) in out {
@@ -355,6 +363,8 @@ impl PeRuntime {
 
     /// Step `round` is over: pass the resume on and resume the elements here.
     pub(super) fn on_resume(&mut self, coll: CollectionId, round: u32) {
+        self.core.past_round(coll, round);
+        self.core.release_held(coll);
         for c in self.core.tree_children().collect::<Vec<_>>() {
             let env = self
                 .core
@@ -371,6 +381,8 @@ impl PeRuntime {
             .filter(|(c, _)| *c == coll)
             .map(|(_, k)| k.clone())
             .collect();
+        // An element inserted during this step may already wait in the next one.
+        here.retain(|k| self.syncs_here(coll, k).is_some_and(|s| s <= round + 1));
         // The same order on every run and every layer.
         here.sort();
         for key in here {
