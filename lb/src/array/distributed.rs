@@ -2,8 +2,9 @@
 //!
 //! 1. An all-reduce gives every PE the average load.
 //! 2. Gossip: PEs below the average start a rumour of their load; in each round
-//!    every PE that knows something sends what it knows to `fanout` PEs chosen at
-//!    random, for about log base `fanout` of the PEs rounds. A view is bounded to `known_cap` entries, a
+//!    every PE whose view changed in the last 3 rounds (at first, the underloaded
+//!    PEs) sends what it knows to `fanout` PEs chosen at random, for about log
+//!    base `fanout` of the PEs rounds. A view is bounded to `known_cap` entries, a
 //!    uniform sample of what the PE heard (the entries of least rank under a hash
 //!    private to the PE), so messages stay small at any scale.
 //! 3. Transfer, in phases: each starts with a max-reduction and sets a bar halfway
@@ -32,6 +33,9 @@ use super::plan::{lg, tree_depth, DecisionCost, Placement, Plan, Planner, PE_BYT
 use super::refine::DEFAULT_TOLERANCE;
 use chorus_core::api::balance::{LoadStats, Move};
 use chorus_core::{mix64, ArrayStrategy};
+
+/// Rounds a PE keeps sending its view after it last changed.
+const LINGER: u32 = 3;
 
 /// Epidemic load information and randomized transfer, as GrapevineLB.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -244,7 +248,11 @@ impl Distributed {
             }
         }
         let mut cost = DecisionCost::default();
-        let mut informed: Vec<bool> = views.iter().map(|v| !v.is_empty()).collect();
+        // A PE sends only in the `LINGER` rounds after its view last changed: a
+        // view long unchanged has already gone out to enough PEs, and resending
+        // it was most of the messages once every PE was informed.
+        let mut listed: Vec<bool> = views.iter().map(|v| !v.is_empty()).collect();
+        let mut last = vec![0u32; p];
         let mut took = vec![0u64; p];
         let fanout = self.fanout.clamp(1, p - 1);
         let mut round = 0;
@@ -263,9 +271,12 @@ impl Distributed {
                     sent += 1;
                     let (view, incoming) = pair_mut(&mut views, to, sender as usize);
                     let (ops, grew) = merge(view, incoming, salts[to], cap);
-                    if grew && !informed[to] {
-                        informed[to] = true;
-                        next.push(to as u32);
+                    if grew {
+                        last[to] = round + 1;
+                        if !listed[to] {
+                            listed[to] = true;
+                            next.push(to as u32);
+                        }
                     }
                     if took[to] == 0 {
                         touched.push(to);
@@ -284,8 +295,13 @@ impl Distributed {
             cost.critical_bytes += worst_in;
             cost.critical_hops += 1;
             cost.rounds += 1;
-            news.extend(next);
             round += 1;
+            news.retain(|&pe| {
+                let keep = last[pe as usize] + LINGER > round;
+                listed[pe as usize] = keep;
+                keep
+            });
+            news.extend(next);
         }
         Gossip { views, cost }
     }

@@ -66,32 +66,32 @@ impl Planner for Greedy {
 /// the least-loaded PE otherwise. Greedy's balance, few of its migrations; returns
 /// the compute steps.
 pub(crate) fn greedy_refine_range(pl: &mut Placement, range: Range<usize>, tolerance: f64) -> u64 {
-    let mut objs: Vec<u32> = range
+    // Heaviest first, equal loads in element order. Loads are clean (finite, not
+    // negative), so their bits order as they do, and the sort compares plain keys
+    // instead of looking each weight up.
+    let mut objs: Vec<(u64, u32)> = range
         .clone()
-        .flat_map(|pe| pl.on_pe[pe].iter().copied())
+        .flat_map(|pe| pl.on_pe[pe].iter())
+        .map(|&o| (!pl.weight[o as usize].to_bits(), o))
         .collect();
-    let weight = &pl.weight;
-    objs.sort_unstable_by(|&a, &b| {
-        weight[b as usize]
-            .total_cmp(&weight[a as usize])
-            .then(a.cmp(&b))
-    });
+    objs.sort_unstable();
+    let weight = |k: u64| f64::from_bits(!k);
     let mut loads: Vec<f64> = range.clone().map(|pe| pl.loads[pe]).collect();
-    for &o in &objs {
-        loads[pl.pe_of[o as usize] as usize - range.start] -= pl.weight[o as usize];
+    for &(k, o) in &objs {
+        loads[pl.pe_of[o as usize] as usize - range.start] -= weight(k);
     }
     let background = loads.clone();
     let mut heap = min_heap(&loads, range.start);
-    for &o in &objs {
+    for &(k, _) in &objs {
         if let Some(Reverse(LoadKey(l, pe))) = heap.pop() {
-            heap.push(Reverse(LoadKey(l + pl.weight[o as usize], pe)));
+            heap.push(Reverse(LoadKey(l + weight(k), pe)));
         }
     }
     let cap = heap.into_iter().map(|k| k.0 .0).fold(0.0, f64::max) * (1.0 + tolerance.max(0.0));
     let mut loads = background;
     let mut heap = min_heap(&loads, range.start);
-    for &o in &objs {
-        let w = pl.weight[o as usize];
+    for &(k, o) in &objs {
+        let w = weight(k);
         let here = pl.pe_of[o as usize] as usize - range.start;
         let to = if loads[here] + w <= cap {
             here
