@@ -355,6 +355,7 @@ impl PeRuntime {
 
     /// Step `round` is over: pass the resume on and resume the elements here.
     pub(super) fn on_resume(&mut self, coll: CollectionId, round: u32) {
+        self.core.syncs.end_relay(coll);
         for c in self.core.tree_children().collect::<Vec<_>>() {
             let env = self
                 .core
