@@ -368,3 +368,41 @@ fn the_report_of_a_traced_lb_test_run_shows_each_step_and_its_loads() {
     );
     assert!(html.contains(&ratios), "the first step's max/avg {ratios}");
 }
+
+/// Blocks that a balancing step moves together with their neighbours (refine moving
+/// the hot spot's blocks on, predicted loads, 256 sim PEs) find each other right
+/// after the step: the PE a block leaves tells the block's new PE where the blocks
+/// it sent to are, and passes on their own moves in the step, so the step resumed
+/// after the balancing step at step 10 does not wait for ghosts forwarded behind a
+/// hot block's compute (it ran 0.5 ms over its ideal step when they were forwarded).
+#[test]
+fn blocks_moved_with_their_neighbours_find_them_after_the_step() {
+    let p = JacobiParams {
+        grid: 1024,
+        block: 32,
+        steps: 12,
+        cell_ns: 100.0,
+        hot_factor: 4.0,
+        hot_blocks: 8,
+        drift_every: 10,
+        predict_load: true,
+    };
+    let mut c = config(Layer::Sim, 256);
+    c.sim.preset = Some(chorus_core::SimPreset::Bgp);
+    c.array_lb = "refine".to_string();
+    c.lb_period = Some(10);
+    let out = jacobi2d::run(&c, p).expect("a balanced run");
+    assert!(out.exact(), "{out:?}");
+    let f = &out.run.figures;
+    let step = f
+        .balance
+        .iter()
+        .find(|b| b.round == 10)
+        .expect("a step at 10");
+    let resumed = f.step_ends[10] - step.ended;
+    assert!(
+        resumed < 1.25 * out.ideal_step_s,
+        "step 10 took {resumed} s after its balancing step, ideal {} s",
+        out.ideal_step_s
+    );
+}

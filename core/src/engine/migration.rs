@@ -294,8 +294,10 @@ impl PeRuntime {
         }
     }
 
-    /// Note where an element has gone.
+    /// Note where an element has gone (and pass it on to where elements that sent
+    /// to it went in a balancing step).
     fn learn(&mut self, news: Moved) {
+        self.relay_news(&news);
         let Moved {
             coll,
             addr,

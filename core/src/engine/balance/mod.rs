@@ -99,6 +99,13 @@ struct Steps {
     /// The PEs that sent each element here messages, the first [`SENDERS_KEPT`];
     /// an entry per element on this PE, dropped when the element leaves.
     senders: HashMap<(CollectionId, IndexKey), Vec<Pe>>,
+    /// The elements each element here sent messages to, the first [`SENDERS_KEPT`];
+    /// an entry per element on this PE, dropped when the element leaves.
+    receivers: HashMap<(CollectionId, IndexKey), Vec<IndexKey>>,
+    /// Receivers of elements a balancing step sent away, with the PEs those went to,
+    /// which hear of each receiver's own move in the step: at most [`SENDERS_KEPT`]
+    /// entries per element that left, cleared at the array's resume.
+    relay: HashMap<(CollectionId, IndexKey), Vec<Pe>>,
 }
 
 /// How many sender PEs an element's record keeps: a stencil's or a mesh's
@@ -189,6 +196,36 @@ impl Syncs {
         }
     }
 
+    /// Note that element `from` of `coll`, here, sent element `to` a message.
+    fn note_receiver(&mut self, coll: CollectionId, from: &IndexKey, to: &IndexKey) {
+        if !self.measuring() || from == to {
+            return;
+        }
+        let receivers = &mut self.steps.get_mut().receivers;
+        if let Some(keys) = receivers.get_mut(&(coll, from.clone())) {
+            if keys.len() < SENDERS_KEPT && !keys.contains(to) {
+                keys.push(to.clone());
+            }
+        } else {
+            receivers.insert((coll, from.clone()), vec![to.clone()]);
+        }
+    }
+
+    /// The elements element `key` sent messages to from here, forgotten as it leaves.
+    fn take_receivers(&mut self, coll: CollectionId, key: &IndexKey) -> Vec<IndexKey> {
+        match self.steps.built_mut() {
+            Some(s) => s.receivers.remove(&(coll, key.clone())).unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Forget the receivers of the elements that left in a step of `coll`.
+    pub(super) fn end_relay(&mut self, coll: CollectionId) {
+        if let Some(s) = self.steps.built_mut() {
+            s.relay.retain(|(c, _), _| *c != coll);
+        }
+    }
+
     /// The PEs that sent element `key` messages here, forgotten as it leaves.
     pub(crate) fn take_senders(&mut self, coll: CollectionId, key: &IndexKey) -> Vec<Pe> {
         match self.steps.built_mut() {
@@ -246,6 +283,7 @@ impl PeCore {
     pub(crate) fn note_element_send(&mut self, coll: CollectionId, to: &IndexKey, bytes: u64) {
         if let Current::Element(c, from) = &self.current {
             if *c == coll {
+                self.syncs.note_receiver(coll, &from.key, to);
                 self.syncs.sent((coll, &from.key), to, bytes);
             }
         }
@@ -399,7 +437,9 @@ impl PeRuntime {
     /// Element `addr` of `coll` left for PE `to` on move `moves` (`home` its home):
     /// if a balancing step moved it, tell the PEs that sent it messages here where it
     /// went, after the element as news must be, so their messages after the step do
-    /// not wait to be forwarded by this PE or its home behind a long handler.
+    /// not wait to be forwarded by this PE or its home behind a long handler; tell
+    /// `to` where the elements it sent messages to are (`to` may never have sent them
+    /// any), and pass on the news of its receivers' own moves in the step.
     pub(crate) fn tell_senders(
         &mut self,
         coll: CollectionId,
@@ -408,18 +448,85 @@ impl PeRuntime {
         balancing: bool,
     ) {
         let senders = self.core.syncs.take_senders(coll, &addr.key);
+        let receivers = self.core.syncs.take_receivers(coll, &addr.key);
         if !balancing {
             return;
         }
+        let news = Moved {
+            coll,
+            addr,
+            home,
+            pe: to,
+            moves,
+        };
         for pe in senders.into_iter().filter(|&p| p != to && p != home) {
+            self.core.send_news(pe, news.clone());
+        }
+        self.relay_news(&news);
+        for key in receivers {
+            self.hint_receiver(coll, key, to);
+        }
+    }
+
+    /// Pass `news` of an element's move on to the PEs that elements it received
+    /// messages from went to in this step.
+    pub(crate) fn relay_news(&mut self, news: &Moved) {
+        let Some(steps) = self.core.syncs.steps.built_mut() else {
+            return;
+        };
+        let Some(pes) = steps.relay.remove(&(news.coll, news.addr.key.clone())) else {
+            return;
+        };
+        for pe in pes.into_iter().filter(|&p| p != news.pe) {
+            self.core.send_news(pe, news.clone());
+        }
+    }
+
+    /// Tell PE `to`, where an element that sends to `key` went, where `key` is if it
+    /// is away from its home, and relay the news of its move in this step there.
+    fn hint_receiver(&mut self, coll: CollectionId, key: IndexKey, to: Pe) {
+        let me = self.core.me;
+        let here = match self.colls.get(&coll).map(|c| &c.members) {
+            Some(Members::Array { elements, .. }) => elements
+                .get(&key)
+                .map(|e| (me, e.moves, e.order, Some(e.home))),
+            _ => None,
+        };
+        let known = here.or_else(|| {
+            let l = self.core.loc.get(coll, &key)?;
+            Some((l.pe, l.moves, l.order, l.homed_here.then_some(me)))
+        });
+        let relay = self
+            .core
+            .syncs
+            .steps
+            .get_mut()
+            .relay
+            .entry((coll, key.clone()));
+        let pes = relay.or_default();
+        if pes.len() < SENDERS_KEPT && !pes.contains(&to) {
+            pes.push(to);
+        }
+        let Some((pe, moves, order, home)) = known else {
+            return;
+        };
+        let addr = ElemAddr { key, order };
+        let home = match home {
+            Some(h) => h,
+            None => match self.core.locate(coll, &addr) {
+                Ok(h) => h,
+                Err(e) => return self.core.fail(e),
+            },
+        };
+        if pe != to && pe != home {
             let news = Moved {
                 coll,
-                addr: addr.clone(),
+                addr,
                 home,
-                pe: to,
+                pe,
                 moves,
             };
-            self.core.send_news(pe, news);
+            self.core.send_news(to, news);
         }
     }
 

@@ -365,6 +365,7 @@ impl PeRuntime {
     pub(super) fn on_resume(&mut self, coll: CollectionId, round: u32) {
         self.core.past_round(coll, round);
         self.core.release_held(coll);
+        self.core.syncs.end_relay(coll);
         for c in self.core.tree_children().collect::<Vec<_>>() {
             let env = self
                 .core

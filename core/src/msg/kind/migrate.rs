@@ -35,7 +35,7 @@ pub(crate) struct Migrate {
 }
 
 /// News that an element reached PE `pe` on its `moves`-th move.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Moved {
     pub(crate) coll: CollectionId,
     pub(crate) addr: ElemAddr,
