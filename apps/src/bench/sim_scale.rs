@@ -119,6 +119,10 @@ pub struct SimScaleArgs {
     /// Print one JSON object instead of lines.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// Run the job this many times in one process and report the last run, with
+    /// every run's events/s: the first pays for memory the kernel maps afresh.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
 }
 
 /// What `chorus-bench sim-scale` measured, with the machine model and the memory.
@@ -130,22 +134,31 @@ pub struct SimScaleReport {
     pub result: ScaleResult,
     /// Peak resident set size after the run, MiB.
     pub peak_rss_mib: Option<f64>,
+    /// Events per second of the event loop of each run, first to last.
+    pub rates: Vec<f64>,
 }
 
 /// Run the broadcast and reduction; a sum other than the PE count is an error.
 pub fn measure(args: &SimScaleArgs) -> Result<SimScaleReport, String> {
     let preset = args.config.sim.chosen_preset();
-    let r = run(args.config.clone()).map_err(|e| e.to_string())?;
-    if r.sum != r.pes {
-        return Err(format!(
-            "the reduction over {} PEs summed to {}: a contribution was lost or counted twice",
-            r.pes, r.sum
-        ));
+    let mut rates = Vec::new();
+    let mut last = None;
+    for _ in 0..args.reps {
+        let r = run(args.config.clone()).map_err(|e| e.to_string())?;
+        if r.sum != r.pes {
+            return Err(format!(
+                "the reduction over {} PEs summed to {}: a contribution was lost or counted twice",
+                r.pes, r.sum
+            ));
+        }
+        rates.push(r.stats.events_per_s);
+        last = Some(r);
     }
     Ok(SimScaleReport {
         preset,
-        result: r,
+        result: last.expect("--reps is at least 1"),
         peak_rss_mib: peak_rss_mib(),
+        rates,
     })
 }
 
@@ -157,6 +170,7 @@ impl Report for SimScaleReport {
             "preset": lower_debug(&self.preset),
             "events": r.stats.events,
             "events_per_s": r.stats.events_per_s,
+            "events_per_s_runs": self.rates,
             "wall_s": r.stats.wall_s,
             "event_loop_s": r.stats.events_s,
             "virtual_time_us": r.virtual_time_us,
@@ -187,6 +201,10 @@ impl Report for SimScaleReport {
             r.bytes_per_pe,
             self.peak_rss_mib.unwrap_or(f64::NAN)
         );
+        if self.rates.len() > 1 {
+            let rates: Vec<String> = self.rates.iter().map(|r| format!("{r:.0}")).collect();
+            let _ = writeln!(s, "events/s of each run: {}", rates.join(", "));
+        }
         if let Some(t) = &r.trace {
             let _ = writeln!(s, "{t}");
         }

@@ -71,21 +71,61 @@ impl MachineLayer for Sim {
     }
 }
 
-/// One simulated PE.
+/// One simulated PE: 24 bytes, as a million of them are kept.
 #[derive(Default)]
 struct SimPe {
     /// Built on first use.
     rt: Option<Box<PeRuntime>>,
     /// Virtual time its current or last run ends.
     busy_until: u64,
-    /// Total virtual time spent running.
-    busy_ns: u64,
-    /// A wake-up is scheduled.
-    wake: bool,
-    /// Stopped by `--sim-kill`.
-    dead: bool,
-    /// Has seen the job's exit.
-    exited: bool,
+    /// Total virtual time spent running (the low 61 bits: 73 years of virtual time)
+    /// and, in the top bits, the flags below: a fourth field would pad `SimPe` to 32.
+    busy_and_flags: u64,
+}
+
+/// A wake-up is scheduled.
+const WAKE_PENDING: u64 = 1 << 63;
+/// Stopped by `--sim-kill`.
+const DEAD: u64 = 1 << 62;
+/// Has seen the job's exit.
+const EXITED: u64 = 1 << 61;
+/// The bits of `busy_and_flags` that count busy time.
+const BUSY: u64 = EXITED - 1;
+
+impl SimPe {
+    fn busy_ns(&self) -> u64 {
+        self.busy_and_flags & BUSY
+    }
+
+    fn add_busy(&mut self, ns: u64) {
+        let busy = self.busy_ns() + ns;
+        debug_assert!(busy <= BUSY, "virtual busy time past 2^61 ns");
+        self.busy_and_flags = (self.busy_and_flags & !BUSY) | (busy & BUSY);
+    }
+
+    fn flag(&self, f: u64) -> bool {
+        self.busy_and_flags & f != 0
+    }
+
+    fn set(&mut self, f: u64, on: bool) {
+        if on {
+            self.busy_and_flags |= f;
+        } else {
+            self.busy_and_flags &= !f;
+        }
+    }
+
+    fn wake(&self) -> bool {
+        self.flag(WAKE_PENDING)
+    }
+
+    fn dead(&self) -> bool {
+        self.flag(DEAD)
+    }
+
+    fn exited(&self) -> bool {
+        self.flag(EXITED)
+    }
 }
 
 struct Simulator {
@@ -106,7 +146,8 @@ struct Simulator {
     killed: u64,
     makespan: u64,
     /// The PE number the job started with of each PE now (they change when a
-    /// rollback leaves the failed PEs out).
+    /// rollback leaves the failed PEs out); empty until the first rollback, while
+    /// every PE keeps its number, so a job without `--sim-kill` pays nothing per PE.
     ids: Vec<Pe>,
     /// A rollback to the in-memory checkpoint is scheduled: PEs failed since.
     recover_pending: bool,
@@ -141,7 +182,7 @@ impl Simulator {
             dropped: 0,
             killed: 0,
             makespan: 0,
-            ids: (0..npes as Pe).collect(),
+            ids: Vec::new(),
             recover_pending: false,
             pending_discarded: 0,
             recoveries: Vec::new(),
@@ -270,18 +311,18 @@ impl Simulator {
             return;
         };
         let st = &self.pes[pe as usize];
-        if st.dead && self.recover_pending {
+        if st.dead() && self.recover_pending {
             self.pending_discarded += env.weight();
             return;
         }
-        if st.dead && !env.kind.is_quiescence_wave() {
+        if st.dead() && !env.kind.is_quiescence_wave() {
             self.dropped += env.weight();
             self.runtime(pe).lost_here(&env);
             self.lost_at(pe, &env, t);
             self.lost(env, pe, t);
             return;
         }
-        if st.exited {
+        if st.exited() {
             return;
         }
         let mut spares = std::mem::take(&mut self.spares);
@@ -311,7 +352,7 @@ impl Simulator {
         report: impl FnOnce(&mut PeRuntime) -> bool,
     ) {
         let st = &self.pes[src as usize];
-        if src == dead || st.dead || st.exited || st.rt.is_none() {
+        if src == dead || st.dead() || st.exited() || st.rt.is_none() {
             return;
         }
         let at = t.max(st.busy_until);
@@ -324,8 +365,8 @@ impl Simulator {
     /// Make sure `pe` runs its queue once it is free at or after `t`.
     fn schedule_wake(&mut self, pe: Pe, t: u64) {
         let st = &mut self.pes[pe as usize];
-        if !st.wake {
-            st.wake = true;
+        if !st.wake() {
+            st.set(WAKE_PENDING, true);
             let at = t.max(st.busy_until);
             self.events.push(at, pe, What::Wake);
         }
@@ -334,16 +375,16 @@ impl Simulator {
     /// Run `pe`'s next ready message at `t`.
     fn wake(&mut self, pe: Pe, t: u64) {
         let st = &mut self.pes[pe as usize];
-        st.wake = false;
+        st.set(WAKE_PENDING, false);
         // A failed PE of a job about to roll back runs nothing more.
-        if st.dead && self.recover_pending {
+        if st.dead() && self.recover_pending {
             return;
         }
         // A dead PE still runs the quiescence waves that pass through it, with its
         // counts frozen at the kill plus what was lost with it: the stand-in for a
         // failure-aware detector, which would agree on those counts with the
         // survivors. Its queue holds nothing else.
-        if st.exited {
+        if st.exited() {
             return;
         }
         let model = self.model;
@@ -406,27 +447,39 @@ impl Simulator {
         }
         self.makespan = self.makespan.max(end);
         let st = &mut self.pes[pe as usize];
-        st.busy_ns += end - t;
+        st.add_busy(end - t);
         st.busy_until = end;
-        st.exited = exiting;
+        st.set(EXITED, exiting);
         if !exiting && queued > 0 {
             self.schedule_wake(pe, end);
         }
     }
 
+    /// The PE number the job started with of PE `pe` now.
+    fn started_as(&self, pe: Pe) -> Pe {
+        self.ids.get(pe as usize).copied().unwrap_or(pe)
+    }
+
+    /// The number now of the PE the job started as `id`, unless a rollback left it out.
+    fn now_numbered(&self, id: Pe) -> Option<Pe> {
+        if self.ids.is_empty() {
+            return ((id as usize) < self.pes.len()).then_some(id);
+        }
+        self.ids.iter().position(|&i| i == id).map(|p| p as Pe)
+    }
+
     /// PE `id` (numbered as the job started) fails at `t`.
     fn kill(&mut self, id: Pe, t: u64) {
         // A PE a rollback left out has nothing left to kill.
-        let Some(pe) = self.ids.iter().position(|&i| i == id) else {
+        let Some(pe) = self.now_numbered(id) else {
             return;
         };
-        let pe = pe as Pe;
         // A kill scheduled after the job ended kills nothing: counting it (and waking
         // the PE for it) moved the makespan to the kill's time.
         if self
             .pes
             .iter()
-            .all(|p| p.exited || p.dead || p.rt.is_none())
+            .all(|p| p.exited() || p.dead() || p.rt.is_none())
         {
             tracing::warn!(
                 pe,
@@ -436,10 +489,10 @@ impl Simulator {
             return;
         }
         let st = &mut self.pes[pe as usize];
-        if st.dead {
+        if st.dead() {
             return;
         }
-        st.dead = true;
+        st.set(DEAD, true);
         self.killed += 1;
         if self.holds_memory_checkpoint() {
             // Other failures at the same time join the same rollback.
@@ -482,7 +535,7 @@ impl Simulator {
         let subscribers = self.cursor.borrow().subscribers.clone();
         for (sub, callback) in subscribers {
             let s = &self.pes[sub as usize];
-            if s.dead || s.exited {
+            if s.dead() || s.exited() {
                 continue;
             }
             self.runtime(sub).notify_failure(pe, callback);
@@ -501,7 +554,7 @@ impl Simulator {
     /// Windowed messages of `weight` from `from` were lost with `to` at `t`.
     fn lost_from(&mut self, from: Pe, to: Pe, weight: u64, t: u64) {
         let st = &self.pes[from as usize];
-        if from == to || st.dead || st.exited || st.rt.is_none() {
+        if from == to || st.dead() || st.exited() || st.rt.is_none() {
             return;
         }
         if self.runtime(from).lost_at(to, weight) {
@@ -546,8 +599,8 @@ impl Simulator {
 
     fn finish(self, start: Instant, events_s: f64) -> Result<RunReport, RuntimeError> {
         let npes = self.pes.len();
-        if !self.pes.iter().any(|p| p.exited) {
-            let dead: Vec<usize> = (0..npes).filter(|&i| self.pes[i].dead).collect();
+        if !self.pes.iter().any(|p| p.exited()) {
+            let dead: Vec<usize> = (0..npes).filter(|&i| self.pes[i].dead()).collect();
             let why = if dead.is_empty() {
                 String::new()
             } else {
@@ -559,7 +612,7 @@ impl Simulator {
                 self.makespan as f64 / 1e3
             )));
         }
-        let busy: Vec<u64> = self.pes.iter().map(|p| p.busy_ns).collect();
+        let busy: Vec<u64> = self.pes.iter().map(SimPe::busy_ns).collect();
         let delivery = self.config.sim.digest.then(|| self.delivery_digest());
         let since = self.config.sim.digest.then(|| self.digest_since_commit());
         let since_commit = since.and(self.since_commit);
@@ -605,5 +658,32 @@ impl Simulator {
             recoveries: self.recoveries,
         };
         finish_run(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sim_pe_fits_in_24_bytes() {
+        assert!(
+            std::mem::size_of::<SimPe>() <= 24,
+            "SimPe {}: a million PEs keep one each",
+            std::mem::size_of::<SimPe>()
+        );
+    }
+
+    #[test]
+    fn busy_time_and_flags_keep_apart() {
+        let mut p = SimPe::default();
+        p.set(DEAD, true);
+        p.add_busy(BUSY - 5);
+        p.set(WAKE_PENDING, true);
+        p.add_busy(5);
+        assert_eq!(p.busy_ns(), BUSY);
+        assert!(p.dead() && p.wake() && !p.exited());
+        p.set(WAKE_PENDING, false);
+        assert!(!p.wake() && p.dead());
     }
 }

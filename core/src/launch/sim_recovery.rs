@@ -34,10 +34,10 @@ impl Simulator {
             let holders: Vec<Holder<'_>> = self
                 .pes
                 .iter()
-                .zip(&self.ids)
-                .map(|(p, &name)| Holder {
-                    name,
-                    alive: !p.dead,
+                .enumerate()
+                .map(|(q, p)| Holder {
+                    name: self.started_as(q as Pe),
+                    alive: !p.dead(),
                     copies: p.rt.as_ref().map_or(&[], |rt| rt.memory_copies()),
                 })
                 .collect();
@@ -47,7 +47,7 @@ impl Simulator {
             Ok(Some(g)) => self.rebuild(&g, t),
             Ok(None) => {
                 let dead: Vec<Pe> = (0..self.pes.len() as Pe)
-                    .filter(|&q| self.pes[q as usize].dead)
+                    .filter(|&q| self.pes[q as usize].dead())
                     .collect();
                 for q in dead {
                     self.lose(q, t);
@@ -66,7 +66,7 @@ impl Simulator {
 
     /// Rebuild the job on the survivors from `g` at `t`.
     fn rebuild(&mut self, g: &Gathered, t: u64) {
-        let survivors = self.pes.iter().filter(|p| !p.dead).count();
+        let survivors = self.pes.iter().filter(|p| !p.dead()).count();
         let restart = match g.restart(&self.registry, survivors) {
             Ok(r) => Arc::new(r),
             Err(e) => return self.end_with(RuntimeError::Checkpoint(e), t),
@@ -90,21 +90,27 @@ impl Simulator {
             discarded_in_flight: in_flight + std::mem::take(&mut self.pending_discarded),
             ..Recovery::default()
         };
-        let (old, ids) = (std::mem::take(&mut self.pes), std::mem::take(&mut self.ids));
+        let ids: Vec<Pe> = (0..self.pes.len() as Pe)
+            .map(|q| self.started_as(q))
+            .collect();
+        let old = std::mem::take(&mut self.pes);
+        self.ids.clear();
         for (p, id) in old.into_iter().zip(ids) {
-            if p.dead {
+            if p.dead() {
                 record.failed.push(id);
                 continue;
             }
+            let busy = p.busy_ns();
             if let Some(rt) = p.rt {
                 record.discarded_queued += rt.into_report().unprocessed;
             }
             self.ids.push(id);
-            self.pes.push(SimPe {
-                busy_ns: p.busy_ns,
+            let mut kept = SimPe {
                 busy_until: t,
                 ..SimPe::default()
-            });
+            };
+            kept.add_busy(busy);
+            self.pes.push(kept);
         }
         tracing::info!(failed = ?record.failed, epoch = g.epoch, "sim: rolled back");
         self.recoveries.push(record);

@@ -35,6 +35,9 @@ const WAKE: u32 = u32::MAX;
 const KILL: u32 = u32::MAX - 1;
 const RECOVER: u32 = u32::MAX - 2;
 
+/// Envelope slots the slab keeps room for once no envelope is in flight.
+const KEPT_SLOTS: usize = 1 << 12;
+
 /// A scheduled event, 16 bytes so the buckets stay compact. It needs no sequence
 /// number: every bucket holds its events in scheduling order (see `EventList`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +174,20 @@ impl EventList {
     pub(crate) fn take(&mut self, slot: u32) -> Option<Envelope> {
         let env = self.slab.get_mut(slot as usize)?.take();
         self.free.push(slot);
+        if self.free.len() == self.slab.len() {
+            self.release_slab();
+        }
         env
+    }
+
+    /// With no envelope in flight, give back the slab's room past `KEPT_SLOTS`: a
+    /// broadcast to a million PEs has most of them in flight at once, 136 bytes each,
+    /// and a job that then runs on few messages need not keep that room.
+    fn release_slab(&mut self) {
+        self.slab.clear();
+        self.free.clear();
+        self.slab.shrink_to(KEPT_SLOTS);
+        self.free.shrink_to(KEPT_SLOTS);
     }
 
     /// Drop every event but the failures still to come (the job rolls back), and
@@ -256,6 +272,31 @@ mod tests {
                 hops: 0,
             },
         }
+    }
+
+    #[test]
+    fn the_slab_gives_back_its_room_once_nothing_is_in_flight() {
+        let mut l = EventList::default();
+        let n = 3 * KEPT_SLOTS as u64;
+        for t in 0..n {
+            l.push_arrival(t, 3, a_message());
+        }
+        assert!(l.slab.capacity() >= n as usize);
+        let mut taken = 0;
+        while let Some(ev) = l.pop() {
+            if let What::Arrive(slot) = ev.what() {
+                taken += u64::from(l.take(slot).is_some());
+            }
+        }
+        assert_eq!(taken, n, "every envelope taken once");
+        assert!(l.slab.capacity() <= KEPT_SLOTS, "{}", l.slab.capacity());
+        // Slots handed out after the release hold their own envelopes.
+        l.push_arrival(n, 4, a_message());
+        let ev = l.pop().expect("the new arrival");
+        let What::Arrive(slot) = ev.what() else {
+            panic!("an arrival");
+        };
+        assert!(l.take(slot).is_some());
     }
 
     #[test]
