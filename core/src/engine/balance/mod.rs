@@ -112,6 +112,19 @@ struct Steps {
 /// neighbours, whose location caches a balancing move brings up to date.
 const SENDERS_KEPT: usize = 8;
 
+/// Add `v` to the list an element keeps under `key`, unless the list has it or holds
+/// [`SENDERS_KEPT`] already (the bound of every per-element list of PEs or peers).
+fn keep_first<T: PartialEq + Clone>(
+    lists: &mut HashMap<(CollectionId, IndexKey), Vec<T>>,
+    (coll, key): (CollectionId, &IndexKey),
+    v: &T,
+) {
+    let list = lists.entry((coll, key.clone())).or_default();
+    if list.len() < SENDERS_KEPT && !list.contains(v) {
+        list.push(v.clone());
+    }
+}
+
 /// A receiver of an element's messages: its key, messages and bytes.
 type Edge = (IndexKey, u64, u64);
 
@@ -186,14 +199,7 @@ impl Syncs {
         if !self.measuring() {
             return;
         }
-        let senders = &mut self.steps.get_mut().senders;
-        if let Some(pes) = senders.get_mut(&(coll, key.clone())) {
-            if pes.len() < SENDERS_KEPT && !pes.contains(&src) {
-                pes.push(src);
-            }
-        } else {
-            senders.insert((coll, key.clone()), vec![src]);
-        }
+        keep_first(&mut self.steps.get_mut().senders, (coll, key), &src);
     }
 
     /// Note that element `from` of `coll`, here, sent element `to` a message.
@@ -201,14 +207,7 @@ impl Syncs {
         if !self.measuring() || from == to {
             return;
         }
-        let receivers = &mut self.steps.get_mut().receivers;
-        if let Some(keys) = receivers.get_mut(&(coll, from.clone())) {
-            if keys.len() < SENDERS_KEPT && !keys.contains(to) {
-                keys.push(to.clone());
-            }
-        } else {
-            receivers.insert((coll, from.clone()), vec![to.clone()]);
-        }
+        keep_first(&mut self.steps.get_mut().receivers, (coll, from), to);
     }
 
     /// The elements element `key` sent messages to from here, forgotten as it leaves.
@@ -496,17 +495,11 @@ impl PeRuntime {
             let l = self.core.loc.get(coll, &key)?;
             Some((l.pe, l.moves, l.order, l.homed_here.then_some(me)))
         });
-        let relay = self
-            .core
-            .syncs
-            .steps
-            .get_mut()
-            .relay
-            .entry((coll, key.clone()));
-        let pes = relay.or_default();
-        if pes.len() < SENDERS_KEPT && !pes.contains(&to) {
-            pes.push(to);
-        }
+        keep_first(
+            &mut self.core.syncs.steps.get_mut().relay,
+            (coll, &key),
+            &to,
+        );
         let Some((pe, moves, order, home)) = known else {
             return;
         };
