@@ -5,7 +5,7 @@
 # of the whole process and its peak resident memory.
 #
 #   cargo build --release -p chorus-apps -p chorus-examples
-#   scripts/scale-table.sh            # the full list (several minutes on 2 cores)
+#   scripts/scale-table.sh            # the full list (about 15 minutes on 2 cores)
 #   scripts/scale-table.sh --quick    # smaller sizes, a smoke check (under a minute)
 #
 # Events and events/s are the simulator's figures from the run's JSON: the `--json`
@@ -67,6 +67,7 @@ else
     runs=(
         "chorus-bench sim-scale --pes 131072 --json"
         "chorus-bench sim-scale --pes 1048576 --json"
+        "chorus-bench sim-scale --pes 10000000 --json"
         "mcmc --layer sim --pes 8192 --lb collective:1 --json"
         "mcmc --layer sim --pes 8192 --lb async --json"
         "sections --layer sim --pes 100000 --stats json"

@@ -3,11 +3,10 @@
 //! usage error naming both, not an abort or a panic minutes later.
 
 /// Memory per simulated PE, bytes: `hello --layer sim --pes 400000` peaked at
-/// 978 MB resident (2.4 KB per PE; each PE holds a group member and its part of a
-/// reduction), above the 1.6 KiB of heap `chorus-bench sim-scale` measured (README
-/// *The sim layer*). With 1.7 KB, `hello --pes 450000` under `ulimit -v 1000000`
-/// passed the check and aborted when an allocation failed.
-pub const SIM_BYTES_PER_PE: u64 = 2_500;
+/// 664 MB of address space (1.7 KB per PE, which `ulimit -v` counts) and 572 MB
+/// resident, above the 1.2 KB per PE `chorus-bench sim-scale` peaks at (README
+/// *The sim layer*). Each PE holds a group member and its part of a reduction.
+pub const SIM_BYTES_PER_PE: u64 = 1_800;
 
 /// Memory per key of a radix sort, bytes, over the key's own size: `radix --layer
 /// sim --pes 8 --keys-per-pe 1000000` peaked at 124 MB with u32 keys and 238 MB

@@ -138,11 +138,12 @@ fn a_run_beyond_an_address_space_limit_is_refused_with_a_message_not_sigabrt() {
     // Before, the simulator's allocations failed part way and the process aborted;
     // hello at 450,000 PEs and radix's keys still did after the first checks came
     // (the sim's 1.7 KB per PE was sim-scale's heap, not hello's 2.4 KB; radix had
-    // no check).
+    // no check). Hello's PEs now take 1.7 KB of address space, so 600,000 is the
+    // size just beyond this limit.
     let bin = |name: &str| format!("{}/{name}", Path::new(hello()).parent().unwrap().display());
     let cases = [
         ("hello", "--layer sim --pes 2000000", "--pes 2000000 on sim"),
-        ("hello", "--layer sim --pes 450000", "--pes 450000 on sim"),
+        ("hello", "--layer sim --pes 600000", "--pes 600000 on sim"),
         (
             "jquick",
             "--layer sim --pes 8 --n 100000000",
