@@ -52,6 +52,7 @@ pub use analysis::{compact, read, report_html, summary, validate, views};
 pub use capture::{chrome, collector, recorder};
 
 pub use analysis::events::{Format, Source};
+pub use analysis::model::{LbPeLoad, LbStep, LB_PE_LOAD, LB_STEP};
 pub use chrome::WriteStats;
 pub use collector::Collector;
 pub use compact::{CompactFlow, CompactTrace, CompactTrack, FlowId, Span, Strings};

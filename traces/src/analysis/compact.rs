@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::analysis::events::read_items;
 use crate::analysis::model::{
-    bad, track_order, Args, FlowEnd, FlowMatcher, Format, Item, KnownArgs, LbStep, Source,
+    bad, track_order, Args, FlowEnd, FlowMatcher, Format, Item, KnownArgs, LbPeLoad, LbStep, Source,
 };
 use crate::analysis::read::Trace;
 use crate::error::TraceError;
@@ -370,6 +370,9 @@ pub struct CompactTrace {
     /// The chare-array balancing steps, in file order (one per step of the run, so
     /// as many as the run had, a handful per phase of the program).
     pub lb_steps: Vec<LbStep>,
+    /// Each traced PE's load in each balancing step, in file order (one per traced
+    /// PE and step: a slice of the PE's track holds each).
+    pub lb_pe_loads: Vec<LbPeLoad>,
 }
 
 impl CompactTrace {
@@ -406,6 +409,8 @@ impl CompactTrace {
                 b.tracks[i].push(&span);
                 b.lb_steps
                     .extend(LbStep::of(&s.name, s.ts_ns, s.dur_ns, &s.args));
+                b.lb_pe_loads
+                    .extend(LbPeLoad::of(&s.name, t.pe(), s.ts_ns, &s.args));
             }
             for inst in &t.instants {
                 b.tracks[i].push_instant(inst.ts_ns);
@@ -472,6 +477,7 @@ struct CompactBuilder {
     flow_track_index: HashMap<(u32, u32), u32>,
     flow_tracks: Vec<(u32, u32)>,
     lb_steps: Vec<LbStep>,
+    lb_pe_loads: Vec<LbPeLoad>,
 }
 
 impl CompactBuilder {
@@ -531,6 +537,9 @@ impl CompactBuilder {
                 self.tracks[i].push(&span);
                 self.lb_steps
                     .extend(LbStep::of(&name, ts_ns, dur_ns, &args));
+                let pe = crate::ids::run_id(tid);
+                self.lb_pe_loads
+                    .extend(LbPeLoad::of(&name, pe, ts_ns, &args));
             }
             Item::Instant {
                 pid, tid, ts_ns, ..
@@ -599,6 +608,7 @@ impl CompactBuilder {
             display_time_unit: None,
             format: Format::ChromeJson,
             lb_steps: self.lb_steps,
+            lb_pe_loads: self.lb_pe_loads,
         }
     }
 }

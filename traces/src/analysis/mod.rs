@@ -8,8 +8,9 @@
 //! and which format a file is), [`read`] and [`compact`]; the results `figures` and
 //! what computes them, [`views`] and `accumulate` (the summary's passes);
 //! [`validate`]; `style` (number formats, palette, escaping) and the renderers
-//! [`summary_text`] and, with `svg`, `report_overview` and `report_views`,
-//! [`report_html`]; [`summary`] runs the passes.
+//! [`summary_text`] and, with `svg`, `report_overview`, `report_views` and
+//! `report_lb` (each balancing step's per-PE loads), [`report_html`]; [`summary`]
+//! runs the passes.
 
 pub(crate) mod accumulate;
 pub mod compact;
@@ -20,6 +21,7 @@ pub mod protobuf;
 pub(crate) mod protobuf_rules;
 pub mod read;
 pub mod report_html;
+pub(crate) mod report_lb;
 pub(crate) mod report_overview;
 pub(crate) mod report_views;
 pub(crate) mod style;

@@ -60,7 +60,7 @@ pub struct KnownArgs {
     msg_id: Option<Value>,
     name: Option<Value>,
     sort_index: Option<Value>,
-    lb: [Option<Value>; LB_STEP_ARGS.len()],
+    lb: [Option<Value>; LB_ARGS.len()],
 }
 
 impl KnownArgs {
@@ -71,7 +71,7 @@ impl KnownArgs {
             "msg_id" => Some(&mut self.msg_id),
             "name" => Some(&mut self.name),
             "sort_index" => Some(&mut self.sort_index),
-            _ => LB_STEP_ARGS
+            _ => LB_ARGS
                 .iter()
                 .position(|&k| k == key)
                 .map(|i| &mut self.lb[i]),
@@ -85,7 +85,7 @@ impl KnownArgs {
             "msg_id" => self.msg_id.as_ref(),
             "name" => self.name.as_ref(),
             "sort_index" => self.sort_index.as_ref(),
-            _ => LB_STEP_ARGS
+            _ => LB_ARGS
                 .iter()
                 .position(|&k| k == key)
                 .and_then(|i| self.lb[i].as_ref()),
@@ -146,6 +146,25 @@ const LB_STEP_ARGS: [&str; 9] = [
     "load_max_after_ns",
 ];
 
+/// The arguments of an [`LB_PE_LOAD`] phase the report reads.
+const LB_PE_LOAD_ARGS: [&str; 4] = ["round", "array", "load_before_ns", "load_after_ns"];
+
+/// Every balancing argument [`KnownArgs`] keeps: a step's, and a PE's in a step.
+const LB_ARGS: [&str; 12] = [
+    LB_STEP_ARGS[0],
+    LB_STEP_ARGS[1],
+    LB_STEP_ARGS[2],
+    LB_STEP_ARGS[3],
+    LB_STEP_ARGS[4],
+    LB_STEP_ARGS[5],
+    LB_STEP_ARGS[6],
+    LB_STEP_ARGS[7],
+    LB_STEP_ARGS[8],
+    LB_PE_LOAD_ARGS[1],
+    LB_PE_LOAD_ARGS[2],
+    LB_PE_LOAD_ARGS[3],
+];
+
 /// One balancing step as its [`LB_STEP`] phase tells it: when, what moved, and the
 /// least, mean and most PE load (ns) before and after.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -154,6 +173,8 @@ pub struct LbStep {
     pub ts_ns: u64,
     /// Its duration in ns.
     pub dur_ns: u64,
+    /// The array balanced (its creator PE in the high 32 bits; 0 in older traces).
+    pub array: u64,
     /// The step's round.
     pub round: u64,
     /// Elements moved.
@@ -184,11 +205,51 @@ impl LbStep {
         Some(LbStep {
             ts_ns,
             dur_ns,
+            array: get("array").unwrap_or(0),
             round: get("round")?,
             migrations: get("migrations")?,
             objects: get("objects")?,
             before: loads("before")?,
             after: loads("after")?,
+        })
+    }
+}
+
+/// The name of the phase each traced PE records at a balancing step's resume, with
+/// its own load in the step.
+pub const LB_PE_LOAD: &str = "chorus::lb_pe_load";
+
+/// One PE's load in one balancing step, as its [`LB_PE_LOAD`] phase tells it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LbPeLoad {
+    /// The PE, as the run numbers it.
+    pub pe: u32,
+    /// When it recorded it (the step's resume on the PE), in ns.
+    pub ts_ns: u64,
+    /// The array balanced, as [`LbStep::array`].
+    pub array: u64,
+    /// The step's round.
+    pub round: u64,
+    /// Its load (ns) in the load database before the step.
+    pub before: u64,
+    /// The load (ns) the step's moves assigned it.
+    pub after: u64,
+}
+
+impl LbPeLoad {
+    /// The record a slice named `name` with `args` on PE `pe`'s track is, if any.
+    pub fn of<A: Args>(name: &str, pe: u32, ts_ns: u64, args: &A) -> Option<LbPeLoad> {
+        if name != LB_PE_LOAD {
+            return None;
+        }
+        let get = |k: &str| args.u64_arg(k);
+        Some(LbPeLoad {
+            pe,
+            ts_ns,
+            array: get("array").unwrap_or(0),
+            round: get("round")?,
+            before: get("load_before_ns")?,
+            after: get("load_after_ns")?,
         })
     }
 }
@@ -476,5 +537,18 @@ mod lb_step_tests {
         assert_eq!((s.before, s.after), ([4, 5, 6], [7, 8, 9]));
         assert_eq!(LbStep::of("other", 5, 6, &a), None);
         assert_eq!(LbStep::of(LB_STEP, 5, 6, &args(&LB_STEP_ARGS[..8])), None);
+    }
+
+    #[test]
+    fn a_pe_load_reads_its_arguments_and_needs_its_loads() {
+        let a = args(&LB_PE_LOAD_ARGS);
+        let l = LbPeLoad::of(LB_PE_LOAD, 3, 7, &a).expect("a PE load");
+        assert_eq!((l.pe, l.ts_ns, l.round, l.array), (3, 7, 1, 2));
+        assert_eq!((l.before, l.after), (3, 4));
+        assert_eq!(LbPeLoad::of(LB_STEP, 3, 7, &a), None);
+        assert_eq!(
+            LbPeLoad::of(LB_PE_LOAD, 3, 7, &args(&LB_PE_LOAD_ARGS[..3])),
+            None
+        );
     }
 }

@@ -87,6 +87,7 @@ pub fn render_report_compact(
     entry_table(&mut o, summary, &colour_of);
     heat_map(&mut o, summary, opts);
     lb_steps(&mut o, &trace.lb_steps);
+    crate::analysis::report_lb::lb_pe_loads(&mut o, &trace.lb_steps, &trace.lb_pe_loads);
     size_histogram(&mut o, summary);
     critical_path_table(&mut o, critical_path(trace).as_ref());
     o.push_str("</body>\n</html>\n");

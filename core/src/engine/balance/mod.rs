@@ -106,6 +106,9 @@ struct Steps {
     /// which hear of each receiver's own move in the step: at most [`SENDERS_KEPT`]
     /// entries per element that left, cleared at the array's resume.
     relay: HashMap<(CollectionId, IndexKey), Vec<Pe>>,
+    /// On a traced PE, its loads in each step being gathered or planned (at most two
+    /// per array, as gathers; each dropped at its step's resume here).
+    loads: HashMap<(CollectionId, u32), loads::PeLoads>,
 }
 
 /// How many sender PEs an element's record keeps: a stencil's or a mesh's
@@ -415,6 +418,7 @@ impl PeRuntime {
             .comm
             .remove(&(coll, addr.key.clone()))
             .unwrap_or_default();
+        self.note_obj_load(coll, round, &addr.key, load);
         let obj = ObjRecord {
             key: addr.key,
             pe: me,
@@ -581,7 +585,12 @@ impl PeRuntime {
                 g.children += 1;
                 self.try_send_up(coll, round);
             }
-            BalanceMsg::Plan(Plan { coll, round, parts }) => self.scatter(coll, round, parts),
+            BalanceMsg::Plan(Plan {
+                coll,
+                round,
+                parts,
+                balanced,
+            }) => self.scatter((coll, round), parts, balanced),
             BalanceMsg::Arrived(Arrived { coll, round }) => self.child_landed(coll, round),
             BalanceMsg::Resume(Resume { coll, round }) => self.on_resume(coll, round),
             BalanceMsg::StartLb(StartLb { coll }) => self.start_asked(coll),
@@ -633,6 +642,7 @@ impl PeRuntime {
         let syncs = &mut self.core.syncs;
         let background = (syncs.busy - syncs.in_elements).max(0.0);
         (syncs.busy, syncs.in_elements) = (0.0, 0.0);
+        self.note_background(coll, round, background);
         g.pes.push(PeRecord {
             pe: self.core.me,
             background,
@@ -653,6 +663,7 @@ impl PeRuntime {
     }
 }
 
+mod loads;
 mod plan;
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ impl PeRuntime {
                     .get(&coll)
                     .is_some_and(|&t| now - t < secs)
                 {
-                    return self.scatter(coll, round, Vec::new());
+                    return self.scatter((coll, round), Vec::new(), false);
                 }
                 steps.last_balanced.insert(coll, now);
             }
@@ -175,23 +175,25 @@ impl PeRuntime {
             loads_before: stats.pe_loads(),
             loads_after: loads_after(&stats, &moves),
         };
-        let parts = Self::parts(&stats, &moves);
+        let parts = Self::parts(&stats, &moves, &report.loads_after);
         self.core
             .syncs
             .steps
             .get_mut()
             .underway
             .insert((coll, round), Underway { report });
-        self.scatter(coll, round, parts);
+        self.scatter((coll, round), parts, true);
     }
 
-    /// Each PE's part of the plan: what it sends and how many it receives.
-    fn parts(stats: &LoadStats, moves: &[Move]) -> Vec<PlanPart> {
+    /// Each PE's part of the plan: what it sends, how many it receives and the load
+    /// `after` leaves it with.
+    fn parts(stats: &LoadStats, moves: &[Move], after: &[f64]) -> Vec<PlanPart> {
         let mut by_pe: BTreeMap<Pe, PlanPart> = BTreeMap::new();
         let new = |&pe: &Pe| PlanPart {
             pe,
             out: Vec::new(),
             incoming: 0,
+            load_after: after.get(pe as usize).copied().unwrap_or(0.0),
         };
         for m in moves {
             let o = &stats.objs[m.obj as usize];
@@ -206,31 +208,39 @@ impl PeRuntime {
     /// child, so every PE answers for its subtree), and follow this PE's own part.
     /// Down the tree, not from PE 0 to each PE, so that no PE sends or receives more
     /// than its children's messages in a step.
-    pub(super) fn scatter(&mut self, coll: CollectionId, round: u32, parts: Vec<PlanPart>) {
+    pub(super) fn scatter(
+        &mut self,
+        (coll, round): (CollectionId, u32),
+        parts: Vec<PlanPart>,
+        balanced: bool,
+    ) {
         let me = self.core.me;
         let children: Vec<Pe> = self.core.tree_children().collect();
         let mut below: Vec<Vec<PlanPart>> = vec![Vec::new(); children.len()];
-        let mut mine = PlanPart {
-            pe: me,
-            out: Vec::new(),
-            incoming: 0,
-        };
+        let mut mine = None;
         for part in parts {
             if part.pe == me {
-                mine = part;
+                mine = Some(part);
             } else if let Some(i) = self.child_towards(part.pe, &children) {
                 below[i].push(part);
             }
         }
+        self.note_plan((coll, round), mine.as_ref(), balanced);
+        let (out, incoming) = mine.map_or((Vec::new(), 0), |m| (m.out, m.incoming));
         let a = self.landing(coll, round);
-        a.want = Some(mine.incoming);
+        a.want = Some(incoming);
         a.children = children.len();
         for (child, parts) in children.into_iter().zip(below) {
-            let plan = Plan { coll, round, parts };
+            let plan = Plan {
+                coll,
+                round,
+                parts,
+                balanced,
+            };
             let env = self.core.envelope(plan, SendOpts::default());
             self.core.post(child, env);
         }
-        self.follow(coll, mine.out);
+        self.follow(coll, out);
         self.check_arrivals(coll, round);
     }
 
@@ -347,6 +357,7 @@ impl PeRuntime {
             report.ended = self.core.now();
             let mut args = vec![
                 ("round", u64::from(round)),
+                ("array", super::loads::array_arg(coll)),
                 ("migrations", report.migrations as u64),
                 ("objects", report.objects as u64),
             ];
@@ -354,7 +365,7 @@ impl PeRuntime {
             args.extend(load_args(&report.loads_after, LOAD_AFTER_KEYS));
             let (t0, t1) = (ns(report.started), ns(report.ended));
             if let Some(t) = self.core.trace_mut() {
-                t.phase(t0, t1.saturating_sub(t0), "chorus::lb_step", &args);
+                t.phase(t0, t1.saturating_sub(t0), chorus_traces::LB_STEP, &args);
             }
             self.core.report.get_mut().balance.push(report);
         }
@@ -366,6 +377,7 @@ impl PeRuntime {
         self.core.past_round(coll, round);
         self.core.release_held(coll);
         self.core.syncs.end_relay(coll);
+        self.record_pe_load(coll, round);
         for c in self.core.tree_children().collect::<Vec<_>>() {
             let env = self
                 .core

@@ -53,13 +53,16 @@ pub(crate) struct SyncUp {
     pub(crate) pes: Vec<PeRecord>,
 }
 
-/// One PE's part of the plan of a step: the elements it sends away, and how many it
-/// receives.
+/// One PE's part of the plan of a step: the elements it sends away, how many it
+/// receives, and the load (seconds) the moves leave it with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct PlanPart {
     pub(crate) pe: Pe,
     pub(crate) out: Vec<(IndexKey, Pe)>,
     pub(crate) incoming: u32,
+    /// PE 0's figure, so the PE's trace records the load the database assigned it
+    /// (a PE with no part keeps the load it was measured at).
+    pub(crate) load_after: f64,
 }
 
 /// PE 0's plan of step `round` for the subtree of the PE it is sent to, down the PE
@@ -69,6 +72,9 @@ pub(crate) struct Plan {
     pub(crate) coll: CollectionId,
     pub(crate) round: u32,
     pub(crate) parts: Vec<PlanPart>,
+    /// Whether the strategy ran (false: a step ended without moves because it came
+    /// too soon after the last balancing step), so traces record only real steps.
+    pub(crate) balanced: bool,
 }
 
 /// Every element the plan of step `round` sends into the subtree of the PE that
@@ -147,7 +153,7 @@ impl Body for Plan {
     }
     fn body_bytes(&self) -> u64 {
         let parts = self.parts.iter();
-        20 + parts.map(|p| 8 + 16 * p.out.len() as u64).sum::<u64>()
+        21 + parts.map(|p| 16 + 16 * p.out.len() as u64).sum::<u64>()
     }
 }
 
