@@ -8,6 +8,7 @@ use crate::base::hash::{HashMap, HashSet};
 use crate::base::ids::{ChareId, CollectionId, IndexKey, Pe};
 use crate::base::lazy::Lazy;
 use crate::base::tree;
+use crate::base::vec_map::VecMap;
 use crate::engine::balance::Syncs;
 use crate::engine::flow::{self, Flow};
 use crate::engine::ledger::{Dropped, Ledger};
@@ -128,8 +129,10 @@ pub(crate) struct PeCore {
     pub(super) next_coll_seq: u32,
     /// Array sections made here so far (`engine/section.rs`).
     pub(super) next_section_seq: u32,
-    /// The arrays this PE has heard of (boxed on first use).
-    pub(super) arrays: Lazy<HashMap<CollectionId, ArrayMeta>>,
+    /// The arrays this PE has heard of (boxed on first use): a sorted vector, looked
+    /// up on every send to an element, where hashing the id cost more than the
+    /// search through the few arrays a PE knows.
+    pub(super) arrays: Lazy<VecMap<CollectionId, ArrayMeta>>,
     /// The nodegroups whose member lives here: one per nodegroup created, as the
     /// collections themselves, so it grows no faster than they do.
     pub(super) node_groups: Lazy<HashSet<CollectionId>>,

@@ -148,6 +148,7 @@ impl Syncs {
     }
 
     /// Whether handlers are timed for a strategy.
+    #[inline]
     pub(crate) fn measuring(&self) -> bool {
         self.strategy.is_some()
     }
@@ -198,10 +199,16 @@ impl Syncs {
 
 impl Syncs {
     /// Note that PE `src` sent element `key` of `coll` a message here (when measuring).
+    #[inline]
     pub(crate) fn note_sender(&mut self, coll: CollectionId, key: &IndexKey, src: Pe) {
         if !self.measuring() {
             return;
         }
+        self.note_sender_measured(coll, key, src);
+    }
+
+    /// `note_sender`'s work, out of line: only a balanced job does it.
+    fn note_sender_measured(&mut self, coll: CollectionId, key: &IndexKey, src: Pe) {
         keep_first(&mut self.steps.get_mut().senders, (coll, key), &src);
     }
 
@@ -282,7 +289,12 @@ impl PeCore {
 
     /// Note a message from the running element to element `to` of its own array,
     /// for strategies that place by communication.
+    #[inline]
     pub(crate) fn note_element_send(&mut self, coll: CollectionId, to: &IndexKey, bytes: u64) {
+        // Checked here, inline, so a job without a strategy pays no call per send.
+        if !self.syncs.measuring() {
+            return;
+        }
         if let Current::Element(c, from) = &self.current {
             if *c == coll {
                 self.syncs.note_receiver(coll, &from.key, to);
