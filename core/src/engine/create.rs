@@ -257,30 +257,21 @@ impl PeRuntime {
     }
 
     fn insert(&mut self, i: Insert) {
-        let Insert {
-            coll,
-            addr,
-            init,
-            hops,
-        } = i;
-        let me = self.core.me;
+        let (me, coll) = (self.core.me, i.coll);
         let Some(c) = self.colls.get(&coll) else {
             return;
         };
         let ty = c.ty;
-        let home = match self.core.locate(coll, &addr) {
+        let home = match self.core.locate(coll, &i.addr) {
             Ok(home) => home,
             Err(e) => return self.core.fail(e),
         };
         if home != me {
-            let i = Insert {
-                coll,
-                addr,
-                init,
-                hops,
-            };
             return self.forward_insert(i, home);
         }
+        let Insert {
+            addr, init, round, ..
+        } = i;
         let resident = match &c.members {
             Members::Array { elements, .. } => elements.contains_key(&addr.key),
             Members::Group { .. } => false,
@@ -330,8 +321,10 @@ impl PeRuntime {
                     home,
                     moves: 0,
                     load: 0.0,
-                    // The first step its home has not yet begun (see `balance`).
-                    syncs: self.core.next_round(coll),
+                    // The first step neither its home nor the inserting PE had
+                    // begun (see `balance`): from main or a group while a step
+                    // runs, the next one, as from an element inside the step.
+                    syncs: self.core.next_round(coll).max(round),
                 },
             );
         }

@@ -507,6 +507,7 @@ impl PeCore {
                     addr,
                     init,
                     hops: 0,
+                    round: self.next_round(coll),
                 };
                 self.post_after_step(coll, pe, kind.into(), SendOpts::expedited());
             }

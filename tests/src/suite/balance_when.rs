@@ -2,11 +2,11 @@
 //! step waiting until a program calls `ctx.start_lb`; by time (`--lb-period-secs`),
 //! the first step and then the first one a period after the last balancing step.
 
-use crate::suite::balance::{registry, start_steppers, Stepper, Twist};
+use crate::suite::balance::{registry, start_steppers, StepMsg, Stepper, Total, Twist};
 use crate::{config, pes};
 use chorus_core::{
-    ArrayProxy, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, Layer, RunReport, Runtime,
-    SyncError,
+    ArrayMap, ArrayProxy, Callback, Chare, Config, Ctx, Entry, ErrorPolicy, Layer, RunReport,
+    Runtime, SyncError,
 };
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +82,122 @@ pub fn manual_steps_wait_for_start_lb(layer: Layer) {
     assert_eq!(report.output::<u64>("resumed"), Some(16));
 }
 
+/// Asks for a balancing step each time the job is quiet, `left` times; the first
+/// time, before asking, it inserts element [`INSERTED_OUTSIDE`] from outside any
+/// step (this chare is no element) while the step waits, and closes the insertions.
+/// A newcomer of `Twist::None` does not start by itself: the second time it is
+/// sent its first step, after the first step resumed.
+#[derive(Clone, Serialize, Deserialize)]
+struct OutsideInserter {
+    arr: ArrayProxy<Stepper, usize>,
+    newcomer: (u32, Twist, Callback),
+    inserted: bool,
+    left: u32,
+    quiet: Entry<OutsideInserter, ()>,
+}
+
+/// The element [`OutsideInserter`] inserts: past the array's dense range, so the
+/// block map homes it on the last PE, which has no element before.
+const INSERTED_OUTSIDE: usize = 2_000;
+
+impl Chare for OutsideInserter {
+    type Init = OutsideInserter;
+    type Msg = ();
+    fn create(init: OutsideInserter, _: &mut Ctx) -> Self {
+        init
+    }
+    fn handle(&mut self, (): (), ctx: &mut Ctx) {
+        if self.left == 0 {
+            ctx.publish("stuck", &true);
+            return ctx.exit();
+        }
+        if !self.inserted {
+            self.inserted = true;
+            self.arr
+                .insert(ctx, INSERTED_OUTSIDE, self.newcomer.clone());
+            self.arr.done_inserting(ctx);
+        } else if self.newcomer.1 == Twist::None {
+            self.arr.send(ctx, &INSERTED_OUTSIDE, StepMsg::Step);
+        }
+        self.left -= 1;
+        if let Err(e) = ctx.start_lb(&self.arr) {
+            return ctx.fail("OutsideInserter", e.to_string());
+        }
+        if let Some(me) = ctx.this_chare::<OutsideInserter>() {
+            ctx.start_quiescence(Callback::chare(&me, self.quiet));
+        }
+    }
+}
+
+/// An element inserted from outside any step (a chare's handler on PE 0, which has
+/// begun the step) while a step runs (waiting at PE 0 under `--lb-manual`), homed on
+/// a PE that has no element and so never began the step, joins the next step, as an
+/// element inserted inside a step does: the step in progress balances the others,
+/// the next one every element, and each resumes once per step it took part in.
+pub fn an_element_inserted_from_outside_a_step_joins_the_next(layer: Layer) {
+    insert_from_outside(layer, 0, (1, Twist::Newcomer));
+}
+
+/// The same insert from a chare on a PE with no element, which has begun no step,
+/// to a home that has begun none: the newcomer joins the step in progress, whose
+/// records have all gone up to PE 0, so its record is too late to be balanced and
+/// it resumes with that step; the next step balances every element.
+pub fn an_element_inserted_too_late_for_a_step_resumes_with_it(layer: Layer) {
+    insert_from_outside(layer, 5, (2, Twist::Newcomer));
+}
+
+/// The same newcomer, started only after the step it joined resumed on its home:
+/// its `at_sync` in that step resumes at once, unbalanced, and it syncs in the next
+/// with the others (it waited for ever for the resume of a step that was over).
+pub fn an_element_syncing_in_a_step_already_over_resumes_at_once(layer: Layer) {
+    insert_from_outside(layer, 5, (2, Twist::None));
+}
+
+/// Two steps of 4 elements on 8 PEs under `--lb-manual`; a chare on `inserter_pe`
+/// inserts element [`INSERTED_OUTSIDE`], which takes part in `newcomer_steps` steps
+/// (starting as its `twist` says), while the first step waits; both steps end, the
+/// second balancing 5 elements.
+fn insert_from_outside(layer: Layer, inserter_pe: u32, (newcomer_steps, twist): (u32, Twist)) {
+    let (mut reg, total_entry) = registry();
+    reg.chare::<OutsideInserter>("OutsideInserter");
+    let quiet = reg.entry::<OutsideInserter, ()>("quiet", |()| ());
+    let p = pes(layer, 8);
+    let mut cfg = config(layer, p, ErrorPolicy::Abort);
+    cfg.array_lb = "test-greedy".to_string();
+    cfg.lb_manual = true;
+    let (elements, steps) = (4, 2);
+    let report = Runtime::new(reg, cfg)
+        .run(move |ctx| {
+            let total = ctx.create_chare::<Total>((), 0);
+            let done = Callback::chare(&total, total_entry);
+            let arr = ctx.create_array_1d::<Stepper>(
+                elements,
+                (steps, Twist::None, done.clone()),
+                ArrayMap::Block,
+            );
+            arr.broadcast(ctx, StepMsg::Step);
+            let inserter = OutsideInserter {
+                arr,
+                newcomer: (newcomer_steps, twist, done),
+                inserted: false,
+                left: steps,
+                quiet,
+            };
+            let inserter = ctx.create_chare::<OutsideInserter>(inserter, inserter_pe % p);
+            ctx.start_quiescence(Callback::chare(&inserter, quiet));
+        })
+        .expect("a manually balanced run");
+    assert_eq!(
+        report.output::<bool>("stuck"),
+        None,
+        "{layer:?}: no step waits"
+    );
+    let objects: Vec<usize> = report.per_pe[0].balance.iter().map(|b| b.objects).collect();
+    assert_eq!(objects, vec![elements, elements + 1], "{layer:?}");
+    let resumed = elements as u64 * u64::from(steps) + u64::from(newcomer_steps);
+    assert_eq!(report.output::<u64>("resumed"), Some(resumed), "{layer:?}");
+}
+
 /// `start_lb` without `--lb-manual` is refused with a typed error; the run goes on.
 pub fn start_lb_without_manual_mode_is_refused(layer: Layer) {
     let (reg, total_entry) = registry();
@@ -135,6 +251,18 @@ pub const TESTS: &[crate::suite::Test] = &[
     (
         "manual_steps_wait_for_start_lb",
         manual_steps_wait_for_start_lb,
+    ),
+    (
+        "an_element_inserted_from_outside_a_step_joins_the_next",
+        an_element_inserted_from_outside_a_step_joins_the_next,
+    ),
+    (
+        "an_element_inserted_too_late_for_a_step_resumes_with_it",
+        an_element_inserted_too_late_for_a_step_resumes_with_it,
+    ),
+    (
+        "an_element_syncing_in_a_step_already_over_resumes_at_once",
+        an_element_syncing_in_a_step_already_over_resumes_at_once,
     ),
     (
         "start_lb_without_manual_mode_is_refused",

@@ -91,6 +91,10 @@ struct Steps {
     /// The step an element inserted here now first syncs in, per array: one past
     /// the last step gathered, joined or resumed here (one entry per array).
     next_round: HashMap<CollectionId, u32>,
+    /// The last step of each array this PE passed up the tree (on PE 0: decided)
+    /// and the last it resumed (one entry per array), for elements inserted into a
+    /// step too late to be gathered in it (see [`Passed`]).
+    passed: HashMap<CollectionId, Passed>,
     /// Inserts and `done_inserting` calls of elements inside a step, posted when the
     /// step resumes here (each entry one call, all dropped at the resume).
     held: HashMap<CollectionId, Vec<(Pe, Kind, SendOpts)>>,
@@ -109,6 +113,18 @@ struct Steps {
     /// On a traced PE, its loads in each step being gathered or planned (at most two
     /// per array, as gathers; each dropped at its step's resume here).
     loads: HashMap<(CollectionId, u32), loads::PeLoads>,
+}
+
+/// How far a step of an array went on one PE. An element inserted from outside a
+/// step joins the first one neither the inserting PE nor its home had begun, which
+/// may already be passed up further up the tree: a record of such a step reaching a
+/// PE that passed it up is dropped, the step goes on without it, and the newcomer
+/// resumes with the step, unbalanced; one that syncs after the step resumed on its PE
+/// resumes at once.
+#[derive(Default, Clone, Copy)]
+pub(super) struct Passed {
+    up: Option<u32>,
+    resumed: Option<u32>,
 }
 
 /// How many sender PEs an element's record keeps: a stencil's or a mesh's
@@ -354,6 +370,18 @@ impl PeCore {
         *next = (*next).max(round.saturating_add(1));
     }
 
+    /// How far the steps of `coll` went here.
+    fn passed(&self, coll: CollectionId) -> Passed {
+        let steps = self.syncs.steps.get();
+        steps
+            .and_then(|s| s.passed.get(&coll).copied())
+            .unwrap_or_default()
+    }
+
+    pub(super) fn passed_mut(&mut self, coll: CollectionId) -> &mut Passed {
+        self.syncs.steps.get_mut().passed.entry(coll).or_default()
+    }
+
     /// Whether nothing a handler asked for waits to be acted on.
     pub(crate) fn settled(&self) -> bool {
         self.deferred.is_empty()
@@ -400,7 +428,9 @@ impl PeRuntime {
         self.core.past_round(coll, round);
         // Under a time period or by hand, PE 0 decides whether the gathered step
         // balances; a step period is known to every element.
-        let balances = self.core.syncs.strategy.is_some()
+        let late = self.core.passed(coll).resumed.is_some_and(|r| round <= r);
+        let balances = !late
+            && self.core.syncs.strategy.is_some()
             && match self.core.syncs.period {
                 LbPeriod::Steps(period) => balances_at(e.syncs, period),
                 LbPeriod::Seconds(_) | LbPeriod::Manual => true,
@@ -579,6 +609,9 @@ impl PeRuntime {
     /// Run a load-balancing message.
     pub(super) fn on_balance(&mut self, m: BalanceMsg, _from: Origin) {
         match m {
+            BalanceMsg::SyncHome(SyncHome { coll, round, .. })
+            | BalanceMsg::SyncUp(SyncUp { coll, round, .. })
+                if self.core.passed(coll).up.is_some_and(|u| round <= u) => {}
             BalanceMsg::SyncHome(SyncHome { coll, round, obj }) => {
                 let g = self.gather(coll, round);
                 g.objs.push(obj);
@@ -651,6 +684,8 @@ impl PeRuntime {
             return;
         };
         self.core.past_round(coll, round);
+        let p = self.core.passed_mut(coll);
+        p.up = p.up.max(Some(round));
         let syncs = &mut self.core.syncs;
         let background = (syncs.busy - syncs.in_elements).max(0.0);
         (syncs.busy, syncs.in_elements) = (0.0, 0.0);

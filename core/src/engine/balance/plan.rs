@@ -375,6 +375,8 @@ impl PeRuntime {
     /// Step `round` is over: pass the resume on and resume the elements here.
     pub(super) fn on_resume(&mut self, coll: CollectionId, round: u32) {
         self.core.past_round(coll, round);
+        let p = self.core.passed_mut(coll);
+        p.resumed = p.resumed.max(Some(round));
         self.core.release_held(coll);
         self.core.syncs.end_relay(coll);
         self.record_pe_load(coll, round);

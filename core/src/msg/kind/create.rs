@@ -70,6 +70,10 @@ pub(crate) struct Insert {
     pub(crate) init: Payload,
     /// Times the insert was forwarded towards the element's home.
     pub(crate) hops: u8,
+    /// The first balancing step the element takes part in as the inserting PE saw
+    /// it (one past the last step it began); its home takes the later of this and
+    /// its own, so a newcomer never joins a step the inserting PE had begun.
+    pub(crate) round: u32,
 }
 
 /// Array `coll` has all its inserts: count its elements again, down the tree.
@@ -151,7 +155,7 @@ impl Body for Insert {
         Some(self.coll)
     }
     fn body_bytes(&self) -> u64 {
-        16 + self.addr.key.0.len() as u64 + self.init.wire_len()
+        20 + self.addr.key.0.len() as u64 + self.init.wire_len()
     }
 }
 
