@@ -58,7 +58,7 @@ pub mod wire;
 
 // The module paths of earlier releases, kept for users.
 pub use api::{chare, ctx, migration, proxy, registry, report, target};
-pub use base::{bytes, cli, config, error, ids, logging, tree};
+pub use base::{bytes, cli, config, error, ids, logging, packed, tree};
 /// Message values and their type-erased form.
 pub use msg::payload as message;
 pub use msg::{array, callback, reduction};

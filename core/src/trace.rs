@@ -251,9 +251,11 @@ pub(crate) struct PeTrace {
     /// The entry named last: a chare's messages mostly run the entry its last one
     /// ran, which this finds without hashing.
     last_entry: Option<((TypeId, u32), NameId)>,
-    /// User, span and runtime names already interned.
-    labels: HashMap<&'static str, NameId>,
-    dynamic: HashMap<Box<str>, NameId>,
+    /// Runtime names already interned (looked up on every traced runtime message,
+    /// such as an `ask`'s reply, so with ahash too).
+    labels: HashMap<&'static str, NameId, ahash::RandomState>,
+    /// User event and span names already interned.
+    dynamic: HashMap<Box<str>, NameId, ahash::RandomState>,
     incoming: Option<Incoming>,
     /// When the delivery of the next message began, if before it is processed (the
     /// sim charges receive and handler costs first, and they belong to the entry).
@@ -270,8 +272,8 @@ impl PeTrace {
             names,
             entries: HashMap::default(),
             last_entry: None,
-            labels: HashMap::new(),
-            dynamic: HashMap::new(),
+            labels: HashMap::default(),
+            dynamic: HashMap::default(),
             incoming: None,
             delivery_at: None,
             open_entries: 0,

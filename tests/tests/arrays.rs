@@ -22,3 +22,10 @@ fn elements_inserted_after_creation_receive_messages_and_join_reductions() {
         arrays::elements_inserted_after_creation_receive_messages_and_join_reductions(layer);
     }
 }
+
+#[test]
+fn a_recount_waits_for_the_inserts_it_covers() {
+    for layer in layers() {
+        arrays::a_recount_waits_for_the_inserts_it_covers(layer);
+    }
+}

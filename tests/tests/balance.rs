@@ -144,21 +144,15 @@ fn a_time_period_balances_the_steps_it_spans() {
 
 #[test]
 fn an_element_inserted_from_outside_a_step_joins_the_next() {
-    for layer in layers() {
-        balance_when::an_element_inserted_from_outside_a_step_joins_the_next(layer);
-    }
+    balance_when::an_element_inserted_from_outside_a_step_joins_the_next();
 }
 
 #[test]
 fn an_element_inserted_too_late_for_a_step_resumes_with_it() {
-    for layer in layers() {
-        balance_when::an_element_inserted_too_late_for_a_step_resumes_with_it(layer);
-    }
+    balance_when::an_element_inserted_too_late_for_a_step_resumes_with_it();
 }
 
 #[test]
 fn an_element_syncing_in_a_step_already_over_resumes_at_once() {
-    for layer in layers() {
-        balance_when::an_element_syncing_in_a_step_already_over_resumes_at_once(layer);
-    }
+    balance_when::an_element_syncing_in_a_step_already_over_resumes_at_once();
 }

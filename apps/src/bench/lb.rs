@@ -203,7 +203,7 @@ impl Report for LbReport {
 /// (their own time over the ideal step: forwarded ghosts, the new neighbours'
 /// ghost costs, a placement that is off), and every other step's time over the
 /// ideal (imbalance left and the placement's ghost costs), and the end: from the
-/// last step's end to the results (the final reductions).
+/// last step's end to the checksum (its reduction).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Breakdown {
     /// Seconds from a step's end to the balancing step's decision, summed.
@@ -214,7 +214,7 @@ pub struct Breakdown {
     pub resumed: f64,
     /// Every other step: seconds over the ideal, summed.
     pub others: f64,
-    /// Seconds from the last timed step's end to the run's end.
+    /// Seconds from the last timed step's end to the run's result.
     pub end: f64,
 }
 

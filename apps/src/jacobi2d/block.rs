@@ -110,8 +110,11 @@ pub struct Block {
     /// Ghosts of `step + 1` from a neighbour a step ahead (never further: it needs
     /// this block's edges of `step + 1` to go on).
     early: [Option<Vec<f64>>; 4],
-    /// This block sent its edges of `step` (false while it waits for its resume).
+    /// This block sent its edges of `step`.
     sent: bool,
+    /// It called `at_sync` and waits for its resume: it holds its step until then,
+    /// though its edges for it went out before the sync.
+    syncing: bool,
     /// It has joined the balancing step before step 0 that predicted loads allow.
     synced_first: bool,
     load: LoadLog,
@@ -137,6 +140,7 @@ impl Chare for Block {
             ghosts: Default::default(),
             early: Default::default(),
             sent: false,
+            syncing: false,
             synced_first: false,
             load: LoadLog::default(),
             plan: init.plan,
@@ -223,19 +227,39 @@ impl Block {
         }
     }
 
-    /// Send this step's edges to the neighbours (the grid's own boundary needs none).
+    /// Begin a step: after a resume, compute it once its ghosts are in; otherwise
+    /// send its edges (and, with predicted loads, sync before step 0 first).
     fn begin_step(&mut self, ctx: &mut Ctx) {
+        if self.syncing {
+            self.syncing = false;
+            return self.try_step(ctx);
+        }
         if self.sent || self.step >= self.p.steps {
             return;
         }
         if self.p.predict_load && !self.synced_first {
             // The loads of step 0 are known before it runs: balance them first.
             self.synced_first = true;
-            if let Err(e) = ctx.at_sync() {
-                ctx.fail("jacobi2d", e);
-            }
-            return;
+            return self.sync(ctx);
         }
+        self.send_edges(ctx);
+        self.try_step(ctx);
+    }
+
+    /// Send this step's edges, then call `at_sync`: the edges travel while the
+    /// balancing step runs (an element that moves takes the ghosts it got with it),
+    /// so each block resumes with its ghosts in hand, and the runtime has seen
+    /// which elements talk before it moves them, even before step 0.
+    fn sync(&mut self, ctx: &mut Ctx) {
+        self.send_edges(ctx);
+        self.syncing = true;
+        if let Err(e) = ctx.at_sync() {
+            ctx.fail("jacobi2d", e);
+        }
+    }
+
+    /// Send this step's edges to the neighbours (the grid's own boundary needs none).
+    fn send_edges(&mut self, ctx: &mut Ctx) {
         let Some(array) = ctx.this_array::<Block, (usize, usize)>() else {
             return ctx.fail("jacobi2d", "a block is not an array element");
         };
@@ -251,7 +275,6 @@ impl Block {
             }
         }
         self.sent = true;
-        self.try_step(ctx);
     }
 
     /// Apply the stencil once the edges are sent and every ghost is here, then
@@ -261,7 +284,7 @@ impl Block {
         let ready = SIDES
             .iter()
             .all(|&s| self.neighbour(me, s).is_none() || self.ghosts[s as usize].is_some());
-        if !self.sent || !ready {
+        if !self.sent || !ready || self.syncing {
             return;
         }
         self.apply(me);
@@ -284,8 +307,8 @@ impl Block {
             };
             let zero = Callback::array_element(&array, &(0, 0), self.entries.reached);
             ctx.contribute(u64::from(self.step), Reducer::Sum, zero);
-        } else if let Err(e) = ctx.at_sync() {
-            ctx.fail("jacobi2d", e);
+        } else {
+            self.sync(ctx);
         }
     }
 

@@ -160,7 +160,7 @@ mod tests {
                 .zip(loads)
                 .enumerate()
                 .map(|(i, (&pe, &load))| ObjLoad {
-                    key: IndexKey(vec![i as u8]),
+                    key: IndexKey::from(vec![i as u8]),
                     pe,
                     load,
                 })

@@ -421,7 +421,7 @@ impl Ctx<'_> {
     /// ```
     pub fn this_index<I: ArrayIndex>(&self) -> Option<I> {
         match self.core.current() {
-            Current::Element(_, addr) => bincode::deserialize(&addr.key.0).ok(),
+            Current::Element(_, addr) => bincode::deserialize(addr.key.as_bytes()).ok(),
             _ => None,
         }
     }

@@ -201,7 +201,7 @@ impl Registry {
         let id = self.maps.len() as u32;
         let label = name.to_string();
         self.maps.push(Box::new(move |key, npes| {
-            let index: I = bincode::deserialize(&key.0).map_err(|e| {
+            let index: I = bincode::deserialize(key.as_bytes()).map_err(|e| {
                 format!("index bytes are not a {}: {e}", std::any::type_name::<I>())
             })?;
             // The map runs wherever elements are placed or routed, often outside any

@@ -148,7 +148,7 @@ impl<C: Chare, I: ArrayIndex> ArraySection<C, I> {
             .members
             .iter()
             .flatten()
-            .filter_map(|a| bincode::deserialize(&a.key.0).ok())
+            .filter_map(|a| bincode::deserialize(a.key.as_bytes()).ok())
             .collect()
     }
 
@@ -208,7 +208,7 @@ impl<C: Chare, I: ArrayIndex> ArrayProxy<C, I> {
             .core
             .array_addresses(self.coll)?
             .into_iter()
-            .filter(|a| bincode::deserialize::<I>(&a.key.0).is_ok_and(|i| keep(&i)))
+            .filter(|a| bincode::deserialize::<I>(a.key.as_bytes()).is_ok_and(|i| keep(&i)))
             .collect();
         self.section_of(ctx, addrs)
     }

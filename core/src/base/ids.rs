@@ -41,6 +41,4 @@ impl fmt::Display for ChareId {
     }
 }
 
-/// Serialized array index: the bincode encoding of the user's index value.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct IndexKey(pub Vec<u8>);
+pub use super::index_key::IndexKey;

@@ -10,8 +10,10 @@ pub mod error;
 pub mod exit;
 pub(crate) mod hash;
 pub mod ids;
+mod index_key;
 pub(crate) mod lazy;
 pub mod logging;
+pub mod packed;
 #[cfg(feature = "cli")]
 pub(crate) mod progress;
 #[cfg(not(feature = "cli"))]

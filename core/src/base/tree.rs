@@ -44,6 +44,12 @@ pub fn parent(pe: Pe, root: Pe, npes: usize, k: usize) -> Option<Pe> {
     (rel != 0).then(|| (((rel - 1) / k.max(1) as u64 + u64::from(root)) % n) as Pe)
 }
 
+/// `pe`, its parent, and so on up to `root`, in the k-ary tree rooted at `root`
+/// (just `pe` for a root or PE that is not in the job).
+pub fn path_up(pe: Pe, root: Pe, npes: usize, k: usize) -> impl Iterator<Item = Pe> {
+    std::iter::successors(Some(pe), move |&at| parent(at, root, npes, k))
+}
+
 /// Children of `pe` in the k-ary tree rooted at `root` (none for a root or PE that is
 /// not in the job).
 pub fn children(pe: Pe, root: Pe, npes: usize, k: usize) -> impl Iterator<Item = Pe> {
@@ -77,6 +83,17 @@ mod tests {
             }
             prop_assert!(seen.iter().all(|&s| s == 1));
             prop_assert_eq!(parent(root, root, npes, k), None);
+        }
+
+        #[test]
+        fn every_path_up_climbs_parent_by_parent_to_the_root(npes in 1usize..300, seeds in (0u32..1000, 0u32..1000), k in 2usize..17) {
+            let (root, pe) = (seeds.0 % npes as u32, seeds.1 % npes as u32);
+            let path: Vec<Pe> = path_up(pe, root, npes, k).collect();
+            prop_assert_eq!(path.first(), Some(&pe));
+            prop_assert_eq!(path.last(), Some(&root));
+            for w in path.windows(2) {
+                prop_assert_eq!(parent(w[0], root, npes, k), Some(w[1]));
+            }
         }
     }
 

@@ -86,7 +86,9 @@ impl PeRuntime {
             CreateMsg::CreateNodeGroup(g) => self.create_node_group(g),
             CreateMsg::CreateArray(a) => self.create_array(a),
             CreateMsg::Insert(i) => self.insert(i),
-            CreateMsg::DoneInserting(DoneInserting { coll, root }) => self.recount(coll, root),
+            CreateMsg::DoneInserting(DoneInserting { coll, root, expect }) => {
+                self.done_inserting(coll, root, expect)
+            }
             CreateMsg::Census(c) => self.census_report(c, from.src),
             CreateMsg::Emptied(e) => self.child_emptied(e, from.src),
         }
@@ -117,7 +119,7 @@ impl PeRuntime {
         let root_node = g.root as usize / self.core.node_size;
         let children = self.core.node_children(root_node);
         self.pass_group_creation(&g, children, |g| CreateNodeGroup(g).into());
-        self.core.node_groups.get_mut().insert(g.coll);
+        self.core.rare.get_mut().node_groups.insert(g.coll);
         // Reductions climb the tree over nodes rooted at node 0, as group ones the
         // PE tree rooted at PE 0.
         let children = self.core.node_children(0);
@@ -256,19 +258,31 @@ impl PeRuntime {
         self.requeue(waiting);
     }
 
+    /// Insert an element at its home, or send the insert on towards it.
     fn insert(&mut self, i: Insert) {
+        let coll = i.coll;
+        if !self.colls.contains_key(&coll) {
+            return;
+        }
+        let home = match self.core.locate(coll, &i.addr) {
+            Ok(home) => home,
+            Err(e) => return self.core.fail(e),
+        };
+        if home != self.core.me {
+            return self.forward_insert(i, home);
+        }
+        let origin = i.origin;
+        self.insert_at_home(i, home);
+        self.insert_arrived(coll, origin);
+    }
+
+    /// Create the element `i` inserts here, its home, unless it would be a twin.
+    fn insert_at_home(&mut self, i: Insert, home: Pe) {
         let (me, coll) = (self.core.me, i.coll);
         let Some(c) = self.colls.get(&coll) else {
             return;
         };
         let ty = c.ty;
-        let home = match self.core.locate(coll, &i.addr) {
-            Ok(home) => home,
-            Err(e) => return self.core.fail(e),
-        };
-        if home != me {
-            return self.forward_insert(i, home);
-        }
         let Insert {
             addr, init, round, ..
         } = i;
@@ -351,13 +365,8 @@ impl PeRuntime {
         self.core.post(home, env);
     }
 
-    pub(super) fn recount(&mut self, coll: CollectionId, root: Pe) {
-        for ch in tree::children(self.core.me, root, self.core.npes, self.core.arity) {
-            let env = self
-                .core
-                .envelope(DoneInserting { coll, root }, SendOpts::default());
-            self.core.post(ch, env);
-        }
+    /// Count this PE's elements of `coll` again, for a new census epoch.
+    pub(super) fn recount(&mut self, coll: CollectionId) {
         let Some(c) = self.colls.get_mut(&coll) else {
             return;
         };
@@ -430,7 +439,7 @@ impl PeRuntime {
 pub(super) const MAX_INSERT_HOPS: u8 = 4;
 
 pub(super) fn describe_index(addr: &ElemAddr) -> String {
-    format!("with order key {} ({} bytes)", addr.order, addr.key.0.len())
+    format!("with order key {} ({} bytes)", addr.order, addr.key.len())
 }
 
 #[cfg(test)]
@@ -488,6 +497,18 @@ mod tests {
         }
     }
 
+    /// The creation of `coll`, an array of no elements yet, placed round robin.
+    fn empty_array(coll: CollectionId) -> CreateArray {
+        CreateArray {
+            coll,
+            ty: 0,
+            root: 0,
+            init: Payload::new(()),
+            shape: Arc::new(Shape::List(Vec::new())),
+            map: ArrayMap::RoundRobin,
+        }
+    }
+
     fn bad_inputs(rt: &PeRuntime) -> Vec<String> {
         let errors = rt.core.report.get().into_iter().flat_map(|r| &r.errors);
         errors
@@ -529,6 +550,82 @@ mod tests {
         assert_eq!(bad.len(), 2, "{bad:?}");
         assert!(bad[0].contains("created twice"), "{bad:?}");
         assert!(bad[1].contains("collection 0.0 created twice"), "{bad:?}");
+    }
+
+    #[test]
+    fn an_insert_waiting_for_its_array_runs_before_a_recount_queued_meanwhile() {
+        // On threads an insert sent straight to its home can pass the array's creation,
+        // which comes down the tree, and the recount can be queued behind the
+        // creation: the insert must still be counted.
+        let mut rt = pe();
+        let coll = CollectionId { creator: 0, seq: 0 };
+        let insert = Insert {
+            coll,
+            addr: crate::msg::array::ElemAddr::of(&1u64),
+            init: Payload::new(()),
+            hops: 0,
+            round: 0,
+            origin: 0,
+        };
+        rt.process(from(0, insert));
+        assert!(rt.colls.is_empty(), "the insert waits for its array");
+        rt.core.queue.push(from(0, empty_array(coll)), 0, true);
+        rt.core.queue.push(
+            from(
+                0,
+                DoneInserting {
+                    coll,
+                    root: 0,
+                    expect: Vec::new(),
+                },
+            ),
+            0,
+            true,
+        );
+        while let Some(env) = rt.core.queue.pop() {
+            rt.process(env);
+        }
+        let c = rt.colls.get(&coll).expect("the array exists");
+        assert_eq!(c.census.local, 1, "the inserted element counts");
+    }
+
+    #[test]
+    fn a_recount_waits_for_the_inserts_its_root_sent_here_and_later_ones_queue() {
+        let mut rt = pe();
+        let coll = CollectionId { creator: 0, seq: 0 };
+        rt.process(from(0, empty_array(coll)));
+        let census = |rt: &PeRuntime| {
+            let c = &rt.colls.get(&coll).expect("the array").census;
+            (c.epoch, c.local)
+        };
+        let done = |root, expect| DoneInserting { coll, root, expect };
+        // PE 0 sent two inserts here (PE 1): its flood overtook them.
+        rt.process(from(0, done(0, vec![(1, 2)])));
+        // A later flood from PE 2, which inserted nothing here, waits behind it.
+        rt.process(from(2, done(2, Vec::new())));
+        assert_eq!(census(&rt), (0, 0), "no recount before the inserts");
+        let insert = |i: u64| Insert {
+            coll,
+            addr: crate::msg::array::ElemAddr::of(&i),
+            init: Payload::new(()),
+            hops: 0,
+            round: 0,
+            origin: 0,
+        };
+        rt.process(from(0, insert(5)));
+        assert_eq!(
+            census(&rt),
+            (0, 0),
+            "one of the two inserts is still on its way"
+        );
+        rt.process(from(0, insert(9)));
+        assert_eq!(
+            census(&rt),
+            (2, 2),
+            "both recounts, in order, with both elements"
+        );
+        let below = rt.core.expected_below(&[(1, 2), (2, 1), (3, 4)], 0, 2);
+        assert_eq!(below, vec![(2, 1)], "the child's subtree only");
     }
 
     #[test]

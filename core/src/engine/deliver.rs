@@ -133,14 +133,11 @@ impl PeRuntime {
                 self.core.ledger.requeued(env.weight());
             }
         }
-        let (expedited, normal): (Vec<_>, Vec<_>) =
-            waiting.into_iter().partition(|env| env.expedited);
-        for env in expedited {
-            self.core.queue.push(env, 0, true);
-        }
-        for env in normal.into_iter().rev() {
-            let prio = env.prio;
-            self.core.queue.push_front(env, prio);
+        // Expedited ones too: queued behind a recount that arrived meanwhile, an
+        // insert waiting for its array went uncounted.
+        for env in waiting.into_iter().rev() {
+            let (prio, exp) = (env.prio, env.expedited);
+            self.core.queue.push_front(env, prio, exp);
         }
     }
 
@@ -259,7 +256,7 @@ impl PeRuntime {
             hops: 0,
         };
         let env = self.core.envelope(kind, SendOpts::prio(prio));
-        self.core.queue.push_front(env, prio);
+        self.core.queue.push_front(env, prio, false);
     }
 
     pub(super) fn find_chare(&mut self, id: ChareId) -> Option<usize> {

@@ -95,6 +95,6 @@ fn target(current: &Current) -> (u64, u64, &[u8]) {
             &[],
         ),
         Current::Group(c) => (2, coll(c), &[]),
-        Current::Element(c, addr) => (3, coll(c), &addr.key.0),
+        Current::Element(c, addr) => (3, coll(c), addr.key.as_bytes()),
     }
 }

@@ -186,7 +186,7 @@ mod tests {
     const C: CollectionId = CollectionId { creator: 0, seq: 0 };
 
     fn key(k: u8) -> IndexKey {
-        IndexKey(vec![k])
+        IndexKey::from(vec![k])
     }
 
     fn at(pe: Pe, moves: u32) -> Loc {

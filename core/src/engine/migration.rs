@@ -276,7 +276,7 @@ impl PeRuntime {
             contributed: e.contributed,
             syncs: e.syncs,
             balancing,
-            state,
+            state: Box::new(state),
         };
         // Expedited, as creations are: the element is installed before its messages run.
         let env = self.core.envelope(kind, SendOpts::expedited());
@@ -347,7 +347,7 @@ impl PeRuntime {
             Current::Element(coll, addr.clone()),
             &name,
             |ctx| {
-                (m.unpack)(state, ctx).map_err(|r| RuntimeError::Migrate {
+                (m.unpack)(*state, ctx).map_err(|r| RuntimeError::Migrate {
                     pe: me,
                     element: element_name(coll, &addr),
                     reason: MigrateError::Unpack(r),

@@ -41,6 +41,7 @@ mod drive;
 mod exit;
 pub(crate) mod flow;
 mod guard;
+mod inserts;
 mod ledger;
 pub(crate) mod location;
 mod migration;
@@ -244,7 +245,7 @@ impl PeRuntime {
                 next_coll_seq: 0,
                 next_section_seq: 0,
                 arrays: Lazy::default(),
-                node_groups: Lazy::default(),
+                rare: Lazy::default(),
                 deferred: Vec::new(),
                 qd: Lazy::default(),
                 exiting: false,
@@ -319,6 +320,7 @@ impl PeRuntime {
     }
 
     /// Accept an envelope that arrived from another PE.
+    #[inline]
     pub(crate) fn accept(&mut self, env: Envelope) {
         let (prio, exp) = (env.prio, env.expedited);
         self.core.queue.push(env, prio, exp);
@@ -554,6 +556,17 @@ mod per_pe_sizes {
             size_of::<PeRuntime>() <= 512,
             "PeRuntime {}: past 512 bytes a box takes the 640-byte class",
             size_of::<PeRuntime>()
+        );
+    }
+
+    #[test]
+    fn an_envelope_fits_in_128_bytes() {
+        // Past 128 bytes a move of an envelope (several per hop) is a call to
+        // memcpy rather than eight inline 16-byte moves.
+        assert!(
+            size_of::<Envelope>() <= 128,
+            "Envelope {}: box the fields of the largest runtime message",
+            size_of::<Envelope>()
         );
     }
 

@@ -133,9 +133,8 @@ pub(crate) struct PeCore {
     /// up on every send to an element, where hashing the id cost more than the
     /// search through the few arrays a PE knows.
     pub(super) arrays: Lazy<VecMap<CollectionId, ArrayMeta>>,
-    /// The nodegroups whose member lives here: one per nodegroup created, as the
-    /// collections themselves, so it grows no faster than they do.
-    pub(super) node_groups: Lazy<HashSet<CollectionId>>,
+    /// What few jobs use: nodegroups, inserted elements (boxed on first use).
+    pub(super) rare: Lazy<CoreRare>,
     pub(super) deferred: Vec<LocalContribution>,
     pub(super) qd: Lazy<Quiescence>,
     pub(super) exiting: bool,
@@ -164,6 +163,16 @@ pub(crate) struct PeCore {
     pub(super) resumed: Option<Box<crate::engine::Resumed>>,
     /// Async tasks and the asks they wait on (`engine/tasks.rs`).
     pub(super) tasks: Lazy<crate::engine::tasks::Tasks>,
+}
+
+/// The parts of a PE's state that only some jobs use, boxed together.
+#[derive(Default)]
+pub(crate) struct CoreRare {
+    /// The nodegroups whose member lives here: one per nodegroup created, as the
+    /// collections themselves, so it grows no faster than they do.
+    pub(super) node_groups: HashSet<CollectionId>,
+    /// The inserts this PE's recounts wait for (`engine/inserts.rs`).
+    pub(super) inserts: crate::engine::inserts::InsertBook,
 }
 
 /// An element's request to move to PE `to`.
@@ -508,6 +517,7 @@ impl PeCore {
                     init,
                     hops: 0,
                     round: self.next_round(coll),
+                    origin: self.me,
                 };
                 self.post_after_step(coll, pe, kind.into(), SendOpts::expedited());
             }
@@ -517,8 +527,25 @@ impl PeCore {
 
     pub(crate) fn done_inserting(&mut self, coll: CollectionId) {
         let root = self.me;
-        let done = DoneInserting { coll, root };
-        self.post_after_step(coll, self.me, done.into(), SendOpts::default());
+        let expect = Vec::new();
+        let done = DoneInserting { coll, root, expect };
+        // Expedited as a balancing step's records are, so the recount is not
+        // overtaken by the syncs of the step its newcomers join.
+        self.post_after_step(coll, self.me, done.into(), SendOpts::expedited());
+    }
+
+    /// Pass a `done_inserting` flood from `root` on to PE `to`, with the inserts
+    /// expected below it.
+    pub(super) fn send_done_inserting(
+        &mut self,
+        to: Pe,
+        coll: CollectionId,
+        root: Pe,
+        expect: Vec<(Pe, u32)>,
+    ) {
+        let done = DoneInserting { coll, root, expect };
+        let env = self.envelope(done, SendOpts::expedited());
+        self.post(to, env);
     }
 
     pub(crate) fn new_chare_id(&mut self, pe: Pe) -> ChareId {
@@ -666,7 +693,9 @@ impl PeCore {
 
     /// True if `coll` is a nodegroup with its member here.
     pub(crate) fn is_node_group(&self, coll: CollectionId) -> bool {
-        self.node_groups.get().is_some_and(|g| g.contains(&coll))
+        self.rare
+            .get()
+            .is_some_and(|r| r.node_groups.contains(&coll))
     }
 
     /// End the job: broadcast an exit down the tree rooted here and down PE 0's.

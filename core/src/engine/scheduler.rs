@@ -20,6 +20,14 @@ struct Rare<T> {
     prioritized: BTreeMap<i32, VecDeque<T>>,
 }
 
+impl<T> Rare<T> {
+    /// True if no expedited or prioritized message waits (an emptied priority's
+    /// queue is removed from the map).
+    fn is_empty(&self) -> bool {
+        self.expedited.is_empty() && self.prioritized.is_empty()
+    }
+}
+
 impl<T> Default for ReadyQueue<T> {
     fn default() -> Self {
         ReadyQueue {
@@ -64,12 +72,21 @@ impl<T> SpareBuffers<T> {
 }
 
 impl<T> ReadyQueue<T> {
-    /// Queue a message.
+    /// Queue a message. Inline, so an envelope is moved once, straight into its
+    /// slot: as a call it was copied into the argument and again into the queue.
+    #[inline]
     pub(crate) fn push(&mut self, item: T, prio: i32, expedited: bool) {
-        self.len += 1;
         if !expedited && prio == 0 {
+            self.len += 1;
             return self.normal.push_back(item);
         }
+        self.push_rare(item, prio, expedited);
+    }
+
+    /// Queue an expedited or prioritized message.
+    #[inline(never)]
+    fn push_rare(&mut self, item: T, prio: i32, expedited: bool) {
+        self.len += 1;
         let rare = self.rare_mut();
         if expedited {
             rare.expedited.push_back(item);
@@ -98,10 +115,13 @@ impl<T> ReadyQueue<T> {
         }
     }
 
-    /// Put a message back at the head of its priority, to run before its peers.
-    pub(crate) fn push_front(&mut self, item: T, prio: i32) {
+    /// Put a message back at the head of its priority (or of the expedited ones), to
+    /// run before its peers.
+    pub(crate) fn push_front(&mut self, item: T, prio: i32, expedited: bool) {
         self.len += 1;
-        if prio == 0 {
+        if expedited {
+            self.rare_mut().expedited.push_front(item);
+        } else if prio == 0 {
             self.normal.push_front(item);
         } else {
             let q = self.rare_mut().prioritized.entry(prio).or_default();
@@ -140,12 +160,22 @@ impl<T> ReadyQueue<T> {
     }
 
     /// Take the next message to run.
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<T> {
-        let Some(rare) = self.rare.as_deref_mut() else {
+        // The rare queues stay boxed once used (freed only when the whole queue
+        // empties on the sim layer), so look at whether they hold anything.
+        if self.rare.as_deref().is_none_or(Rare::is_empty) {
             let item = self.normal.pop_front();
             self.len -= usize::from(item.is_some());
             return item;
-        };
+        }
+        self.pop_rare()
+    }
+
+    /// Take the next message when expedited or prioritized ones may be waiting.
+    #[inline(never)]
+    fn pop_rare(&mut self) -> Option<T> {
+        let rare = self.rare.as_deref_mut()?;
         if let Some(x) = rare.expedited.pop_front() {
             self.len -= 1;
             return Some(x);
@@ -202,14 +232,15 @@ mod tests {
         let mut spares = SpareBuffers::default();
         let mut q = ReadyQueue::default();
         q.push("late", 5, false);
-        q.push_front("first", 5);
+        q.push_front("first", 5, false);
+        q.push_front("exp0", 0, true);
         q.push("exp", 0, true);
         assert!(q.has_expedited() && q.rare.is_some());
         assert_eq!(q.tail_mut(5), Some(&mut "late"));
         q.release_if_empty(&mut spares);
         assert!(q.rare.is_some(), "kept while messages wait");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
-        assert_eq!(order, vec!["exp", "first", "late"]);
+        assert_eq!(order, vec!["exp0", "exp", "first", "late"]);
         q.release_if_empty(&mut spares);
         assert!(q.rare.is_none() && !q.has_expedited() && q.is_empty());
     }

@@ -193,13 +193,7 @@ fn path_to_root(spec: &SectionSpec, rank: u32) -> Vec<Node> {
         pe: spec.roster[r as usize],
         expect: (spec.members[r as usize].len() + tree::children(r, 0, m, k).count()) as u32,
     };
-    let mut path = vec![node(rank)];
-    let mut r = rank;
-    while let Some(p) = tree::parent(r, 0, m, k) {
-        path.push(node(p));
-        r = p;
-    }
-    path
+    tree::path_up(rank, 0, m, k).map(node).collect()
 }
 
 impl PeRuntime {

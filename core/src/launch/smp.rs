@@ -65,6 +65,9 @@ pub(super) fn run_rank(
             registry: job.registry.clone(),
             net,
             main: if pe == 0 { main.take() } else { None },
+            // Ranks sharing a node would pin their PEs to the same CPUs; mpirun
+            // binds ranks itself.
+            cpu: None,
         };
         let spawned = thread.spawn(DeathWatch(died.clone()));
         match spawned {

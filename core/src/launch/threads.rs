@@ -14,6 +14,7 @@ use crate::base::ids::Pe;
 use crate::base::progress::Progress;
 use crate::engine::checkpoint_memory::{Copy, Gathered};
 use crate::engine::{PeRuntime, PeSetup, Restart};
+use crate::machine::affinity;
 use crate::machine::clock::WallClock;
 use crate::machine::threads::{idle_spin, ThreadPort};
 use crate::machine::Arrival;
@@ -55,6 +56,8 @@ pub(super) struct PeThread {
     pub(super) net: ThreadPort,
     /// The job's main function, on PE 0 only.
     pub(super) main: Option<MainFn>,
+    /// The CPU to pin the thread to (`machine::affinity`), if any.
+    pub(super) cpu: Option<usize>,
 }
 
 impl PeThread {
@@ -82,6 +85,9 @@ impl PeThread {
             .name(format!("chorus-pe-{pe}"))
             .spawn(move || {
                 let _guard = guard;
+                if let Some(cpu) = self.cpu {
+                    affinity::pin_current_thread(cpu);
+                }
                 let _pe = tracing::debug_span!("pe", pe).entered();
                 let mut rt = PeRuntime::new(self.setup, self.registry, Box::new(self.net));
                 if let Some(r) = resume {
@@ -249,6 +255,7 @@ impl Session {
         let mut handles = Vec::with_capacity(npes);
         // Asked before any PE starts, so the PEs do not count as other work.
         let spin = idle_spin(npes);
+        let cpus = affinity::plan(npes, spin);
         for (pe, rx) in (0..).zip(rxs) {
             let mut setup = PeSetup::new(cfg, npes, pe, trace.map(|t| t.pe(pe, 0)));
             setup.restart = self.restart.clone();
@@ -261,6 +268,7 @@ impl Session {
                     .with_failure(down.clone(), after)
                     .with_idle_spin(spin),
                 main: if pe == 0 { self.main.take() } else { None },
+                cpu: cpus.as_ref().map(|c| c[pe as usize]),
             };
             let resume = self.resume.as_ref().map(|g| Resume {
                 copies: g.copies_for(pe, npes),

@@ -1,5 +1,6 @@
 //! Machine layers: what moves envelopes between PEs and keeps time.
 
+pub(crate) mod affinity;
 pub(crate) mod clock;
 pub(crate) mod fault;
 #[cfg(feature = "mpi")]

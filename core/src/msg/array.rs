@@ -11,11 +11,20 @@ pub trait ArrayIndex: Message + Eq + Hash + Debug {
     /// Position of the element in contributor order: Gather and Concat reductions list
     /// elements by it, and maps place dense arrays by it. Must be unique per index.
     fn order_key(&self) -> u64;
+
+    /// The encoded index, the element's identity: its bincode encoding (an override
+    /// must give the same bytes, as the built-in index types do without bincode).
+    fn key(&self) -> IndexKey {
+        IndexKey::encode(self)
+    }
 }
 
 impl ArrayIndex for usize {
     fn order_key(&self) -> u64 {
         *self as u64
+    }
+    fn key(&self) -> IndexKey {
+        IndexKey::new(&(*self as u64).to_le_bytes())
     }
 }
 
@@ -23,11 +32,17 @@ impl ArrayIndex for u64 {
     fn order_key(&self) -> u64 {
         *self
     }
+    fn key(&self) -> IndexKey {
+        IndexKey::new(&self.to_le_bytes())
+    }
 }
 
 impl ArrayIndex for u32 {
     fn order_key(&self) -> u64 {
         u64::from(*self)
+    }
+    fn key(&self) -> IndexKey {
+        IndexKey::new(&self.to_le_bytes())
     }
 }
 
@@ -35,11 +50,23 @@ impl ArrayIndex for (usize, usize) {
     fn order_key(&self) -> u64 {
         ((self.0 as u64) << 32) | (self.1 as u64 & 0xffff_ffff)
     }
+    fn key(&self) -> IndexKey {
+        let mut b = [0; 16];
+        b[..8].copy_from_slice(&(self.0 as u64).to_le_bytes());
+        b[8..].copy_from_slice(&(self.1 as u64).to_le_bytes());
+        IndexKey::new(&b)
+    }
 }
 
 impl ArrayIndex for (u32, u32) {
     fn order_key(&self) -> u64 {
         (u64::from(self.0) << 32) | u64::from(self.1)
+    }
+    fn key(&self) -> IndexKey {
+        let mut b = [0; 8];
+        b[..4].copy_from_slice(&self.0.to_le_bytes());
+        b[4..].copy_from_slice(&self.1.to_le_bytes());
+        IndexKey::new(&b)
     }
 }
 
@@ -56,7 +83,7 @@ impl ElemAddr {
     /// Address of a typed index.
     pub fn of<I: ArrayIndex>(index: &I) -> Self {
         ElemAddr {
-            key: IndexKey(bincode::serialize(index).unwrap_or_default()),
+            key: index.key(),
             order: index.order_key(),
         }
     }
@@ -164,17 +191,54 @@ pub(crate) fn builtin_home(map: ArrayMap, shape: &Shape, order: u64, npes: usize
                 .unwrap_or(order)
                 % p) as Pe,
         ),
-        ArrayMap::Block => shape.dense_position(order).map(|(pos, n)| {
-            let n = n.max(1);
-            ((pos as u128 * p as u128 / n as u128).min(p as u128 - 1)) as Pe
-        }),
+        ArrayMap::Block => shape
+            .dense_position(order)
+            .map(|(pos, n)| block_of(pos, n, p)),
         ArrayMap::Custom(_) => None,
     }
+}
+
+/// The PE of position `pos` of `n` under the block map on `p` PEs: `pos * p / n`,
+/// in 64 bits when the product fits (every message to a block-mapped element routes
+/// through this, and a 128-bit division is a library call).
+fn block_of(pos: u64, n: u64, p: u64) -> Pe {
+    let n = n.max(1);
+    let pe = match pos.checked_mul(p) {
+        Some(x) => x / n,
+        None => (u128::from(pos) * u128::from(p) / u128::from(n)) as u64,
+    };
+    pe.min(p.saturating_sub(1)) as Pe
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_block_map_divides_in_64_bits_as_in_128() {
+        let wide = |pos: u64, n: u64, p: u64| {
+            (u128::from(pos) * u128::from(p) / u128::from(n.max(1))).min(u128::from(p) - 1) as Pe
+        };
+        let vals = [
+            0,
+            1,
+            2,
+            3,
+            7,
+            1000,
+            1 << 31,
+            (1 << 32) + 5,
+            u64::MAX / 3,
+            u64::MAX,
+        ];
+        for &n in &vals[1..] {
+            for &p in &[1, 2, 3, 64, 131_072, 1 << 20, u64::from(u32::MAX)] {
+                for &pos in vals.iter().filter(|&&v| v < n) {
+                    assert_eq!(block_of(pos, n, p), wide(pos, n, p), "{pos} of {n} on {p}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn block_map_is_contiguous_and_balanced() {
@@ -215,5 +279,24 @@ mod tests {
     fn block_map_needs_a_dense_shape() {
         let shape = Shape::List(vec![ElemAddr::of(&7u64)]);
         assert_eq!(builtin_home(ArrayMap::Block, &shape, 7, 4), None);
+    }
+
+    #[test]
+    fn built_in_indices_key_as_their_bincode() {
+        fn same<I: ArrayIndex>(i: I) {
+            assert_eq!(
+                i.key().as_bytes(),
+                &bincode::serialize(&i).unwrap()[..],
+                "{i:?}"
+            );
+            assert_eq!(i.key(), IndexKey::encode(&i));
+        }
+        for v in [0, 1, 255, 1 << 40, u64::MAX] {
+            same(v);
+            same(v as usize);
+            same(v as u32);
+            same((v as usize, (v as usize).wrapping_mul(3)));
+            same((v as u32, (v as u32).wrapping_add(7)));
+        }
     }
 }

@@ -67,8 +67,8 @@ impl Dest {
         match self {
             Dest::Chare(_) => 12,
             Dest::Group(_) | Dest::Array(_) => 8,
-            Dest::Element(_, addr) => 16 + addr.key.0.len() as u64,
-            Dest::ElementAt(_, addr, _) => 20 + addr.key.0.len() as u64,
+            Dest::Element(_, addr) => 16 + addr.key.len() as u64,
+            Dest::ElementAt(_, addr, _) => 20 + addr.key.len() as u64,
         }
     }
 

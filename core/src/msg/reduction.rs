@@ -39,15 +39,20 @@ pub enum Reducer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum RedData {
     /// Signed integers (a scalar is a vector of one).
-    I64(Vec<i64>),
+    I64(#[serde(with = "crate::base::packed")] Vec<i64>),
     /// Unsigned integers.
-    U64(Vec<u64>),
+    U64(#[serde(with = "crate::base::packed")] Vec<u64>),
     /// Floating-point numbers.
-    F64(Vec<f64>),
+    F64(#[serde(with = "crate::base::packed")] Vec<f64>),
     /// Booleans.
     Bool(Vec<bool>),
-    /// A bincode-encoded user value (for `Gather` and custom reducers).
-    Bytes(Vec<u8>),
+    /// A bincode-encoded user value (for `Gather` and custom reducers); one byte
+    /// string on a wire, not a sequence of bytes.
+    Bytes(
+        #[serde(serialize_with = "crate::base::packed::serialize_bytes")]
+        #[serde(deserialize_with = "crate::base::packed::deserialize_bytes")]
+        Vec<u8>,
+    ),
     /// One item per contributor (the result of `Gather`).
     List(#[serde(deserialize_with = "nested_list")] Vec<RedData>),
 }
@@ -602,5 +607,28 @@ mod tests {
         assert!(err.to_string().contains("nested deeper"), "{err}");
         let again: RedData = bincode::deserialize(&nested(3)).expect("the depth count recovers");
         assert_eq!(again.kind(), "list");
+    }
+
+    #[test]
+    fn every_kind_of_value_round_trips_and_numbers_travel_as_one_byte_string() {
+        let values = [
+            RedData::I64(vec![i64::MIN, -1, 0, i64::MAX]),
+            RedData::U64(vec![0, u64::MAX]),
+            RedData::F64(vec![0.5, -0.0, f64::INFINITY]),
+            RedData::Bool(vec![true, false]),
+            RedData::Bytes(vec![0, 1, 255]),
+            RedData::List(vec![RedData::F64(vec![1.0]), RedData::Bytes(vec![])]),
+        ];
+        for v in values {
+            let b = bincode::serialize(&v).unwrap();
+            assert_eq!(bincode::deserialize::<RedData>(&b).unwrap(), v);
+        }
+        // Variant 2 (u32), the length in bytes (u64), the numbers little-endian.
+        let b = bincode::serialize(&RedData::F64(vec![1.0, 2.0])).unwrap();
+        assert_eq!(&b[..12], &[2, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            &b[12..],
+            [1.0f64.to_le_bytes(), 2.0f64.to_le_bytes()].concat()
+        );
     }
 }

@@ -57,7 +57,7 @@ impl SectionSpec {
             .members
             .iter()
             .flatten()
-            .map(|a| a.key.0.len() + 16)
+            .map(|a| a.key.len() + 16)
             .sum();
         24 + 4 * self.roster.len() as u64 + keys as u64
     }

@@ -57,7 +57,7 @@ use thiserror::Error;
 /// The first four bytes of every envelope.
 pub const MAGIC: [u8; 4] = *b"CHRS";
 /// The wire version this build writes and reads.
-pub const VERSION: u16 = 11;
+pub const VERSION: u16 = 13;
 /// Bytes of the fixed header.
 pub const HEADER_BYTES: usize = 32;
 

@@ -5,6 +5,7 @@ use crate::base::bytes::Bytes;
 use crate::base::ids::ChareId;
 use crate::msg::callback::Callback;
 use crate::msg::envelope::Dest;
+use crate::msg::kind::balance::{BalanceMsg, ObjRecord, PeRecord, SyncUp};
 use crate::msg::kind::flow::Credit;
 use crate::msg::kind::quiescence::{QdMsg, QdRequest};
 use crate::msg::payload::Payload;
@@ -89,6 +90,52 @@ fn runs_and_kinds_without_payload_round_trip() {
             callback: Callback::Exit
         }))
     ));
+}
+
+/// A gather's message of three load records from two PEs, one with receivers.
+fn sync_up() -> Envelope {
+    let obj = |k: u8, pe, load| ObjRecord {
+        key: crate::base::ids::IndexKey::from(vec![k, 0, 0, 0, 7, 0, 0, 0]),
+        pe,
+        load,
+        comm: Vec::new(),
+    };
+    let mut with_comm = obj(3, 1, 0.5);
+    with_comm.comm = vec![(crate::base::ids::IndexKey::from(vec![4]), 2, 96)];
+    let up = SyncUp {
+        coll: crate::base::ids::CollectionId { creator: 0, seq: 2 },
+        round: 4,
+        objs: vec![obj(1, 1, 0.5), obj(2, 1, 0.5), with_comm, obj(9, 2, 1e-4)],
+        pes: vec![PeRecord {
+            pe: 1,
+            background: 2e-6,
+        }],
+    };
+    Envelope {
+        src: 1,
+        seq: 5,
+        prio: 0,
+        expedited: false,
+        counted: true,
+        kind: up.into(),
+    }
+}
+
+#[test]
+fn a_gathers_load_records_round_trip_in_the_bytes_they_are_counted_at() {
+    let env = sync_up();
+    let mut out = Vec::new();
+    encode(&env, 1, &mut out).expect("encodes");
+    // The sim charges `wire_bytes`: the bytes a wire carries.
+    assert_eq!(env.wire_bytes(), out.len() as u64);
+    let back = decode(Arc::new(out), 1).expect("decodes");
+    let (Kind::Balance(BalanceMsg::SyncUp(a)), Kind::Balance(BalanceMsg::SyncUp(b))) =
+        (&env.kind, &back.kind)
+    else {
+        panic!("not a gather's message")
+    };
+    assert_eq!((a.coll, a.round), (b.coll, b.round));
+    assert_eq!((&a.objs, &a.pes), (&b.objs, &b.pes));
 }
 
 #[test]
@@ -444,6 +491,8 @@ fn corpus_seeds() -> Vec<(&'static str, Vec<u8>)> {
     encode_segmented(&long(&a, &a), 1, &mut out).expect("encodes");
     seeds.push(("segmented-main", std::mem::take(&mut out)));
     seeds.push(("long-notice", long_notice(20 << 10)));
+    encode(&sync_up(), 1, &mut out).expect("encodes");
+    seeds.push(("lb-sync-up", std::mem::take(&mut out)));
     seeds
 }
 

@@ -57,9 +57,9 @@ fn write_element(coll: &CollectionId, addr: &ElemAddr, out: &mut Vec<u8>) -> Res
     write_coll(coll, out);
     out.extend_from_slice(&addr.order.to_le_bytes());
     let len =
-        u32::try_from(addr.key.0.len()).map_err(|_| "an array index of over 4 GiB".to_string())?;
+        u32::try_from(addr.key.len()).map_err(|_| "an array index of over 4 GiB".to_string())?;
     out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&addr.key.0);
+    out.extend_from_slice(addr.key.as_bytes());
     Ok(())
 }
 
@@ -150,7 +150,7 @@ impl<'a> Reader<'a> {
         let coll = self.coll()?;
         let order = self.u64()?;
         let len = self.u32()? as usize;
-        let key = IndexKey(self.take(len)?.to_vec());
+        let key = IndexKey::new(self.take(len)?);
         Some((coll, ElemAddr { key, order }))
     }
 }
@@ -173,14 +173,14 @@ mod tests {
             Dest::Element(
                 coll,
                 ElemAddr {
-                    key: IndexKey(vec![9, 8, 7]),
+                    key: IndexKey::from(vec![9, 8, 7]),
                     order: u64::MAX - 5,
                 },
             ),
             Dest::ElementAt(
                 coll,
                 ElemAddr {
-                    key: IndexKey(vec![1, 2]),
+                    key: IndexKey::from(vec![1, 2]),
                     order: 12,
                 },
                 u32::MAX - 1,

@@ -227,7 +227,7 @@ mod tests {
             num_pes: pes,
             objs: (0..n)
                 .map(|i| ObjLoad {
-                    key: IndexKey(i.to_le_bytes().to_vec()),
+                    key: IndexKey::new(&i.to_le_bytes()),
                     pe: (i / per) as Pe,
                     load: load_us(i, n) as f64 * 1e-6,
                 })

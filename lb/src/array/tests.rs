@@ -38,7 +38,7 @@ fn arb_stats() -> impl Strategy<Value = LoadStats> {
                     .into_iter()
                     .enumerate()
                     .map(|(i, (pe, load))| ObjLoad {
-                        key: IndexKey((i as u32).to_be_bytes().to_vec()),
+                        key: IndexKey::new(&(i as u32).to_be_bytes()),
                         pe,
                         load,
                     })
@@ -252,7 +252,7 @@ fn at_131072_pes_and_a_million_elements() {
 fn refine_makes_room_for_coarse_elements() {
     let objs = (0..32u32)
         .map(|i| ObjLoad {
-            key: IndexKey(i.to_be_bytes().to_vec()),
+            key: IndexKey::new(&i.to_be_bytes()),
             pe: i / 4,
             load: if i < 4 { 4.0 } else { 1.0 },
         })
@@ -279,7 +279,7 @@ fn distributed_makes_room_for_coarse_elements() {
     let (pes, per_pe) = (64u32, 4u32);
     let objs = (0..pes * per_pe)
         .map(|i| ObjLoad {
-            key: IndexKey(i.to_be_bytes().to_vec()),
+            key: IndexKey::new(&i.to_be_bytes()),
             pe: i / per_pe,
             load: if i < 4 * per_pe { 4.0 } else { 1.0 },
         })

@@ -34,7 +34,7 @@ pub fn skewed(pes: usize, objs: usize, skew: f64, seed: u64, topology: Topology)
             let jitter =
                 0.5 + unit(seed.rotate_left(17) ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             ObjLoad {
-                key: IndexKey((i as u64).to_be_bytes().to_vec()),
+                key: IndexKey::new(&(i as u64).to_be_bytes()),
                 pe: pe as u32,
                 load: base[pe] * jitter,
             }

@@ -208,6 +208,67 @@ pub fn elements_inserted_after_creation_receive_messages_and_join_reductions(lay
     assert_eq!(report.output::<Vec<u64>>("placement"), Some(want));
 }
 
+/// Once the job is quiet, asks every element of its array where it is.
+#[derive(Clone, Serialize, Deserialize)]
+struct AskWhenQuiet {
+    arr: ArrayProxy<Cell, u64>,
+    done: Callback,
+}
+
+impl Chare for AskWhenQuiet {
+    type Init = AskWhenQuiet;
+    type Msg = ();
+    fn create(init: AskWhenQuiet, _: &mut Ctx) -> Self {
+        init
+    }
+    fn handle(&mut self, (): (), ctx: &mut Ctx) {
+        self.arr.broadcast(ctx, CellMsg::Where(self.done.clone()));
+    }
+}
+
+/// Elements PE 0 inserts on the last PE count in the reductions after its
+/// `done_inserting`, however their inserts and the recount's flood down the tree
+/// interleave (on sim, jitter lets the flood overtake the inserts: before the fix
+/// the last PE recounted without them and every later reduction missed them).
+pub fn a_recount_waits_for_the_inserts_it_covers(layer: Layer) {
+    let p = pes(layer, 8);
+    let seeds = if layer == Layer::Sim { 0..16 } else { 0..1 };
+    for seed in seeds {
+        let (mut reg, placement, _) = registry();
+        reg.chare::<AskWhenQuiet>("AskWhenQuiet");
+        let quiet = reg.entry::<AskWhenQuiet, ()>("quiet", |()| ());
+        let mut cfg = config(layer, p, ErrorPolicy::Abort);
+        if layer == Layer::Sim {
+            cfg.seed = seed;
+            cfg.sim.jitter_us = Some(50.0);
+        }
+        let last = u64::from(p - 1);
+        let newcomers: Vec<u64> = (1..=3).map(|k| last + k * u64::from(p)).collect();
+        let inserted = newcomers.clone();
+        let report = Runtime::new(reg, cfg)
+            .run(move |ctx| {
+                let sink = ctx.create_chare::<Sink>(0, 0);
+                let done = Callback::chare(&sink, placement);
+                let first: Vec<u64> = (0..u64::from(p)).collect();
+                let arr: ArrayProxy<Cell, u64> = ctx.create_array(first, (), ArrayMap::RoundRobin);
+                for &i in &inserted {
+                    arr.insert(ctx, i, ());
+                }
+                arr.done_inserting(ctx);
+                let asker = ctx.create_chare::<AskWhenQuiet>(AskWhenQuiet { arr, done }, 0);
+                ctx.start_quiescence(Callback::chare(&asker, quiet));
+            })
+            .expect("run");
+        let mut want: Vec<u64> = (0..u64::from(p)).collect();
+        want.extend(newcomers.iter().map(|_| last));
+        assert_eq!(
+            report.output::<Vec<u64>>("placement"),
+            Some(want),
+            "{layer:?}, seed {seed}: every element's PE, the newcomers last"
+        );
+    }
+}
+
 /// This module's tests, by name.
 pub const TESTS: &[super::Test] = &[
     (
@@ -221,5 +282,9 @@ pub const TESTS: &[super::Test] = &[
     (
         "elements_inserted_after_creation_receive_messages_and_join_reductions",
         elements_inserted_after_creation_receive_messages_and_join_reductions,
+    ),
+    (
+        "a_recount_waits_for_the_inserts_it_covers",
+        a_recount_waits_for_the_inserts_it_covers,
     ),
 ];

@@ -370,7 +370,11 @@ pub fn misuse_inside_a_step_is_refused(layer: Layer) {
 /// An element inserted (and counted by `done_inserting`) inside a balancing step
 /// joins from the next step: the step in progress completes over the others, the
 /// newcomer's `at_sync` in that period counts for the next step, and every element
-/// resumes once per step it takes part in; nothing hangs or is lost.
+/// resumes once per step it takes part in; nothing hangs or is lost. On sim the
+/// insert reaches the newcomer's home before the next step's records leave it; on
+/// threads and mpi it races them, and when it loses, the newcomer's first record is
+/// too late and it resumes with that step unbalanced (as
+/// `an_element_inserted_too_late_for_a_step_resumes_with_it` shows on every layer).
 pub fn an_element_inserted_in_a_step_joins_the_next(layer: Layer) {
     let p = pes(layer, 4);
     let (elements, steps) = (16, 3);
@@ -388,7 +392,11 @@ pub fn an_element_inserted_in_a_step_joins_the_next(layer: Layer) {
         elements as u64 * u64::from(steps) + u64::from(steps - 1)
     );
     let objects: Vec<usize> = report.per_pe[0].balance.iter().map(|b| b.objects).collect();
-    assert_eq!(objects, vec![elements, elements + 1, elements + 1]);
+    let second = match (layer, objects.get(1)) {
+        (Layer::Threads | Layer::Mpi, Some(&n)) if n == elements => elements,
+        _ => elements + 1,
+    };
+    assert_eq!(objects, vec![elements, second, elements + 1], "{layer:?}");
 }
 
 /// `--array-lb` naming no registered strategy is refused before the job starts.

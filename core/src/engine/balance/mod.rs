@@ -127,6 +127,15 @@ pub(super) struct Passed {
     resumed: Option<u32>,
 }
 
+/// How a step's records and plan travel: expedited, ahead of the elements' own
+/// messages queued on each PE (every element of the array waits for the step, and
+/// an app that sends before its `at_sync` has those messages land in the gather).
+/// The resume is not: it must not overtake the news of moves queued before it.
+pub(super) const STEP_OPTS: SendOpts = SendOpts {
+    prio: i32::MIN,
+    expedited: true,
+};
+
 /// How many sender PEs an element's record keeps: a stencil's or a mesh's
 /// neighbours, whose location caches a balancing move brings up to date.
 const SENDERS_KEPT: usize = 8;
@@ -329,6 +338,7 @@ impl PeCore {
                 return held.push((to, kind, o));
             }
         }
+        self.note_posted(&kind);
         let env = self.envelope(kind, o);
         self.post(to, env);
     }
@@ -344,6 +354,7 @@ impl PeCore {
             return;
         };
         for (to, kind, o) in held {
+            self.note_posted(&kind);
             let env = self.envelope(kind, o);
             self.post(to, env);
         }
@@ -472,9 +483,7 @@ impl PeRuntime {
             self.gather(coll, round).members += 1;
             self.try_send_up(coll, round);
         } else {
-            let env = self
-                .core
-                .envelope(SyncHome { coll, round, obj }, SendOpts::default());
+            let env = self.core.envelope(SyncHome { coll, round, obj }, STEP_OPTS);
             self.core.post(home, env);
         }
     }
@@ -702,7 +711,7 @@ impl PeRuntime {
                     objs: g.objs,
                     pes: g.pes,
                 };
-                let env = self.core.envelope(up, SendOpts::default());
+                let env = self.core.envelope(up, STEP_OPTS);
                 self.core.post(parent, env);
             }
             None => self.decide(coll, round, g),

@@ -237,7 +237,7 @@ impl PeRuntime {
                 parts,
                 balanced,
             };
-            let env = self.core.envelope(plan, SendOpts::default());
+            let env = self.core.envelope(plan, super::STEP_OPTS);
             self.core.post(child, env);
         }
         self.follow(coll, out);
@@ -248,14 +248,9 @@ impl PeRuntime {
     /// PE outside this PE's subtree, which a plan from the parent never names).
     fn child_towards(&self, pe: Pe, children: &[Pe]) -> Option<usize> {
         let (me, npes, k) = (self.core.me, self.core.npes, self.core.arity);
-        let mut at = pe;
-        loop {
-            let up = tree::parent(at, 0, npes, k)?;
-            if up == me {
-                return children.iter().position(|&c| c == at);
-            }
-            at = up;
-        }
+        let at =
+            tree::path_up(pe, 0, npes, k).find(|&at| tree::parent(at, 0, npes, k) == Some(me))?;
+        children.iter().position(|&c| c == at)
     }
 
     /// This PE's count of the arrivals of step `round`.
@@ -329,7 +324,7 @@ impl PeRuntime {
             Some(parent) => {
                 let env = self
                     .core
-                    .envelope(Arrived { coll, round }, SendOpts::default());
+                    .envelope(Arrived { coll, round }, super::STEP_OPTS);
                 self.core.post(parent, env);
             }
             None => self.finish_step(coll, round),

@@ -16,7 +16,7 @@ const PES: usize = 3;
 /// PE `pe`'s state: a group member, its part of a 12-element block array (element
 /// 0 deleted) and a singleton.
 fn pe_state(pe: Pe) -> PeState {
-    let key = |i: u64| IndexKey(bincode::serialize(&(i as usize)).unwrap());
+    let key = |i: u64| IndexKey::encode(&(i as usize));
     let elements = (1..12u64)
         .filter(|i| (i * PES as u64 / 12) as Pe == pe)
         .map(|i| SavedElement {

@@ -106,7 +106,7 @@ impl PeRuntime {
                     pe: me,
                     bytes: 0,
                     checksum: 0,
-                    error: Some(e),
+                    error: Some(Box::new(e)),
                 };
                 self.core.uncounted(0, answer);
             }

@@ -170,7 +170,7 @@ impl PeRuntime {
         });
         let (bytes, checksum, error) = match written {
             Ok((bytes, sum)) => (bytes, sum, None),
-            Err(e) => (0, 0, Some(e)),
+            Err(e) => (0, 0, Some(Box::new(e))),
         };
         let answer = StateWritten {
             epoch: w.epoch,
@@ -195,7 +195,7 @@ impl PeRuntime {
         };
         match w.error {
             Some(e) => {
-                a.error.get_or_insert(e);
+                a.error.get_or_insert(*e);
             }
             None => a.files.push(FileEntry {
                 pe: w.pe,

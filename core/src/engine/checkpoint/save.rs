@@ -290,7 +290,7 @@ mod tests {
     /// One PE's state: a group member, eleven elements of a 12-element array (the
     /// first deleted) and a singleton.
     fn sample() -> PeState {
-        let key = |i: u64| IndexKey(bincode::serialize(&(i as usize)).unwrap());
+        let key = |i: u64| IndexKey::encode(&(i as usize));
         let id = |seq| CollectionId { creator: 0, seq };
         let elements = (1..12u64)
             .map(|i| SavedElement {

@@ -17,24 +17,7 @@ family! {
     }
 }
 
-/// One element's measured load in a step, as the gather carries it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct ObjRecord {
-    pub(crate) key: IndexKey,
-    /// The PE it called `at_sync` on (and stays on until the plan moves it).
-    pub(crate) pe: Pe,
-    /// Seconds its handlers ran since the last step.
-    pub(crate) load: f64,
-    /// Its heaviest receivers in the array: (key, messages, bytes).
-    pub(crate) comm: Vec<(IndexKey, u64, u64)>,
-}
-
-/// A PE's load outside the array's handlers in a step.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub(crate) struct PeRecord {
-    pub(crate) pe: Pe,
-    pub(crate) background: f64,
-}
+pub(crate) use super::lb_records::{ObjRecord, PeRecord};
 
 /// An element away from its home reports its step `round` to the home, which counts it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -44,12 +27,15 @@ pub(crate) struct SyncHome {
     pub(crate) obj: ObjRecord,
 }
 
-/// A subtree's records for step `round`, to the tree parent.
+/// A subtree's records for step `round`, to the tree parent (in the compact form
+/// of `lb_records`: the gather's bytes are most of a balancing step's cost).
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct SyncUp {
     pub(crate) coll: CollectionId,
     pub(crate) round: u32,
+    #[serde(with = "super::lb_records::objs")]
     pub(crate) objs: Vec<ObjRecord>,
+    #[serde(with = "super::lb_records::pes")]
     pub(crate) pes: Vec<PeRecord>,
 }
 
@@ -111,7 +97,7 @@ impl Body for SyncHome {
         Some(self.coll)
     }
     fn body_bytes(&self) -> u64 {
-        32 + self.obj.key.0.len() as u64 + 24 * self.obj.comm.len() as u64
+        32 + self.obj.key.len() as u64 + 24 * self.obj.comm.len() as u64
     }
 }
 
@@ -130,7 +116,9 @@ impl Body for SyncUp {
         }
     }
     fn body_bytes(&self) -> u64 {
-        16 + 24 * (self.objs.len() + self.pes.len()) as u64
+        // The family's variant (4), the collection (8) and round (4), then the
+        // records as encoded.
+        16 + super::lb_records::wire_len(&self.objs, &self.pes)
     }
 }
 

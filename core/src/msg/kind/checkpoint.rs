@@ -44,7 +44,9 @@ pub(crate) struct StateWritten {
     pub(crate) pe: Pe,
     pub(crate) bytes: u64,
     pub(crate) checksum: u64,
-    pub(crate) error: Option<crate::base::checkpoint_error::CheckpointError>,
+    /// Boxed: the error is large and rare, and the largest runtime message sets the
+    /// size of every envelope (see `engine::per_pe_sizes`).
+    pub(crate) error: Option<Box<crate::base::checkpoint_error::CheckpointError>>,
 }
 
 /// PE `pe`'s state in in-memory checkpoint `epoch`, for its buddy to keep.

@@ -74,13 +74,19 @@ pub(crate) struct Insert {
     /// it (one past the last step it began); its home takes the later of this and
     /// its own, so a newcomer never joins a step the inserting PE had begun.
     pub(crate) round: u32,
+    /// The PE that inserted it, whose `done_inserting` covers it.
+    pub(crate) origin: Pe,
 }
 
-/// Array `coll` has all its inserts: count its elements again, down the tree.
+/// Array `coll` has all its inserts: count its elements again, down the tree
+/// rooted at `root`, each home once the inserts `root` sent it have arrived.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct DoneInserting {
     pub(crate) coll: CollectionId,
     pub(crate) root: Pe,
+    /// How many of `root`'s inserts went to each PE below the receiver (empty in
+    /// the root's own, which it fills in).
+    pub(crate) expect: Vec<(Pe, u32)>,
 }
 
 /// A child's count of array elements in its subtree.
@@ -155,7 +161,7 @@ impl Body for Insert {
         Some(self.coll)
     }
     fn body_bytes(&self) -> u64 {
-        20 + self.addr.key.0.len() as u64 + self.init.wire_len()
+        24 + self.addr.key.len() as u64 + self.init.wire_len()
     }
 }
 
@@ -164,7 +170,14 @@ impl Body for DoneInserting {
         Some(self.coll)
     }
     fn check(&self, npes: usize) -> Result<(), String> {
-        check_root(self.root, npes)
+        check_root(self.root, npes)?;
+        match self.expect.iter().find(|(pe, _)| *pe as usize >= npes) {
+            Some((pe, _)) => Err(format!("expected inserts at PE {pe} of {npes}")),
+            None => Ok(()),
+        }
+    }
+    fn body_bytes(&self) -> u64 {
+        16 + 8 * self.expect.len() as u64
     }
 }
 

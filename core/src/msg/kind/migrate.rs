@@ -30,8 +30,10 @@ pub(crate) struct Migrate {
     /// waits for the step's resume where it arrives).
     pub(crate) syncs: u32,
     pub(crate) balancing: bool,
+    /// Boxed: the largest runtime message sets the size of every envelope (see
+    /// `engine::per_pe_sizes`), and a move is rare beside the messages it would widen.
     #[serde(with = "payload_slot")]
-    pub(crate) state: Payload,
+    pub(crate) state: Box<Payload>,
 }
 
 /// News that an element reached PE `pe` on its `moves`-th move.
@@ -68,7 +70,7 @@ impl Body for Destroy {
         Some(self.coll)
     }
     fn body_bytes(&self) -> u64 {
-        16 + self.addr.key.0.len() as u64
+        16 + self.addr.key.len() as u64
     }
 }
 
@@ -77,7 +79,7 @@ impl Body for Deleted {
         Some(self.coll)
     }
     fn body_bytes(&self) -> u64 {
-        24 + self.addr.key.0.len() as u64
+        24 + self.addr.key.len() as u64
     }
 }
 
@@ -87,7 +89,7 @@ impl Body for Migrate {
         Some(self.coll)
     }
     fn body_bytes(&self) -> u64 {
-        41 + self.addr.key.0.len() as u64 + self.state.wire_len()
+        41 + self.addr.key.len() as u64 + self.state.wire_len()
     }
 }
 
@@ -96,6 +98,6 @@ impl Body for Moved {
         Some(self.coll)
     }
     fn body_bytes(&self) -> u64 {
-        32 + self.addr.key.0.len() as u64
+        32 + self.addr.key.len() as u64
     }
 }

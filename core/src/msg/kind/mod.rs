@@ -28,6 +28,7 @@ pub(crate) mod checkpoint;
 pub(crate) mod create;
 pub(crate) mod exit;
 pub(crate) mod flow;
+mod lb_records;
 pub(crate) mod migrate;
 pub(crate) mod quiescence;
 pub(crate) mod reduce;
@@ -383,13 +384,15 @@ pub(crate) mod payload_slot {
     use crate::msg::payload::Payload;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(crate) fn serialize<S: Serializer>(_: &Payload, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer, P>(_: &P, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_unit()
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Payload, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>, P: From<Payload>>(
+        d: D,
+    ) -> Result<P, D::Error> {
         <()>::deserialize(d)?;
-        Ok(Payload::placeholder())
+        Ok(Payload::placeholder().into())
     }
 }
 
