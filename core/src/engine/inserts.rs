@@ -12,7 +12,7 @@ use crate::base::tree;
 use crate::msg::array::ElemAddr;
 use crate::msg::kind::create::CreateMsg;
 use crate::msg::kind::Kind;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// One PE's account of the inserts that recounts cover.
 #[derive(Default)]
@@ -56,19 +56,11 @@ impl PeCore {
             .unwrap_or_default();
         // The array is known here now (the recount waited for it), so this is each
         // element's home even if its insert went first to the array's creator.
-        let mut homes: Vec<Pe> = (addrs.iter())
-            .filter_map(|addr| self.locate(coll, addr).ok())
-            .collect();
-        // Sorted and counted in runs: a PE may insert many elements on many homes.
-        homes.sort_unstable();
-        let mut per_home: Vec<(Pe, u32)> = Vec::new();
-        for home in homes {
-            match per_home.last_mut() {
-                Some((pe, n)) if *pe == home => *n += 1,
-                _ => per_home.push((home, 1)),
-            }
+        let mut per_home: BTreeMap<Pe, u32> = BTreeMap::new();
+        for home in addrs.iter().filter_map(|addr| self.locate(coll, addr).ok()) {
+            *per_home.entry(home).or_default() += 1;
         }
-        per_home
+        per_home.into_iter().collect()
     }
 
     /// Which of `expect` lie in the subtree under `child` of the tree rooted at `root`.

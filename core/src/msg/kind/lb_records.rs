@@ -10,10 +10,9 @@
 //! 44 (a quarter of the records of 1,024 PEs, four blocks each, in about 8 KB).
 
 use crate::base::ids::{IndexKey, Pe};
-use serde::de::{Error, Visitor};
+use serde::de::Error;
 use serde::{Deserialize, Serialize};
 use serde::{Deserializer, Serializer};
-use std::fmt;
 
 /// One element's measured load in a step, as the gather carries it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -325,25 +324,6 @@ fn decode<'a, T>(
     Ok(out)
 }
 
-/// Takes a byte string from any deserializer, borrowed or owned.
-struct Bytes;
-
-impl<'de> Visitor<'de> for Bytes {
-    type Value = Vec<u8>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("the bytes of load records")
-    }
-
-    fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
-        Ok(v.to_vec())
-    }
-
-    fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
-        Ok(v)
-    }
-}
-
 /// Serde for `SyncUp::objs`: the compact records as one byte string.
 pub(crate) mod objs {
     use super::*;
@@ -355,7 +335,7 @@ pub(crate) mod objs {
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ObjRecord>, D::Error> {
-        let bytes = d.deserialize_byte_buf(Bytes)?;
+        let bytes = crate::base::packed::deserialize_bytes(d)?;
         decode(&bytes, Reader::objs).map_err(D::Error::custom)
     }
 }
@@ -371,7 +351,7 @@ pub(crate) mod pes {
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PeRecord>, D::Error> {
-        let bytes = d.deserialize_byte_buf(Bytes)?;
+        let bytes = crate::base::packed::deserialize_bytes(d)?;
         decode(&bytes, Reader::pes).map_err(D::Error::custom)
     }
 }
